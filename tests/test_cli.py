@@ -1,0 +1,163 @@
+"""The chunkd filter, run as a subprocess: input modes, formats, errors, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+
+import msgpack
+import orjson
+import pytest
+
+from chunkd import split_text
+from command import chunkd_command, ndjson, run_chunkd
+from oracle import corpus_documents, langchain_chunks
+
+ENGLISH = next(p for p in corpus_documents() if p.parent.name == "en-rustbook")
+CHINESE = next(p for p in corpus_documents() if p.parent.name == "zh-vuedocs")
+
+
+def test_stdin_tokens_matches_langchain():
+    text = ENGLISH.read_text(encoding="utf-8")
+    result = run_chunkd("--tokens", "300", input=text.encode())
+    assert result.returncode == 0, result.stderr
+    records = ndjson(result.stdout)
+    assert [r["text"] for r in records] == langchain_chunks(text, 300, 30, "tokens")
+    assert [r["index"] for r in records] == list(range(len(records)))
+    assert all(set(r) == {"index", "start", "end", "length", "text"} for r in records)
+    assert all(text[r["start"]:r["end"]] == r["text"] for r in records)
+
+
+def test_default_is_1000_chars_with_10_percent_overlap():
+    text = CHINESE.read_text(encoding="utf-8")
+    records = ndjson(run_chunkd(input=text.encode()).stdout)
+    assert [r["text"] for r in records] == langchain_chunks(text, 1000, 100, "chars")
+
+
+def test_output_is_utf8_without_ascii_escapes():
+    result = run_chunkd("--chars", "50", input="中文。句子！".encode())
+    assert "中文。".encode() in result.stdout
+    assert b"\\u" not in result.stdout
+
+
+def test_files_are_documents_named_by_path(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.md"
+    a.write_text("first document. " * 20, encoding="utf-8")
+    b.write_text("second one\n\nwith two paragraphs", encoding="utf-8")
+    result = run_chunkd("--chars", "100", "--overlap", "0", str(a), str(b))
+    assert result.returncode == 0, result.stderr
+    records = ndjson(result.stdout)
+    for path in (a, b):
+        mine = [r for r in records if r["doc"] == str(path)]
+        expected = langchain_chunks(path.read_text(encoding="utf-8"), 100, 0, "chars")
+        assert [r["text"] for r in mine] == expected
+    assert [r["doc"] for r in records] == sorted(r["doc"] for r in records)  # input order
+
+
+def test_ndjson_input_passes_other_fields_through():
+    lines = [{"id": "doc-1", "text": "alpha beta gamma delta", "url": "https://x"},
+             {"text": "no id here, so the line number names it"}]
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    records = ndjson(run_chunkd("--input", "ndjson", "--chars", "12", "--overlap", "0",
+                                input=data).stdout)
+    first = [r for r in records if r["doc"] == "doc-1"]
+    assert [r["text"] for r in first] == langchain_chunks(lines[0]["text"], 12, 0, "chars")
+    assert all(r["url"] == "https://x" for r in first)
+    assert {r["doc"] for r in records} == {"doc-1", 2}
+
+
+def test_json_format_one_document_a_line(tmp_path):
+    path = tmp_path / "doc.txt"
+    path.write_text("Some text. More text! " * 30, encoding="utf-8")
+    result = run_chunkd("--format", "json", "--chars", "80", str(path), str(path))
+    documents = ndjson(result.stdout)
+    assert len(documents) == 2
+    expected = [c._asdict() for c in split_text(path.read_text(), 80, 8)]
+    assert documents[0] == {"doc": str(path), "chunks": expected}
+
+
+def test_msgpack_format_has_the_ndjson_keys():
+    text = "one two three four five six seven eight nine ten " * 10
+    as_json = ndjson(run_chunkd("--chars", "40", input=text.encode()).stdout)
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(run_chunkd("--chars", "40", "--format", "msgpack", input=text.encode()).stdout)
+    assert list(unpacker) == as_json
+
+
+def test_empty_input_gives_no_chunks_and_success():
+    result = run_chunkd(input=b"")
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_invalid_utf8_names_the_byte_offset():
+    result = run_chunkd(input="héllo wörld ".encode() * 3 + b"\xff tail")
+    assert result.returncode == 1
+    offset = len("héllo wörld ".encode() * 3)
+    assert result.stderr.decode().strip() == (
+        f"chunkd: stdin: invalid UTF-8 at byte {offset} "
+        "(use --errors replace to substitute U+FFFD)")
+
+
+def test_invalid_utf8_straddling_blocks_names_the_byte_offset(tmp_path):
+    path = tmp_path / "big.txt"
+    good = ("é" * 200_000).encode()  # 400,000 bytes: crosses the reader's block size
+    path.write_bytes(good + b"\xe9\x80" + b"x")   # a truncated 3-byte sequence
+    result = run_chunkd(str(path))
+    assert result.returncode == 1
+    assert f"{path}: invalid UTF-8 at byte {len(good)}" in result.stderr.decode()
+
+
+def test_errors_replace_substitutes_u_fffd():
+    result = run_chunkd("--errors", "replace", input=b"ab\xffcd")
+    assert result.returncode == 0
+    assert ndjson(result.stdout)[0]["text"] == "ab\ufffdcd"
+
+
+def test_malformed_ndjson_names_the_line_and_goes_on():
+    data = b'{"text": "good"}\n{"text": broken\n[1]\n{"text": "also good"}\n'
+    result = run_chunkd("--input", "ndjson", input=data)
+    assert result.returncode == 1
+    errors = result.stderr.decode().splitlines()
+    assert errors[0].startswith("chunkd: stdin: line 2: malformed JSON")
+    assert errors[1] == "chunkd: stdin: line 3: expected a JSON object"
+    assert [r["text"] for r in ndjson(result.stdout)] == ["good", "also good"]
+
+
+def test_missing_file_is_named_and_the_others_are_chunked(tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("still chunked", encoding="utf-8")
+    result = run_chunkd(str(tmp_path / "missing.txt"), str(good))
+    assert result.returncode == 1
+    assert result.stderr.decode() == f"chunkd: {tmp_path / 'missing.txt'}: No such file or directory\n"
+    assert [r["text"] for r in ndjson(result.stdout)] == ["still chunked"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--chars", "100", "--overlap", "100"],
+    ["--chars", "100", "--tokens", "50"],
+    ["--chars", "0"],
+    ["--tokens", "ten"],
+    ["--overlap", "-1"],
+    ["--format", "xml"],
+])
+def test_usage_errors_exit_2_without_traceback(args):
+    result = run_chunkd(*args)
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert result.stderr.decode().splitlines()[-1].startswith("chunkd: error: ")
+
+
+def test_quiet_exit_when_the_reader_goes_away():
+    text = ("A sentence that repeats. " * 40 + "\n\n") * 20_000  # about 20 MB
+    pipeline = subprocess.run(
+        f"set -o pipefail; '{chunkd_command()}' --chars 200 | head -1", shell=True, input=text.encode(),
+        capture_output=True, timeout=120, executable="/bin/bash")
+    assert pipeline.returncode == 0
+    assert pipeline.stderr == b""
+    assert len(ndjson(pipeline.stdout)) == 1
+
+
+def test_version_and_help():
+    assert run_chunkd("--version").stdout.decode().startswith("chunkd ")
+    help_text = run_chunkd("--help").stdout.decode()
+    for option in ("--chars", "--tokens", "--overlap", "--input", "--format", "--errors"):
+        assert option in help_text

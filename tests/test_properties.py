@@ -1,0 +1,80 @@
+"""Property tests on generated text: equality with LangChain and tiktoken, exact offsets."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkd import SEPARATORS
+from chunkd.units import encoding, token_counter
+from oracle import check_against_langchain, chunkd_chunks, langchain_chunks
+
+FRAGMENTS = [s for s in SEPARATORS if s] + [
+    "\n\n\n", "\r\n", "\t", "\u3000", "\u00a0", "\u2028", "\u0085", "\u001c", "\x00",
+    "word", "Word", "chunk", "42", "123456", "don't", "we'LL", "it's", "'ve",
+    "中文文本", "你好", "一二三", "テスト", "한국어", "مرحبا",
+    "👩\u200d👩\u200d👧", "👍🏽", "e\u0301", "n\u0303a", "\u200b", "<|endoftext|>",
+    "    ", "...", "?!", "——", "«»",
+]
+fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
+documents = st.lists(fragment, max_size=120).map("".join)
+
+
+@st.composite
+def cut_document(draw):
+    """A document and a random cutting of it into pieces."""
+    text = draw(documents)
+    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
+    bounds = [0, *cuts, len(text)]
+    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@st.composite
+def size_and_overlap(draw, max_size):
+    size = draw(st.integers(1, max_size))
+    return size, draw(st.integers(0, size - 1))
+
+
+SETTINGS = settings(max_examples=400, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(cut_document(), size_and_overlap(60))
+def test_chars_equal_langchain(doc, sizes):
+    text, pieces = doc
+    check_against_langchain(text, pieces, *sizes, "chars")
+
+
+@SETTINGS
+@given(cut_document(), size_and_overlap(40))
+def test_tokens_equal_langchain(doc, sizes):
+    text, pieces = doc
+    check_against_langchain(text, pieces, *sizes, "tokens")
+
+
+@SETTINGS
+@given(documents, size_and_overlap(40), st.sampled_from(["chars", "tokens"]))
+def test_sizes_within_limit_wherever_langchain_is(text, sizes, unit):
+    size, overlap = sizes
+    chunks = chunkd_chunks([text], size, overlap, unit)
+    expected = langchain_chunks(text, size, overlap, unit)
+    length = len if unit == "chars" else (lambda s: len(encoding().encode_ordinary(s)))
+    for chunk, theirs in zip(chunks, expected, strict=True):
+        if length(theirs) <= size:
+            assert chunk.length <= size
+
+
+@settings(max_examples=2000, deadline=None)
+@given(documents)
+def test_token_count_equals_tiktoken(text):
+    assert token_counter().count(text) == len(encoding().encode_ordinary(text))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(documents, documents)
+def test_pretokens_but_the_last_two_survive_appending(head, tail):
+    """What the kernel's lower bound on an unfinished piece's count relies on."""
+    pretokens = token_counter().pretokens
+    stable = pretokens(head)[:-2]
+    assert pretokens(head + tail)[:len(stable)] == stable
