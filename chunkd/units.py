@@ -7,13 +7,9 @@ never touches the network.
 
 from __future__ import annotations
 
-import array
 import functools
-import sys
 
 UNITS = ("chars", "tokens")
-
-_UTF32_NATIVE = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 
 # Unicode White_Space, which is what \s means in tiktoken's (Rust) regex; Python's
 # str.isspace() differs (it also takes U+001C..U+001F).
@@ -25,18 +21,15 @@ _WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680,
 def _pretoken_classes() -> bytes:
     """One byte per code point: 1 = \\p{L}, 2 = \\p{N}, 4 = \\s, as in cl100k's pattern.
 
-    Letters and numbers come from the ``regex`` module (tiktoken's own dependency),
-    whose Unicode tables are newer than ``unicodedata``'s.
+    Categories come from ``unicodedata2`` pinned at Unicode 16.0, the version of the
+    Rust regex tables inside tiktoken: with Python's own ``unicodedata`` (14.0 in
+    Python 3.11) or a newer one, letters assigned in other versions are counted wrong.
     """
-    import regex
+    import unicodedata2
 
-    table = bytearray(0x110000)
-    for first, last in ((0, 0xD7FF), (0xE000, 0x10FFFF)):  # surrogates are neither
-        code_points = array.array("I", range(first, last + 1)).tobytes().decode(_UTF32_NATIVE)
-        for flag, pattern in ((1, r"\p{L}+"), (2, r"\p{N}+")):
-            for match in regex.finditer(pattern, code_points):
-                table[first + match.start():first + match.end()] = \
-                    bytes([flag]) * (match.end() - match.start())
+    category = unicodedata2.category
+    flags = {"L": 1, "N": 2}
+    table = bytearray(flags.get(category(chr(cp))[0], 0) for cp in range(0x110000))
     for first, last in _WHITE_SPACE:
         table[first:last + 1] = b"\x04" * (last - first + 1)
     return bytes(table)

@@ -78,3 +78,13 @@ def test_pretokens_but_the_last_two_survive_appending(head, tail):
     pretokens = token_counter().pretokens
     stable = pretokens(head)[:-2]
     assert pretokens(head + tail)[:len(stable)] == stable
+
+
+def test_every_code_point_is_classified_as_tiktoken_does():
+    """Each code point in the contexts where letter, number, space and other differ
+    (its class must follow tiktoken's Unicode version, not Python's)."""
+    count, encode = token_counter().count, encoding().encode_ordinary
+    code_points = [chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000]
+    for at in range(0, len(code_points), 512):
+        text = "".join(f"x{c}{{{c} {c}!{c}1{c}{c}'s\n" for c in code_points[at:at + 512])
+        assert count(text) == len(encode(text)), f"near U+{ord(code_points[at]):04X}"
