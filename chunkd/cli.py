@@ -12,15 +12,19 @@ Exit status: 0 success, 1 some input could not be read (the rest was processed),
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from chunkd import __version__
 from chunkd.pipeline import STRATEGIES, Settings, chunk_blocks
-from chunkd.readers import (Document, InputError, file_document, ndjson_documents,
+from chunkd.progress import Progress
+from chunkd.readers import (Document, InputError, OnBytes, file_document, ndjson_documents,
                             stream_document)
-from chunkd.writers import FORMATS, make_writer
+from chunkd.writers import FORMATS, Writer, make_writer
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 DEFAULT_CHARS = 1000
@@ -93,47 +97,115 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--errors", choices=("strict", "replace"), default="strict",
                         help="invalid UTF-8: stop that document with an error naming the byte "
                              "offset (strict, default) or substitute U+FFFD (replace)")
+    parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N",
+                        help="processes for many documents (several FILEs or --input ndjson); "
+                             "output stays in input order (default: the number of cores, "
+                             f"{os.cpu_count()} here)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line (shown on stderr only when it is a terminal)")
     parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
     return parser
 
 
-def documents(args: argparse.Namespace) -> Iterator[Document | InputError]:
+def documents(args: argparse.Namespace, on_bytes: OnBytes) -> Iterator[Document | InputError]:
     """The documents the arguments name, in order; unreadable ones as ``InputError``."""
     for path in args.files or ["-"]:
         if args.input == "ndjson":
             if path == "-":
-                yield from ndjson_documents(sys.stdin.buffer, args.errors)
+                yield from ndjson_documents(sys.stdin.buffer, args.errors, on_bytes=on_bytes)
                 continue
             try:
                 with open(path, "rb") as stream:
-                    yield from ndjson_documents(stream, args.errors, where=path)
+                    yield from ndjson_documents(stream, args.errors, path, on_bytes)
             except OSError as error:
                 yield InputError(f"{path}: {error.strerror or error}")
         elif path == "-":
-            yield stream_document(sys.stdin.buffer, args.errors)
+            yield stream_document(sys.stdin.buffer, args.errors, on_bytes)
         else:
-            yield file_document(path, args.errors)
+            yield file_document(path, args.errors, None if args.parallel else on_bytes)
+
+
+def write_document(document: Document, settings: Settings, writer: Writer,
+                   flush: Callable[[], None]) -> None:
+    """Chunk one document into ``writer``, flushing as chunks become final."""
+    writer.begin(document.name, document.fields)
+    for chunks in chunk_blocks(settings, document.blocks):
+        writer.write(chunks)
+        flush()
+    writer.end()
+
+
+def render_document(task: tuple[Document, Settings, str, bool]) -> tuple[bytes, str | None]:
+    """A ``--jobs`` worker: one document's whole output, and its error if any (the
+    chunks made before an error are kept, as when streaming)."""
+    document, settings, format, named = task
+    out = io.BytesIO()
+    try:
+        write_document(document, settings, make_writer(format, out, named), lambda: None)
+    except InputError as error:
+        return out.getvalue(), str(error)
+    return out.getvalue(), None
+
+
+def in_order(tasks: Iterator[tuple | InputError], jobs: int
+             ) -> Iterator[tuple[bytes, str | None] | InputError]:
+    """``render_document`` over ``tasks`` in ``jobs`` processes, results in input order,
+    with at most a few tasks per process in flight (memory stays bounded)."""
+    with ProcessPoolExecutor(jobs) as pool:
+        pending: deque = deque()
+        try:
+            for task in tasks:
+                pending.append(task if isinstance(task, InputError)
+                               else pool.submit(render_document, task))
+                while len(pending) > 4 * jobs:
+                    yield _result(pending.popleft())
+            while pending:
+                yield _result(pending.popleft())
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+def _result(item: Future | InputError) -> tuple[bytes, str | None] | InputError:
+    return item if isinstance(item, InputError) else item.result()
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     out = sys.stdout.buffer
-    writer = make_writer(args.format, out)
     named = args.input == "ndjson" or bool(args.files) and args.files != ["-"]
+    progress = Progress(enabled=not args.quiet)
     status = EXIT_OK
-    for document in documents(args):
-        try:
-            if isinstance(document, InputError):
-                raise document
-            writer.begin(document.name, named, document.fields)
-            for chunks in chunk_blocks(settings, document.blocks):
-                writer.write(chunks)
-                out.flush()
-            writer.end()
-        except InputError as error:
+
+    def report(error: InputError | str) -> None:
+        nonlocal status
+        out.flush()
+        progress.close()
+        print(f"chunkd: {error}", file=sys.stderr)
+        status = EXIT_INPUT
+
+    if args.parallel:
+        settings.splitter()  # load the tokenizer once, before the workers fork
+        tasks = (d if isinstance(d, InputError) else (d, settings, args.format, named)
+                 for d in documents(args, progress.add))
+        for result in in_order(tasks, args.jobs):
+            if isinstance(result, InputError):
+                report(result)
+                continue
+            output, error = result
+            out.write(output)
             out.flush()
-            print(f"chunkd: {error}", file=sys.stderr)
-            status = EXIT_INPUT
+            if error:
+                report(error)
+    else:
+        writer = make_writer(args.format, out, named)
+        for document in documents(args, progress.add):
+            try:
+                if isinstance(document, InputError):
+                    raise document
+                write_document(document, settings, writer, out.flush)
+            except InputError as error:
+                report(error)
     out.flush()
+    progress.close()
     return status
 
 
@@ -146,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings = settings_from(args, parser)
+    many = args.input == "ndjson" or len([f for f in args.files if f != "-"]) > 1
+    args.parallel = many and args.jobs > 1
     try:
         return run(args, settings)
     except BrokenPipeError:

@@ -34,11 +34,18 @@ class Document:
     fields: dict = field(default_factory=dict)
 
 
-def read_blocks(stream: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+#: Called with every raw block read (to hash the input, or to show progress).
+OnBytes = Callable[[bytes], None] | None
+
+
+def read_blocks(stream: BinaryIO, on_bytes: OnBytes = None,
+                block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
     """The stream's bytes, as they arrive (a pipe's data is passed on without waiting
     for a full block)."""
     read = getattr(stream, "read1", stream.read)
     while data := read(block_size):
+        if on_bytes is not None:
+            on_bytes(data)
         yield data
 
 
@@ -67,39 +74,46 @@ def decode_blocks(blocks: Iterable[bytes], where: str, errors: str = "strict") -
         yield text
 
 
-def file_document(path: str, errors: str, on_bytes: Callable[[bytes], None] | None = None
-                  ) -> Document:
-    """The file at ``path`` as one document, opened when its blocks are read;
-    ``on_bytes`` sees every raw block (to hash or count it)."""
+class FileBlocks:
+    """A file's decoded text blocks, opened only when iterated; picklable (without
+    ``on_bytes``), so that ``--jobs`` workers can read their own files."""
 
-    def raw_blocks() -> Iterator[bytes]:
+    def __init__(self, path: str, errors: str, on_bytes: OnBytes = None) -> None:
+        self.path, self.errors, self.on_bytes = path, errors, on_bytes
+
+    def __iter__(self) -> Iterator[str]:
+        return decode_blocks(self._raw_blocks(), self.path, self.errors)
+
+    def _raw_blocks(self) -> Iterator[bytes]:
         try:
-            stream = open(path, "rb")
+            stream = open(self.path, "rb")
         except OSError as error:
-            raise InputError(f"{path}: {error.strerror or error}") from None
+            raise InputError(f"{self.path}: {error.strerror or error}") from None
         with stream:
             try:
-                for data in read_blocks(stream):
-                    if on_bytes is not None:
-                        on_bytes(data)
-                    yield data
+                yield from read_blocks(stream, self.on_bytes)
             except OSError as error:
-                raise InputError(f"{path}: read failed: {error.strerror or error}") from None
-
-    return Document(path, decode_blocks(raw_blocks(), path, errors))
+                raise InputError(f"{self.path}: read failed: {error.strerror or error}") from None
 
 
-def stream_document(stream: BinaryIO, errors: str, where: str = "stdin") -> Document:
+def file_document(path: str, errors: str, on_bytes: OnBytes = None) -> Document:
+    """The file at ``path`` as one document; ``on_bytes`` sees every raw block."""
+    return Document(path, FileBlocks(path, errors, on_bytes))
+
+
+def stream_document(stream: BinaryIO, errors: str, on_bytes: OnBytes = None) -> Document:
     """A byte stream (stdin) as one unnamed document."""
-    return Document(None, decode_blocks(read_blocks(stream), where, errors))
+    return Document(None, decode_blocks(read_blocks(stream, on_bytes), "stdin", errors))
 
 
-def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin"
-                     ) -> Iterator[Document | InputError]:
+def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin",
+                     on_bytes: OnBytes = None) -> Iterator[Document | InputError]:
     """One document per line ``{"text": ..., "id": ...}``; a bad line is yielded as an
     ``InputError`` (naming its line number) so that the lines after it still count.
     A line without ``"id"`` is named by its line number."""
     for number, line in enumerate(iter(stream.readline, b""), start=1):
+        if on_bytes is not None:
+            on_bytes(line)
         if not line.strip():
             continue
         try:

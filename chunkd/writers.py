@@ -26,12 +26,14 @@ def chunk_record(chunk: Chunk) -> dict:
 class Writer:
     """NDJSON: one JSON object a line, one line per chunk, written as it comes."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, named: bool) -> None:
+        """``named``: whether records carry their document's name as ``doc``."""
         self.stream = stream
+        self.named = named
 
-    def begin(self, doc: str | int | None, named: bool, fields: dict) -> None:
-        """Start a document; ``named``: whether records carry its name as ``doc``."""
-        self.header = ({"doc": doc} if named else {}) | fields
+    def begin(self, doc: str | int | None, fields: dict) -> None:
+        """Start a document."""
+        self.header = ({"doc": doc} if self.named else {}) | fields
 
     def write(self, chunks: list[Chunk]) -> None:
         for chunk in chunks:
@@ -47,15 +49,15 @@ class Writer:
 class MsgpackWriter(Writer):
     """A stream of msgpack maps with the NDJSON keys, one per chunk."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: BinaryIO, named: bool) -> None:
+        super().__init__(stream, named)
         self.encode = msgpack.Packer().pack
 
 
 class JsonWriter(Writer):
     """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``."""
 
-    def begin(self, doc: str | int | None, named: bool, fields: dict) -> None:
+    def begin(self, doc: str | int | None, fields: dict) -> None:
         self.document = {"doc": doc} | fields
         self.chunks: list[dict] = []
 
@@ -67,6 +69,6 @@ class JsonWriter(Writer):
         self.chunks = []
 
 
-def make_writer(format: str, stream: BinaryIO) -> Writer:
+def make_writer(format: str, stream: BinaryIO, named: bool) -> Writer:
     """The writer for ``format``, one of ``FORMATS``."""
-    return {"ndjson": Writer, "json": JsonWriter, "msgpack": MsgpackWriter}[format](stream)
+    return {"ndjson": Writer, "json": JsonWriter, "msgpack": MsgpackWriter}[format](stream, named)

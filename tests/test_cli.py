@@ -161,3 +161,66 @@ def test_version_and_help():
     help_text = run_chunkd("--help").stdout.decode()
     for option in ("--chars", "--tokens", "--overlap", "--input", "--format", "--errors"):
         assert option in help_text
+
+
+def test_jobs_spread_documents_and_keep_input_order(tmp_path):
+    paths = []
+    for number, document in enumerate(corpus_documents()[::8]):
+        path = tmp_path / f"{number:03}.md"
+        path.write_bytes(document.read_bytes())
+        paths.append(str(path))
+    paths.insert(5, str(tmp_path / "missing.md"))
+    one = run_chunkd("--tokens", "100", "--jobs", "1", *paths)
+    two = run_chunkd("--tokens", "100", "--jobs", "2", *paths)
+    assert one.returncode == two.returncode == 1
+    assert one.stderr == two.stderr
+    assert one.stdout == two.stdout
+    assert [r["doc"] for r in ndjson(two.stdout)] == sorted(r["doc"] for r in ndjson(two.stdout))
+
+
+def test_jobs_with_ndjson_input_keep_line_order():
+    lines = [orjson.dumps({"id": n, "text": f"document {n}. " * (n % 50 + 1)})
+             for n in range(300)]
+    data = b"\n".join(lines[:100] + [b"{broken"] + lines[100:]) + b"\n"
+    one = run_chunkd("--input", "ndjson", "--chars", "100", "--jobs", "1", input=data)
+    two = run_chunkd("--input", "ndjson", "--chars", "100", "--jobs", "2", input=data)
+    assert (one.stdout, one.stderr, one.returncode) == (two.stdout, two.stderr, two.returncode)
+    assert two.stderr.decode().startswith("chunkd: stdin: line 101: malformed JSON")
+
+
+def run_on_a_terminal(*args: str) -> tuple[int, bytes]:
+    """Run chunkd on a large stdin with its stderr on a pseudo-terminal."""
+    import os
+    import pty
+
+    import time
+
+    controller, terminal = pty.openpty()
+    block = ("A long enough line of text to chunk. " * 30 + "\n\n").encode() * 1000
+    process = subprocess.Popen([chunkd_command(), *args], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=terminal)
+    os.close(terminal)
+    for _ in range(20):  # at least a second of input, so that progress is due
+        process.stdin.write(block)
+        process.stdin.flush()
+        time.sleep(0.05)
+    process.communicate(timeout=300)
+    seen = b""
+    while True:
+        try:
+            data = os.read(controller, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not data:
+            break
+        seen += data
+    os.close(controller)
+    return process.returncode, seen
+
+
+def test_progress_on_a_terminal_and_quiet():
+    status, shown = run_on_a_terminal("--chars", "500")
+    assert status == 0
+    assert b"chunkd: " in shown and b"MB/s" in shown
+    status, shown = run_on_a_terminal("--chars", "500", "--quiet")
+    assert (status, shown) == (0, b"")
