@@ -20,9 +20,9 @@ Positions are code-point offsets into the document; ``Splitter.buf`` holds the w
 of the document that some level still needs, starting at document offset ``base``.
 """
 
-from libc.stdint cimport uint16_t, uint32_t
-from libc.stdlib cimport free, realloc
-from libc.string cimport memchr
+from libc.stdint cimport uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memchr, memset
 from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd.chunk import Chunk
@@ -98,12 +98,18 @@ cdef class TokenCounter:
     cdef const unsigned char* classes
     cdef bytes _classes_ref
     cdef object _encode
-    cdef dict _cache
-    cdef Py_ssize_t _cache_limit
+    # The cache: an open-addressing hash table keyed by a pre-token's code points,
+    # stored in ``keys``; hits cost no Python object.  Cleared when full.
+    cdef uint64_t* slot_hash       # 0: empty
+    cdef uint32_t* slot_key        # offset of the key in ``keys``
+    cdef uint32_t* slot_len        # key length in code points
+    cdef uint32_t* slot_count      # the token count
+    cdef uint32_t* keys
+    cdef Py_ssize_t slots, used, max_used, keys_used, keys_cap
     cdef readonly Py_ssize_t max_token_chars
 
     def __init__(self, encode, bytes classes, Py_ssize_t max_token_bytes,
-                 Py_ssize_t cache_limit=1 << 16):
+                 Py_ssize_t cache_entries=1 << 16):
         """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
         LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
         token's length, which bounds how many code points one token can cover."""
@@ -112,9 +118,27 @@ cdef class TokenCounter:
         self._classes_ref = classes
         self.classes = classes
         self._encode = encode
-        self._cache = {}
-        self._cache_limit = cache_limit
         self.max_token_chars = max_token_bytes
+        self.slots = 1
+        while self.slots < 2 * cache_entries:
+            self.slots *= 2
+        self.max_used = cache_entries
+        self.keys_cap = cache_entries * 8
+        self.slot_hash = <uint64_t*>calloc(self.slots, sizeof(uint64_t))
+        self.slot_key = <uint32_t*>malloc(self.slots * sizeof(uint32_t))
+        self.slot_len = <uint32_t*>malloc(self.slots * sizeof(uint32_t))
+        self.slot_count = <uint32_t*>malloc(self.slots * sizeof(uint32_t))
+        self.keys = <uint32_t*>malloc(self.keys_cap * sizeof(uint32_t))
+        if not (self.slot_hash and self.slot_key and self.slot_len and self.slot_count
+                and self.keys):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.slot_hash)
+        free(self.slot_key)
+        free(self.slot_len)
+        free(self.slot_count)
+        free(self.keys)
 
     cdef Py_ssize_t pretoken_end(self, int kind, void* data, Py_ssize_t i,
                                  Py_ssize_t n) noexcept nogil:
@@ -180,14 +204,39 @@ cdef class TokenCounter:
 
     cdef Py_ssize_t pretoken_count(self, str text, Py_ssize_t start, Py_ssize_t end) except -1:
         """Token count of the pre-token ``text[start:end]``, cached."""
-        key = PyUnicode_Substring(text, start, end)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return <Py_ssize_t>cached
-        if len(self._cache) >= self._cache_limit:
-            self._cache.clear()            # bounded memory on text that never repeats
-        count = len(self._encode(key))
-        self._cache[key] = count
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t length = end - start, k, at
+        cdef uint64_t h = 14695981039346656037ULL       # FNV-1a over the code points
+        cdef uint32_t* key
+        for k in range(start, end):
+            h = (h ^ PyUnicode_READ(kind, data, k)) * 1099511628211ULL
+        h |= 1                                          # 0 marks an empty slot
+        at = <Py_ssize_t>(h & <uint64_t>(self.slots - 1))
+        while self.slot_hash[at]:
+            if self.slot_hash[at] == h and self.slot_len[at] == length:
+                key = self.keys + self.slot_key[at]
+                k = 0
+                while k < length and key[k] == PyUnicode_READ(kind, data, start + k):
+                    k += 1
+                if k == length:
+                    return self.slot_count[at]
+            at = (at + 1) & (self.slots - 1)
+        count = len(self._encode(PyUnicode_Substring(text, start, end)))
+        if length > 64:                   # long pre-tokens are rare: not worth the room
+            return count
+        if self.used == self.max_used or self.keys_used + length > self.keys_cap:
+            memset(self.slot_hash, 0, self.slots * sizeof(uint64_t))
+            self.used = self.keys_used = 0  # bounded memory on text that never repeats
+            return count
+        self.slot_hash[at] = h
+        self.slot_key[at] = <uint32_t>self.keys_used
+        self.slot_len[at] = <uint32_t>length
+        self.slot_count[at] = <uint32_t>count
+        for k in range(length):
+            self.keys[self.keys_used + k] = PyUnicode_READ(kind, data, start + k)
+        self.keys_used += length
+        self.used += 1
         return count
 
     cpdef Py_ssize_t count(self, str text) except -1:

@@ -17,7 +17,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 from chunkd import __version__
 from chunkd.pipeline import STRATEGIES, Settings, chunk_blocks
@@ -25,6 +25,9 @@ from chunkd.progress import Progress
 from chunkd.readers import (Document, InputError, OnBytes, file_document, ndjson_documents,
                             stream_document)
 from chunkd.writers import FORMATS, Writer, make_writer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 DEFAULT_CHARS = 1000
@@ -151,6 +154,8 @@ def in_order(tasks: Iterator[tuple | InputError], jobs: int
              ) -> Iterator[tuple[bytes, str | None] | InputError]:
     """``render_document`` over ``tasks`` in ``jobs`` processes, results in input order,
     with at most a few tasks per process in flight (memory stays bounded)."""
+    from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
+
     with ProcessPoolExecutor(jobs) as pool:
         pending: deque = deque()
         try:

