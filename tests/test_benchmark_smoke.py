@@ -9,13 +9,15 @@ import sys
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 
-def test_quick_benchmark_runs_and_chunkd_equals_langchain():
-    result = subprocess.run([sys.executable, str(SCRIPT), "--quick"], capture_output=True,
-                            timeout=600, text=True)
+def test_quick_benchmark_runs_and_chunkd_equals_langchain(tmp_path):
+    report = tmp_path / "report.md"
+    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--output", str(report)],
+                            capture_output=True, timeout=600, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    text = report.read_text(encoding="utf-8")
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| ")]
     chunkd_rows = [row for row in rows if row[3].strip() == "chunkd" and len(row) > 7]
     assert len(chunkd_rows) == 12  # six inputs, two units
     assert all(row[7].strip() == "yes" for row in chunkd_rows)
     for heading in ("## End to end", "## Memory", "## Many documents"):
-        assert heading in result.stdout
+        assert heading in text
