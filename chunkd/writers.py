@@ -66,8 +66,16 @@ class JsonWriter(Writer):
         self.chunks.extend(map(chunk_record, chunks))
 
     def end(self) -> None:
-        self.stream.write(orjson.dumps(self.document | {"chunks": self.chunks}) + b"\n")
+        self.stream.write(encode_document("json", self.document | {"chunks": self.chunks}) + b"\n")
         self.chunks = []
+
+
+def encode_document(format: str, document: dict) -> bytes:
+    """A whole document (a dict with a ``chunks`` list) as JSON or msgpack bytes."""
+    if format == "msgpack":
+        import msgpack
+        return msgpack.packb(document)
+    return orjson.dumps(document)
 
 
 def make_writer(format: str, stream: BinaryIO, named: bool) -> Writer:

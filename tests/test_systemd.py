@@ -1,0 +1,51 @@
+"""The unit files, checked by the real systemd tools."""
+
+from __future__ import annotations
+
+import difflib
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from command import chunkd_command
+
+UNITS = pathlib.Path(__file__).resolve().parent.parent / "systemd"
+INSTALLED_AT = "/opt/chunkd/bin/chunkd"  # where README's install steps put the command
+
+
+@pytest.mark.parametrize("unit", ["chunkd.service", "chunkd@.service"])
+def test_systemd_analyze_verify_is_clean(unit, tmp_path):
+    """verify insists that ExecStart exists: point it at the installed chunkd, change nothing
+    else. A template is checked as an instance."""
+    text = (UNITS / unit).read_text(encoding="utf-8")
+    assert INSTALLED_AT in text
+    name = unit.replace("@.", "@inbox.")
+    (tmp_path / unit).write_text(text.replace(INSTALLED_AT, chunkd_command()), encoding="utf-8")
+    target = tmp_path / unit if name == unit else tmp_path / name
+    if name != unit:
+        target.symlink_to(tmp_path / unit)
+    result = subprocess.run(["systemd-analyze", "verify", str(target)],
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("unit", ["chunkd.service", "chunkd@inbox.service"])
+def test_security_exposure_is_safe(unit, tmp_path):
+    source = UNITS / unit.replace("@inbox.", "@.")
+    (tmp_path / unit).symlink_to(source)
+    result = subprocess.run(["systemd-analyze", "security", "--offline=true", str(tmp_path / unit)],
+                            capture_output=True, text=True, timeout=60)
+    score = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\w+)", result.stdout)
+    assert score, result.stdout + result.stderr
+    assert float(score.group(1)) <= 1.0 and score.group(2) == "SAFE"
+
+
+def test_template_differs_from_the_unit_only_in_its_inbox():
+    unit = (UNITS / "chunkd.service").read_text(encoding="utf-8").splitlines()
+    template = (UNITS / "chunkd@.service").read_text(encoding="utf-8").splitlines()
+    changed = [line for line in difflib.ndiff(unit, template) if line[:2] in ("- ", "+ ")]
+    allowed = re.compile(r"^[-+] (#.*|Description=.*|RequiresMountsFor=.*|ExecStart=.*|"
+                         r"EnvironmentFile=.*|ReadWritePaths=.*)$")
+    assert all(allowed.match(line) for line in changed), changed
