@@ -27,6 +27,8 @@ from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd.chunk import Chunk
 
+_new_tuple = tuple.__new__
+
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
@@ -52,36 +54,53 @@ cdef inline bint _is_contraction_letter(unsigned int c) nogil:
     return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
 
 
+cdef extern from "wchar.h":
+    ctypedef int wchar_t
+    const wchar_t* wmemchr(const wchar_t* s, wchar_t c, size_t n) nogil
+
+
+cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t end,
+                           unsigned int unit) noexcept nogil:
+    """Index of the first code point ``unit`` in [i, end), or -1, with the C library's
+    vectorized search for every string kind."""
+    cdef const unsigned char* bytes_ = <const unsigned char*>data
+    cdef const unsigned char* hit
+    cdef const uint16_t* wide = <const uint16_t*>data
+    cdef Py_ssize_t at
+    if kind == 1:
+        if unit > 255:
+            return -1
+        hit = <const unsigned char*>memchr(bytes_ + i, unit, end - i)
+        return -1 if hit == NULL else hit - bytes_
+    if kind == 4:
+        hit = <const unsigned char*>wmemchr(<const wchar_t*>data + i, <wchar_t>unit, end - i)
+        return -1 if hit == NULL else (hit - bytes_) // 4
+    if unit > 0xFFFF:
+        return -1
+    # Two-byte text: memchr for the low byte, then check the whole unit (little or big
+    # endian alike, since the unit is compared as a whole).
+    while i < end:
+        hit = <const unsigned char*>memchr(bytes_ + 2 * i, unit & 0xFF, 2 * (end - i))
+        if hit == NULL:
+            return -1
+        at = (hit - bytes_) // 2
+        if wide[at] == unit:
+            return at
+        i = at + 1
+    return -1
+
+
 cdef Py_ssize_t _find(int kind, void* data, Py_ssize_t start, Py_ssize_t end,
                       unsigned int first, unsigned int second, Py_ssize_t sep_len) noexcept nogil:
     """Index of the first separator (one or two code points) within [start, end), or -1.
 
     Faster than ``str.find`` here: no conversion of the separator to the text's kind
-    per call, and memchr on one-byte text."""
-    cdef const unsigned char* hit
-    cdef const uint16_t* wide
-    cdef const uint32_t* wider
+    per call, and the C library's memchr/wmemchr."""
     cdef Py_ssize_t i = start, last = end - sep_len
     while i <= last:
-        if kind == 1:
-            if first > 255:
-                return -1
-            hit = <const unsigned char*>memchr(<const unsigned char*>data + i, first, last + 1 - i)
-            if hit == NULL:
-                return -1
-            i = hit - <const unsigned char*>data
-        elif kind == 2:
-            wide = <const uint16_t*>data
-            while i <= last and wide[i] != first:
-                i += 1
-            if i > last:
-                return -1
-        else:
-            wider = <const uint32_t*>data
-            while i <= last and wider[i] != first:
-                i += 1
-            if i > last:
-                return -1
+        i = _find_unit(kind, data, i, last + 1, first)
+        if i < 0:
+            return -1
         if sep_len == 1 or PyUnicode_READ(kind, data, i + 1) == second:
             return i
         i += 1
@@ -586,7 +605,9 @@ cdef class Splitter:
                 return 0
         chunk_text = PyUnicode_Substring(text, lo, hi)
         length = hi - lo if self.counter is None else self.counter.count(chunk_text)
-        self.out.append(Chunk(self.next_index, lo + self.base, hi + self.base,
-                              length, chunk_text))
+        # tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
+        # per-chunk cost in profiles).
+        self.out.append(_new_tuple(Chunk, (self.next_index, lo + self.base, hi + self.base,
+                                           length, chunk_text)))
         self.next_index += 1
         return 0
