@@ -20,7 +20,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -313,7 +312,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = 1 if args.quick else args.runs
     texts = inputs(args.quick)
-    out = [f"# chunkd benchmark\n",
+    out = ["# chunkd benchmark\n",
            f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
            f"Python {platform.python_version()}, chunkd {chunkd.__version__}. "
            f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}`.\n"]

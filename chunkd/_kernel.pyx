@@ -39,9 +39,10 @@ cdef extern from "Python.h":
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
-DEF LETTER = 1   # \p{L}
-DEF NUMBER = 2   # \p{N}
-DEF SPACE = 4    # \s (Unicode White_Space)
+cdef enum:
+    LETTER = 1   # \p{L}
+    NUMBER = 2   # \p{N}
+    SPACE = 4    # \s (Unicode White_Space)
 
 
 cdef inline bint _is_crlf(unsigned int c) nogil:
@@ -377,8 +378,7 @@ cdef class _Level:
         elif limit > self.piece_start and self.is_long(limit, False):
             self.flush()
             self.delegating = True
-            self.child.reset(self.piece_start)
-            self.child.advance(limit, False)
+            self.delegate(limit, False)
         return 0
 
     cdef int end_scope(self, Py_ssize_t limit) except -1:
@@ -398,6 +398,7 @@ cdef class _Level:
         return 0
 
     cdef int delegate(self, Py_ssize_t end, bint final) except -1:
+        """Start the child level on the piece in hand and give it the text up to ``end``."""
         self.child.reset(self.piece_start)
         self.child.advance(end, final)
         return 0

@@ -17,17 +17,13 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from chunkd import __version__
 from chunkd.pipeline import STRATEGIES, Settings, chunk_blocks
 from chunkd.progress import Progress
-from chunkd.readers import (Document, InputError, OnBytes, file_document, ndjson_documents,
-                            stream_document)
+from chunkd.readers import (Document, FileBlocks, InputError, OnBytes, file_document,
+                            ndjson_documents, stream_document)
 from chunkd.writers import FORMATS, Writer, make_writer
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 DEFAULT_CHARS = 1000
@@ -138,40 +134,70 @@ def write_document(document: Document, settings: Settings, writer: Writer,
     writer.end()
 
 
-def render_document(task: tuple[Document, Settings, str, bool]) -> tuple[bytes, str | None]:
-    """A ``--jobs`` worker: one document's whole output, and its error if any (the
+#: A --jobs task holds consecutive documents up to about this many bytes (or this
+#: many documents), so that small documents do not cost a round trip each.
+BATCH_BYTES, BATCH_DOCUMENTS = 1 << 20, 256
+
+
+def render_batch(batch: list[Document | InputError], settings: Settings, format: str,
+                 named: bool) -> list[tuple[bytes, str | None]]:
+    """A ``--jobs`` worker: each document's whole output and its error, if any (the
     chunks made before an error are kept, as when streaming)."""
-    document, settings, format, named = task
-    out = io.BytesIO()
-    try:
-        write_document(document, settings, make_writer(format, out, named), lambda: None)
-    except InputError as error:
-        return out.getvalue(), str(error)
-    return out.getvalue(), None
+    results = []
+    for document in batch:
+        out = io.BytesIO()
+        try:
+            if isinstance(document, InputError):
+                raise document
+            write_document(document, settings, make_writer(format, out, named), lambda: None)
+        except InputError as error:
+            results.append((out.getvalue(), str(error)))
+        else:
+            results.append((out.getvalue(), None))
+    return results
 
 
-def in_order(tasks: Iterator[tuple | InputError], jobs: int
-             ) -> Iterator[tuple[bytes, str | None] | InputError]:
-    """``render_document`` over ``tasks`` in ``jobs`` processes, results in input order,
-    with at most a few tasks per process in flight (memory stays bounded)."""
+def batches(items: Iterator[Document | InputError]) -> Iterator[list[Document | InputError]]:
+    batch, size = [], 0
+    for item in items:
+        batch.append(item)
+        size += _size(item)
+        if size >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _size(item: Document | InputError) -> int:
+    if isinstance(item, InputError):
+        return 0
+    if isinstance(item.blocks, FileBlocks):
+        try:
+            return os.stat(item.blocks.path).st_size
+        except OSError:
+            return 0
+    return sum(len(block) for block in item.blocks)
+
+
+def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settings,
+             format: str, named: bool) -> Iterator[tuple[bytes, str | None]]:
+    """Every document's output and error, rendered by ``jobs`` processes, in input
+    order, with a few batches per process in flight (memory stays bounded)."""
     from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
 
+    settings.splitter()  # load the tokenizer once, before the workers fork
     with ProcessPoolExecutor(jobs) as pool:
         pending: deque = deque()
         try:
-            for task in tasks:
-                pending.append(task if isinstance(task, InputError)
-                               else pool.submit(render_document, task))
-                while len(pending) > 4 * jobs:
-                    yield _result(pending.popleft())
+            for batch in batches(items):
+                pending.append(pool.submit(render_batch, batch, settings, format, named))
+                while len(pending) > 2 * jobs:
+                    yield from pending.popleft().result()
             while pending:
-                yield _result(pending.popleft())
+                yield from pending.popleft().result()
         finally:
             pool.shutdown(cancel_futures=True)
-
-
-def _result(item: Future | InputError) -> tuple[bytes, str | None] | InputError:
-    return item if isinstance(item, InputError) else item.result()
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -188,14 +214,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         status = EXIT_INPUT
 
     if args.parallel:
-        settings.splitter()  # load the tokenizer once, before the workers fork
-        tasks = (d if isinstance(d, InputError) else (d, settings, args.format, named)
-                 for d in documents(args, progress.add))
-        for result in in_order(tasks, args.jobs):
-            if isinstance(result, InputError):
-                report(result)
-                continue
-            output, error = result
+        rendered = in_order(documents(args, progress.add), args.jobs, settings, args.format,
+                            named)
+        for output, error in rendered:
             out.write(output)
             out.flush()
             if error:
@@ -223,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings = settings_from(args, parser)
-    many = args.input == "ndjson" or len([f for f in args.files if f != "-"]) > 1
+    # Workers render whole documents, so stdin (a stream) is never one of theirs.
+    many = args.input == "ndjson" or (len(args.files) > 1 and "-" not in args.files)
     args.parallel = many and args.jobs > 1
     try:
         return run(args, settings)
