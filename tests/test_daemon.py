@@ -325,3 +325,25 @@ def test_runs_with_memory_deny_write_execute(inbox):
     finally:
         if watcher.process.poll() is None:
             watcher.kill()
+
+
+def test_inotify_limit_reached_falls_back_to_polling_with_an_actionable_message(inbox):
+    """Lowers fs.inotify.max_user_instances to 0 for the duration (needs root, as CI is)."""
+    limit = Path("/proc/sys/fs/inotify/max_user_instances")
+    saved = limit.read_text()
+    (inbox / "a.txt").write_text("Found by polling.", encoding="utf-8")
+    limit.write_text("0")
+    try:
+        watcher = Watcher(inbox)
+        watcher.wait_for(lambda: "a.txt" in results(inbox), what="a result by polling")
+    finally:
+        limit.write_text(saved)
+    try:
+        log = "\n".join(watcher.log())
+        assert "inotify instance limit reached" in log
+        assert "fs.inotify.max_user_watches / max_user_instances, or use --poll" in log
+        assert "(polling every 2 s)" in log
+        assert watcher.stop() == 0
+    finally:
+        if watcher.process.poll() is None:
+            watcher.kill()
