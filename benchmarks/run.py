@@ -127,10 +127,10 @@ def reference_limits(text: str) -> dict[str, Callable[[], object]]:
 
 # --- measuring -------------------------------------------------------------------------
 
-#: Runs stop repeating past this many seconds in all; a peer whose rate on the inputs
-#: before predicts more than SKIP_SECONDS for one run is skipped, and the table says so.
+#: Runs stop repeating past BUDGET_SECONDS in all; a chunker still busy after
+#: LIMIT_SECONDS is stopped, and the table says so (some peers are superlinear).
 BUDGET_SECONDS = 30
-SKIP_SECONDS = 150
+LIMIT_SECONDS = 100
 
 
 def median_seconds(action: Callable[[], object], runs: int) -> tuple[float, object]:
@@ -144,47 +144,72 @@ def median_seconds(action: Callable[[], object], runs: int) -> tuple[float, obje
     return statistics.median(times), result
 
 
+def measure_in_child(split: Callable[[str, str], list[str]], text: str, unit: str,
+                     runs: int) -> tuple[float, int, int] | str:
+    """(median seconds, chunk count, hash of the chunk texts), measured in a forked
+    child (in process for the chunker) that is stopped after LIMIT_SECONDS; or why not."""
+    import multiprocessing
+
+    receive, send = multiprocessing.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            seconds, chunks = median_seconds(lambda: split(text, unit), runs)
+            send.send((seconds, len(chunks), hash(tuple(chunks))))
+        except ImportError as error:
+            send.send(f"not installed ({error.name})")
+        except Exception as error:  # a peer's failure is a result, not a crash
+            send.send(f"failed: {type(error).__name__}: {error}"[:80])
+
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    ready = receive.poll(LIMIT_SECONDS * max(runs, 1) + 30)
+    if not ready:
+        process.kill()
+        process.join()
+        return f"stopped: over {LIMIT_SECONDS} s a run"
+    result = receive.recv()
+    process.join()
+    return result
+
+
 def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
-    encoding().encode_ordinary("warm up")
+    warm_up = "Imports, tokenizers and caches load here, not in the timed runs. " * 50
+    for split in PEERS.values():
+        for unit in SETTINGS:
+            try:
+                split(warm_up, unit)
+            except Exception:  # reported by the measurement itself
+                pass
     out.append("## In process\n")
     out.append(f"Median of {runs} runs. Settings: chars {SETTINGS['chars'][0]}/"
                f"{SETTINGS['chars'][1]}, tokens {SETTINGS['tokens'][0]}/{SETTINGS['tokens'][1]} "
                "(size/overlap; chonkie's RecursiveChunker has no overlap).\n")
-    out.append(f"Runs stop repeating after {BUDGET_SECONDS} s; a peer predicted (from its "
-               f"slowest rate so far) to need over {SKIP_SECONDS} s for one run is skipped.\n")
+    out.append(f"Runs stop repeating after {BUDGET_SECONDS} s in all; a chunker still busy "
+               f"after {LIMIT_SECONDS} s is stopped. Each chunker runs in a forked child of "
+               "the benchmark (in process for the chunker).\n")
     out.append("| input | unit | chunker | MB/s | x LangChain | chunks | = LangChain |")
     out.append("| --- | --- | --- | ---: | ---: | ---: | --- |")
-    slowest: dict[tuple[str, str], float] = {}
     for name, text in texts.items():
         mb = len(text.encode()) / 1e6
+        label = f"{name} ({mb:.1f} MB)"
         for unit in SETTINGS:
-            results = {}
-            for peer, split in PEERS.items():
-                predicted = mb / slowest[peer, unit] if (peer, unit) in slowest else 0
-                if predicted > SKIP_SECONDS and peer != "langchain":
-                    results[peer] = (None, f"skipped: about {predicted:.0f} s a run")
-                    continue
-                try:
-                    seconds, chunks = median_seconds(lambda: split(text, unit), runs)
-                    results[peer] = (mb / seconds, chunks)
-                    slowest[peer, unit] = min(slowest.get((peer, unit), 1e9), mb / seconds)
-                except ImportError as error:
-                    results[peer] = (None, f"not installed ({error.name})")
-                except Exception as error:  # a peer's failure is a result, not a crash
-                    results[peer] = (None, f"failed: {type(error).__name__}: {error}"[:80])
+            results = {peer: measure_in_child(split, text, unit, runs)
+                       for peer, split in PEERS.items()}
             reference = results["langchain"]
-            for peer, (rate, chunks) in results.items():
-                label = f"{name} ({mb:.1f} MB)"
-                if rate is None:
-                    out.append(f"| {label} | {unit} | {peer} | {chunks} | | | |")
+            for peer, result in results.items():
+                if isinstance(result, str):
+                    out.append(f"| {label} | {unit} | {peer} | {result} | | | |")
                     continue
-                ratio = f"{rate / reference[0]:.2f}" if reference[0] else ""
-                equal = "yes" if chunks == reference[1] else "no"
-                out.append(f"| {label} | {unit} | {peer} | {rate:.1f} | {ratio} | {len(chunks)} | {equal} |")
+                seconds, count, digest = result
+                ratio = f"{reference[0] / seconds:.2f}" if not isinstance(reference, str) else ""
+                equal = "" if isinstance(reference, str) else "yes" if digest == reference[2] else "no"
+                out.append(f"| {label} | {unit} | {peer} | {mb / seconds:.1f} | {ratio} | "
+                           f"{count} | {equal} |")
             for limit, action in reference_limits(text).items():
                 seconds, _ = median_seconds(action, runs)
-                out.append(f"| {name} ({mb:.1f} MB) | {unit} | *{limit}* | {mb / seconds:.1f} | "
-                           f"{mb / seconds / reference[0]:.2f} | | |")
+                ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
+                out.append(f"| {label} | {unit} | *{limit}* | {mb / seconds:.1f} | {ratio} | | |")
             print("\n".join(out[-len(PEERS) - 2:]), flush=True)
     out.append("")
 
