@@ -25,7 +25,7 @@ from chunkd.readers import (Document, FileBlocks, InputError, OnBytes, file_docu
                             ndjson_documents, stream_document)
 from chunkd.writers import FORMATS, Writer, make_writer
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INPUT = 0, 1  # usage errors exit 2, through argparse
 DEFAULT_CHARS = 1000
 OVERLAP_PERCENT = 10
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 
-UNITS = ("chars", "tokens")
-
 # Unicode White_Space, which is what \s means in tiktoken's (Rust) regex; Python's
 # str.isspace() differs (it also takes U+001C..U+001F).
 _WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
