@@ -126,6 +126,7 @@ cdef class TokenCounter:
     cdef uint32_t* slot_count      # the token count
     cdef uint32_t* keys
     cdef Py_ssize_t slots, used, max_used, keys_used, keys_cap
+    cdef unsigned char* single     # token count of each code point alone; 0: not yet known
     cdef readonly Py_ssize_t max_token_chars
 
     def __init__(self, encode, bytes classes, Py_ssize_t max_token_bytes,
@@ -149,8 +150,9 @@ cdef class TokenCounter:
         self.slot_len = <uint32_t*>malloc(self.slots * sizeof(uint32_t))
         self.slot_count = <uint32_t*>malloc(self.slots * sizeof(uint32_t))
         self.keys = <uint32_t*>malloc(self.keys_cap * sizeof(uint32_t))
+        self.single = <unsigned char*>calloc(0x110000, 1)
         if not (self.slot_hash and self.slot_key and self.slot_len and self.slot_count
-                and self.keys):
+                and self.keys and self.single):
             raise MemoryError()
 
     def __dealloc__(self):
@@ -159,6 +161,7 @@ cdef class TokenCounter:
         free(self.slot_len)
         free(self.slot_count)
         free(self.keys)
+        free(self.single)
 
     cdef Py_ssize_t pretoken_end(self, int kind, void* data, Py_ssize_t i,
                                  Py_ssize_t n) noexcept nogil:
@@ -258,6 +261,13 @@ cdef class TokenCounter:
         self.keys_used += length
         self.used += 1
         return count
+
+    cdef Py_ssize_t code_point_count(self, str text, Py_ssize_t at) except -1:
+        """Token count of the single code point ``text[at]``, from a table (it is 1 to 4)."""
+        cdef unsigned int cp = PyUnicode_READ(PyUnicode_KIND(text), PyUnicode_DATA(text), at)
+        if not self.single[cp]:
+            self.single[cp] = <unsigned char>self.pretoken_count(text, at, at + 1)
+        return self.single[cp]
 
     cpdef Py_ssize_t count(self, str text) except -1:
         """The number of cl100k_base tokens in ``text``."""
@@ -453,7 +463,7 @@ cdef class _Level:
         cdef Py_ssize_t pos, length = 1
         for pos in range(self.piece_start, limit):
             if counter is not None:
-                length = counter.pretoken_count(sp.buf, pos - sp.base, pos - sp.base + 1)
+                length = counter.code_point_count(sp.buf, pos - sp.base)
             if length < sp.chunk_size:
                 self.merge(pos, pos + 1, length)
             else:

@@ -16,9 +16,9 @@ from chunkd.chunk import Chunk
 FORMATS = ("ndjson", "json", "msgpack")
 
 
-def chunk_record(chunk: Chunk) -> dict:
-    """The chunk as the dict every output format shares."""
-    return {"index": chunk.index, "start": chunk.start, "end": chunk.end,
+def chunk_record(chunk: Chunk, header: dict | None = None) -> dict:
+    """The chunk as the dict every output format shares, after ``header``'s keys."""
+    return {**(header or {}), "index": chunk.index, "start": chunk.start, "end": chunk.end,
             "length": chunk.length, "text": chunk.text}
 
 
@@ -35,14 +35,14 @@ class Writer:
         self.header = ({"doc": doc} if self.named else {}) | fields
 
     def write(self, chunks: list[Chunk]) -> None:
-        for chunk in chunks:
-            self.stream.write(self.encode(self.header | chunk_record(chunk)))
+        encode, header = self.encode, self.header
+        self.stream.write(b"".join([encode(chunk_record(chunk, header)) for chunk in chunks]))
 
     def end(self) -> None:
         """End the document."""
 
     def encode(self, record: dict) -> bytes:
-        return orjson.dumps(record) + b"\n"
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class MsgpackWriter(Writer):
