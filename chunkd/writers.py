@@ -33,16 +33,19 @@ class Writer:
     def begin(self, doc: str | int | None, fields: dict) -> None:
         """Start a document."""
         self.header = ({"doc": doc} if self.named else {}) | fields
+        # The record's opening, header keys included, encoded once per document.
+        self.opening = b"{" + (orjson.dumps(self.header)[1:-1] + b"," if self.header else b"")
 
     def write(self, chunks: list[Chunk]) -> None:
-        encode, header = self.encode, self.header
-        self.stream.write(b"".join([encode(chunk_record(chunk, header)) for chunk in chunks]))
+        # Formatting the numbers directly and letting orjson escape only the text is a
+        # third cheaper than a dict per chunk, and output is most of the command's time.
+        dumps, opening = orjson.dumps, self.opening
+        self.stream.write(b"".join([
+            opening + b'"index":%d,"start":%d,"end":%d,"length":%d,"text":' % chunk[:4]
+            + dumps(chunk[4]) + b"}\n" for chunk in chunks]))
 
     def end(self) -> None:
         """End the document."""
-
-    def encode(self, record: dict) -> bytes:
-        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class MsgpackWriter(Writer):
@@ -52,7 +55,11 @@ class MsgpackWriter(Writer):
         import msgpack  # only here: most runs write JSON
 
         super().__init__(stream, named)
-        self.encode = msgpack.Packer().pack
+        self.pack = msgpack.Packer().pack
+
+    def write(self, chunks: list[Chunk]) -> None:
+        pack, header = self.pack, self.header
+        self.stream.write(b"".join([pack(chunk_record(chunk, header)) for chunk in chunks]))
 
 
 class JsonWriter(Writer):
