@@ -20,6 +20,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -34,9 +35,12 @@ SETTINGS = {"chars": (1000, 100), "tokens": (300, 30)}
 
 # Runs chunkd (or the LangChain script) and prints its peak RSS: Linux counts a child's
 # pre-exec memory (a copy of its parent) in its peak, so the parent must be small.
-MEASURE = """import resource, subprocess, sys
+# It also times the command itself, from its start to its exit (not this wrapper's).
+MEASURE = """import resource, subprocess, sys, time
+started = time.perf_counter()
 status = subprocess.call(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)
+seconds = time.perf_counter() - started
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, seconds, file=sys.stderr)
 sys.exit(status)"""
 
 
@@ -236,19 +240,26 @@ for index, chunk in enumerate(splitter.split_text(text)):
 """ % (list(SEPARATORS),)
 
 
-def measured_run(command: list[str], feed: Callable[[object], None]) -> tuple[float, int, int]:
-    """Run ``command`` with ``feed`` writing its stdin; (seconds, peak RSS MB, output bytes)."""
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", MEASURE, *command], stdin=subprocess.PIPE,
+def measured_run(command: list[str], feed: Callable[[object], None] | str
+                 ) -> tuple[float, int, int]:
+    """Run ``command`` on stdin, a file's path or a function writing to a pipe;
+    (seconds, peak RSS MB, output bytes)."""
+    stdin = open(feed, "rb") if isinstance(feed, str) else subprocess.PIPE
+    process = subprocess.Popen([sys.executable, "-c", MEASURE, *command], stdin=stdin,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    writer = threading.Thread(target=lambda: (feed(process.stdin), process.stdin.close()))
-    writer.start()
+    writer = None
+    if not isinstance(feed, str):
+        writer = threading.Thread(target=lambda: (feed(process.stdin), process.stdin.close()))
+        writer.start()
     size = sum(len(block) for block in iter(lambda: process.stdout.read(1 << 20), b""))
-    writer.join()
-    peak = int(process.stderr.read().split()[-1])
+    if writer is not None:
+        writer.join()
+    else:
+        stdin.close()
+    peak, seconds = process.stderr.read().split()[-2:]
     if process.wait() != 0:
         raise RuntimeError(f"{command} failed")
-    return time.perf_counter() - started, peak, size
+    return float(seconds), int(peak), size
 
 
 def chunkd_command() -> str:
@@ -258,10 +269,13 @@ def chunkd_command() -> str:
 def end_to_end(text: str, runs: int, out: list[str]) -> None:
     data = text.encode()
     mb = len(data) / 1e6
+    with tempfile.NamedTemporaryFile(suffix=".txt", delete=False) as stdin_file:
+        stdin_file.write(data)
     out.append(f"## End to end, {mb:.0f} MB on stdin\n")
     out.append("`chunkd --chars 1000 --overlap 100` (or `--tokens 300 --overlap 30`) against a "
                "LangChain script that reads stdin and writes NDJSON (`LANGCHAIN_SCRIPT` in "
-               "this file). Median wall time of the runs, peak RSS of the process.\n")
+               "this file), stdin redirected from a file, stdout read by the benchmark. "
+               "Median wall time of the runs (process start included), peak RSS.\n")
     out.append("| unit | command | seconds | MB/s | x LangChain | peak RSS MB |")
     out.append("| --- | --- | ---: | ---: | ---: | ---: |")
     for unit, (size, overlap) in SETTINGS.items():
@@ -271,12 +285,13 @@ def end_to_end(text: str, runs: int, out: list[str]) -> None:
         }
         rows = {}
         for name, command in commands.items():
-            measured = [measured_run(command, lambda stdin: stdin.write(data)) for _ in range(runs)]
+            measured = [measured_run(command, stdin_file.name) for _ in range(runs)]
             rows[name] = (statistics.median(m[0] for m in measured), max(m[1] for m in measured))
         for name, (seconds, peak) in rows.items():
             out.append(f"| {unit} | {name} | {seconds:.2f} | {mb / seconds:.1f} | "
                        f"{rows['langchain script'][0] / seconds:.2f} | {peak} |")
         print("\n".join(out[-2:]), flush=True)
+    os.unlink(stdin_file.name)
     out.append("")
 
 
@@ -290,7 +305,7 @@ def memory(text: str, gib: float, out: list[str]) -> None:
             stdin.write(block)
             sent += len(block)
 
-    out.append(f"## Memory: streaming {gib:g} GiB through `chunkd` on stdin\n")
+    out.append(f"## Memory: streaming {gib:g} GiB through `chunkd` on stdin (a pipe)\n")
     out.append("| unit | seconds | MB/s | peak RSS MB |")
     out.append("| --- | ---: | ---: | ---: |")
     for unit, (size, overlap) in SETTINGS.items():
@@ -330,23 +345,33 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
+SECTIONS = ["in-process", "end-to-end", "memory", "documents"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small inputs, one run each")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--output", type=pathlib.Path, help="also write the report (Markdown)")
+    parser.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS,
+                        help="which parts to run (default: all)")
     args = parser.parse_args()
     runs = 1 if args.quick else args.runs
     texts = inputs(args.quick)
     out = ["# chunkd benchmark\n",
            f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
            f"Python {platform.python_version()}, chunkd {chunkd.__version__}. "
-           f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}`.\n"]
-    in_process(texts, runs, out)
+           f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}"
+           f"{'' if args.sections == SECTIONS else ' --sections ' + ' '.join(args.sections)}`.\n"]
     big = next(text for name, text in texts.items() if name.startswith("corpus x"))
-    end_to_end(big, runs, out)
-    memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
-    many_documents(runs, out)
+    if "in-process" in args.sections:
+        in_process(texts, runs, out)
+    if "end-to-end" in args.sections:
+        end_to_end(big, runs, out)
+    if "memory" in args.sections:
+        memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
+    if "documents" in args.sections:
+        many_documents(runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")
