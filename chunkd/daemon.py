@@ -164,10 +164,15 @@ class Daemon:
     # --- scheduling ------------------------------------------------------------------
 
     def rescan(self, why: str) -> None:
-        started, queued = time.monotonic(), 0
+        started, queued, present = time.monotonic(), 0, set()
         for path in self.inbox.scan():
+            present.add(path)
             if self.note(path):
                 queued += 1
+        # Forget files that are gone (moved out, deleted): a long run must not grow.
+        for memory in (self.known, self.reported):
+            for path in [p for p in memory if p not in present]:
+                del memory[path]
         log.debug("rescanned (%s): %d files queued in %.3f s", why, queued,
                   time.monotonic() - started)
 

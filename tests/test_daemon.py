@@ -347,3 +347,20 @@ def test_inotify_limit_reached_falls_back_to_polling_with_an_actionable_message(
     finally:
         if watcher.process.poll() is None:
             watcher.kill()
+
+
+def test_move_done_moves_each_input_after_its_result(inbox, tmp_path):
+    done = tmp_path / "done"
+    watcher = Watcher(inbox, "--move-done", str(done), "--rescan", "1")
+    try:
+        for n in range(5):
+            (inbox / f"m{n}.txt").write_text(f"Moved away after chunking, {n}.", encoding="utf-8")
+        watcher.wait_for(lambda: len(list(done.glob("*.txt"))) == 5, what="five moves")
+        time.sleep(1.5)  # a rescan passes: nothing is taken twice, nothing is lost
+        assert sorted(p.name for p in inbox.glob("*.txt")) == []
+        assert sorted(results(inbox)) == [f"m{n}.txt" for n in range(5)]
+        assert sorted(watcher.processed()) == [f"m{n}.txt" for n in range(5)]
+        assert watcher.stop() == 0
+    finally:
+        if watcher.process.poll() is None:
+            watcher.kill()
