@@ -480,8 +480,7 @@ cdef class _Level:
         """Add a short piece, emitting a chunk when it does not fit (``_merge_splits``)."""
         cdef Splitter sp = self.sp
         if self.m_total + length > sp.chunk_size and self.m_count:
-            sp.emit(self.m_start[self.m_head],
-                    self.m_end[self.m_head + self.m_count - 1], True)
+            self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
             while self.m_count and (self.m_total > sp.chunk_overlap or
                                     self.m_total + length > sp.chunk_size):
@@ -515,11 +514,15 @@ cdef class _Level:
         self.m_cap = cap
         return 0
 
+    cdef int emit_run(self) except -1:
+        """Emit the chunk in progress: the merger's pieces, joined and stripped."""
+        return self.sp.emit(self.m_start[self.m_head],
+                            self.m_end[self.m_head + self.m_count - 1], True)
+
     cdef int flush(self) except -1:
         """End the merger's run: emit the chunk in progress."""
         if self.m_count:
-            self.sp.emit(self.m_start[self.m_head],
-                         self.m_end[self.m_head + self.m_count - 1], True)
+            self.emit_run()
         self.m_head = self.m_count = self.m_total = 0
         return 0
 
