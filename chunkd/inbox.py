@@ -108,7 +108,7 @@ class Inbox:
             for entry in entries:
                 path = Path(entry.path)
                 if self.recursive and entry.is_dir(follow_symlinks=False) \
-                        and not entry.name.startswith(".") and self.wants(path / "x.txt"):
+                        and not entry.name.startswith("."):
                     folders.append(path)
                 elif self.wants(path):
                     yield path

@@ -364,3 +364,16 @@ def test_move_done_moves_each_input_after_its_result(inbox, tmp_path):
     finally:
         if watcher.process.poll() is None:
             watcher.kill()
+
+
+def test_recursive_scan_enters_subfolders_whatever_the_include_globs(inbox):
+    (inbox / "sub").mkdir()
+    (inbox / "sub" / "notes.md").write_text("Found in a subfolder at start.", encoding="utf-8")
+    watcher = Watcher(inbox, "--recursive", "--include", "*.md")
+    try:
+        target = inbox / "sub" / "notes.md.chunks.json"
+        watcher.wait_for(target.exists, what="the catch-up result in the subfolder")
+        assert watcher.stop() == 0
+    finally:
+        if watcher.process.poll() is None:
+            watcher.kill()
