@@ -1,16 +1,52 @@
-"""chunkd: recursive text chunking for RAG, identical to LangChain's, on a stream."""
+"""chunkd: exact, streaming text chunking for RAG.
+
+    chunkd.split_text(text, chunk_size=300, chunk_overlap=30, unit="tokens")
+    splitter = chunkd.Splitter(200, strategy="words")   # feed(block) ... finish()
+
+The recursive strategy is chunk for chunk LangChain's RecursiveCharacterTextSplitter;
+the others are described in ``chunkd.strategies`` and the README.
+"""
 
 from __future__ import annotations
 
-from chunkd._kernel import SEPARATORS, Splitter, TokenCounter
-from chunkd.chunk import Chunk
+from chunkd._kernel import SEPARATORS
+from chunkd.chunk import Chunk, Span
+from chunkd.settings import Settings, SettingsError
+from chunkd.strategies import REGISTRY, build
 
-__version__ = "0.1.0"
-__all__ = ["Chunk", "SEPARATORS", "Splitter", "TokenCounter", "split_text", "__version__"]
+__version__ = "0.2.0"
+__all__ = ["Chunk", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError", "Span",
+           "Splitter", "split_text", "__version__"]
+
+#: The strategies' names.
+STRATEGIES = tuple(REGISTRY)
 
 
-def split_text(text: str, chunk_size: int = 1000, chunk_overlap: int = 0, *,
-               unit: str = "chars") -> list[Chunk]:
-    """Split one whole document; sizes in ``unit`` ("chars" or "tokens")."""
-    splitter = Splitter(chunk_size, chunk_overlap, unit=unit)
+class Splitter:
+    """An incremental splitter for one document at a time: ``feed`` takes the next
+    piece of text and returns the chunks now final, ``finish`` the last ones (and
+    readies the splitter for the next document). Memory stays bounded by the chunk
+    size, and the chunks do not depend on how the document is cut into pieces.
+
+    The keywords are ``Settings``' (``unit``, ``strategy``, ``count_tokens``, ...);
+    ``chunk_size`` and ``chunk_overlap`` default to the strategy's."""
+
+    def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None,
+                 **options) -> None:
+        self.settings = Settings.from_keywords(chunk_size, chunk_overlap, **options)
+        self._chunker = build(self.settings)
+
+    def feed(self, text: str) -> list[Chunk]:
+        """Take the next piece of the document; return the chunks now final."""
+        return self._chunker.feed(text)
+
+    def finish(self) -> list[Chunk]:
+        """End the document; return its remaining chunks."""
+        return self._chunker.finish()
+
+
+def split_text(text: str, chunk_size: int | None = None, chunk_overlap: int | None = None,
+               **options) -> list[Chunk]:
+    """Split one whole document; the keywords are ``Splitter``'s."""
+    splitter = Splitter(chunk_size, chunk_overlap, **options)
     return splitter.feed(text) + splitter.finish()

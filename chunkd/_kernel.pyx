@@ -16,7 +16,7 @@ separator is one ``_Level``; a level reads the stream once, left to right, and
 
 So each level holds at most one unfinished short piece and one chunk in progress, and
 memory is bounded by the chunk size and the separator depth, not by the document.
-Positions are code-point offsets into the document; ``Splitter.buf`` holds the window
+Positions are code-point offsets into the document; ``RecursiveSplitter.buf`` holds the window
 of the document that some level still needs, starting at document offset ``base``.
 """
 
@@ -56,9 +56,22 @@ cdef inline bint _is_contraction_letter(unsigned int c) nogil:
     return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
 
 
-cdef extern from "wchar.h":
-    ctypedef int wchar_t
-    const wchar_t* wmemchr(const wchar_t* s, wchar_t c, size_t n) nogil
+cdef extern from *:
+    """
+    #include <wchar.h>
+    #include <stdint.h>
+    /* Four-byte text: the C library's wmemchr where wchar_t is four bytes wide (glibc,
+       musl, macOS), a plain loop elsewhere (Windows' wchar_t is two bytes). */
+    static const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) {
+    #if WCHAR_MAX > 0xFFFF && WCHAR_MAX <= 0xFFFFFFFF
+        return (const uint32_t*)wmemchr((const wchar_t*)s, (wchar_t)c, n);
+    #else
+        for (; n; ++s, --n) if (*s == c) return s;
+        return NULL;
+    #endif
+    }
+    """
+    const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) nogil
 
 
 cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t end,
@@ -75,7 +88,7 @@ cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t 
         hit = <const unsigned char*>memchr(bytes_ + i, unit, end - i)
         return -1 if hit == NULL else hit - bytes_
     if kind == 4:
-        hit = <const unsigned char*>wmemchr(<const wchar_t*>data + i, <wchar_t>unit, end - i)
+        hit = <const unsigned char*>chunkd_find_u32(<const uint32_t*>data + i, unit, end - i)
         return -1 if hit == NULL else (hit - bytes_) // 4
     if unit > 0xFFFF:
         return -1
@@ -130,13 +143,22 @@ cdef class TokenCounter:
     cdef unsigned char* single     # token count of each code point alone; 0: not yet known
     cdef readonly Py_ssize_t max_token_chars
 
-    def __init__(self, encode, bytes classes, Py_ssize_t max_token_bytes,
-                 Py_ssize_t cache_entries=1 << 16):
+    def __cinit__(self, encode, bytes classes not None, Py_ssize_t max_token_bytes,
+                  Py_ssize_t cache_entries=1 << 16):
         """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
         LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
-        token's length, which bounds how many code points one token can cover."""
+        token's length, which bounds how many code points one token can cover.
+
+        Everything is allocated and checked here, in ``__cinit__``, so that no instance
+        (not even one made with ``TokenCounter.__new__``) exists half-built."""
+        if not callable(encode):
+            raise TypeError("encode must be callable (tiktoken's encode_ordinary)")
         if len(classes) != 0x110000:
             raise ValueError("classes must have one byte per code point")
+        if max_token_bytes < 1:
+            raise ValueError(f"max_token_bytes must be at least 1, got {max_token_bytes}")
+        if not 1 <= cache_entries <= 1 << 24:
+            raise ValueError(f"cache_entries must be between 1 and 2**24, got {cache_entries}")
         self._classes_ref = classes
         self.classes = classes
         self._encode = encode
@@ -247,6 +269,8 @@ cdef class TokenCounter:
                     return self.slot_count[at]
             at = (at + 1) & (self.slots - 1)
         count = len(self._encode(PyUnicode_Substring(text, start, end)))
+        if count < 1 or count > 0xFFFFFFFF:
+            raise ValueError(f"encode returned {count} tokens for a non-empty pre-token")
         if length > 64:                   # long pre-tokens are rare: not worth the room
             return count
         if self.used == self.max_used or self.keys_used + length > self.keys_cap:
@@ -266,8 +290,12 @@ cdef class TokenCounter:
     cdef Py_ssize_t code_point_count(self, str text, Py_ssize_t at) except -1:
         """Token count of the single code point ``text[at]``, from a table (it is 1 to 4)."""
         cdef unsigned int cp = PyUnicode_READ(PyUnicode_KIND(text), PyUnicode_DATA(text), at)
+        cdef Py_ssize_t count
         if not self.single[cp]:
-            self.single[cp] = <unsigned char>self.pretoken_count(text, at, at + 1)
+            count = self.pretoken_count(text, at, at + 1)
+            if count > 255:                # not cl100k; do not truncate it into the table
+                return count
+            self.single[cp] = <unsigned char>count
         return self.single[cp]
 
     cpdef Py_ssize_t count(self, str text) except -1:
@@ -296,7 +324,7 @@ cdef class TokenCounter:
 
 cdef class _Level:
     """One separator's pass over its scope: cutting pieces, merging, delegating."""
-    cdef Splitter sp
+    cdef RecursiveSplitter sp
     cdef str sep
     cdef Py_ssize_t sep_len
     cdef unsigned int sep_first, sep_second
@@ -314,7 +342,7 @@ cdef class _Level:
     cdef Py_ssize_t* m_len
     cdef Py_ssize_t m_head, m_count, m_cap, m_total
 
-    def __cinit__(self, Splitter sp, str sep, _Level child):
+    def __cinit__(self, RecursiveSplitter sp, str sep, _Level child):
         self.sp = sp
         self.sep = sep
         self.sep_len = len(sep)
@@ -347,7 +375,7 @@ cdef class _Level:
 
     cdef int advance(self, Py_ssize_t limit, bint final) except -1:
         """Take the scope's text up to document offset ``limit``; ``final``: it ends there."""
-        cdef Splitter sp = self.sp
+        cdef RecursiveSplitter sp = self.sp
         cdef Py_ssize_t pos
         if self.sep_len == 0:
             return self.advance_code_points(limit, final)
@@ -418,7 +446,7 @@ cdef class _Level:
         """Whether the piece in hand, ``piece_start`` to ``end``, is (or, if not
         ``complete``, will surely be) at least the chunk size; if a complete piece is
         short, its exact length is left in ``piece_len``."""
-        cdef Splitter sp = self.sp
+        cdef RecursiveSplitter sp = self.sp
         cdef TokenCounter counter = sp.counter
         cdef int kind
         cdef void* data
@@ -459,7 +487,7 @@ cdef class _Level:
 
     cdef int advance_code_points(self, Py_ssize_t limit, bint final) except -1:
         """The "" separator: every code point is a piece."""
-        cdef Splitter sp = self.sp
+        cdef RecursiveSplitter sp = self.sp
         cdef TokenCounter counter = sp.counter
         cdef Py_ssize_t pos, length = 1
         for pos in range(self.piece_start, limit):
@@ -478,7 +506,7 @@ cdef class _Level:
 
     cdef int merge(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t length) except -1:
         """Add a short piece, emitting a chunk when it does not fit (``_merge_splits``)."""
-        cdef Splitter sp = self.sp
+        cdef RecursiveSplitter sp = self.sp
         if self.m_total + length > sp.chunk_size and self.m_count:
             self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
@@ -534,7 +562,7 @@ cdef void* _grow(void* block, Py_ssize_t count) except NULL:
     return grown
 
 
-cdef class Splitter:
+cdef class RecursiveSplitter:
     """Incremental recursive splitter, chunk for chunk identical to LangChain's
     ``RecursiveCharacterTextSplitter`` with chunkd's separators and
     ``keep_separator="end"``.
@@ -544,33 +572,25 @@ cdef class Splitter:
     The result does not depend on how the document was cut into pieces.
     """
     cdef readonly Py_ssize_t chunk_size, chunk_overlap
-    cdef readonly str unit
-    cdef TokenCounter counter
+    cdef readonly TokenCounter counter
     cdef str buf                   # the part of the document still needed
     cdef Py_ssize_t base           # document offset of buf[0]
     cdef Py_ssize_t next_index
     cdef list out
     cdef _Level top
 
-    def __init__(self, Py_ssize_t chunk_size=1000, Py_ssize_t chunk_overlap=0, *,
-                 str unit="chars", TokenCounter counter=None):
-        """``chunk_size`` and ``chunk_overlap`` are in ``unit``: "chars" (code points)
-        or "tokens" (cl100k_base, counted by ``counter``, loaded offline when None)."""
+    def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
+                  TokenCounter counter=None):
+        """``chunk_size`` and ``chunk_overlap`` are in code points, or in cl100k_base
+        tokens when ``counter`` is given. Built whole here, so that no instance can
+        exist half-initialised (``RecursiveSplitter.__new__`` runs this too)."""
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         if not 0 <= chunk_overlap < chunk_size:
             raise ValueError(f"chunk_overlap must be at least 0 and smaller than "
                              f"chunk_size ({chunk_size}), got {chunk_overlap}")
-        if unit == "tokens" and counter is None:
-            from chunkd.units import token_counter
-            counter = token_counter()
-        elif unit != "tokens":
-            if unit != "chars":
-                raise ValueError(f"unit must be 'chars' or 'tokens', got {unit!r}")
-            counter = None
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        self.unit = unit
         self.counter = counter
         cdef _Level level = None
         for sep in reversed(SEPARATORS):
@@ -585,7 +605,7 @@ cdef class Splitter:
         self.out = []
         self.top.reset(0)
 
-    def feed(self, str text):
+    def feed(self, str text not None):
         """Take the next piece of the document; return the chunks now final."""
         cdef Py_ssize_t drop = self.top.needed_from() - self.base
         self.buf = self.buf[drop:] + text
@@ -620,12 +640,19 @@ cdef class Splitter:
                 return 0
         chunk_text = PyUnicode_Substring(text, lo, hi)
         length = hi - lo if self.counter is None else self.counter.count(chunk_text)
-        # tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
-        # per-chunk cost in profiles). A chunk holds only ints and a str, so it cannot
-        # be part of a cycle: untracked, it costs the garbage collector nothing.
-        chunk = _new_tuple(Chunk, (self.next_index, lo + self.base, hi + self.base,
+        self.out.append(make_chunk(self.next_index, lo + self.base, hi + self.base,
                                    length, chunk_text))
-        PyObject_GC_UnTrack(chunk)
-        self.out.append(chunk)
         self.next_index += 1
         return 0
+
+
+cdef object make_chunk(Py_ssize_t index, Py_ssize_t start, Py_ssize_t end,
+                       Py_ssize_t length, str text):
+    """A ``Chunk`` with no optional fields.
+
+    tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
+    per-chunk cost in profiles). A chunk holds only ints and a str, so it cannot be
+    part of a cycle: untracked, it costs the garbage collector nothing."""
+    chunk = _new_tuple(Chunk, (index, start, end, length, text, None, None, None, None))
+    PyObject_GC_UnTrack(chunk)
+    return chunk

@@ -4,12 +4,30 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+#: The optional fields of a chunk, in the order records write them (before ``text``).
+OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent")
+
+
+class Span(NamedTuple):
+    """A parent chunk as its children refer to it: its number and exact offsets."""
+
+    index: int
+    start: int
+    end: int
+
 
 class Chunk(NamedTuple):
     """One chunk of a document: ``document[start:end] == text``.
 
     ``start`` and ``end`` are offsets in code points (Python ``str`` indices);
-    ``length`` is the size of ``text`` in the splitter's unit (code points or tokens).
+    ``length`` is the size of ``text`` in the strategy's unit (code points, tokens,
+    graphemes, words, sentences or sections). The optional fields are None unless the
+    strategy or the settings fill them:
+
+    * ``tokens``: the exact cl100k_base count of ``text`` (``count_tokens``);
+    * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
+    * ``headings``: the Markdown headings enclosing the chunk, outermost first;
+    * ``parent``: the parent chunk of a child (``parent_size``), as a ``Span``.
     """
 
     index: int
@@ -17,3 +35,7 @@ class Chunk(NamedTuple):
     end: int
     length: int
     text: str
+    tokens: int | None = None
+    estimated_tokens: int | None = None
+    headings: tuple[str, ...] | None = None
+    parent: Span | None = None

@@ -3,11 +3,17 @@
 A document is read as a stream of text blocks, so that the kernel can chunk it while
 it arrives and memory never holds more than a block.  Every problem with the input
 is raised as ``InputError`` with a message that names the document and the place.
+
+File names are bytes on Linux: chunkd carries them as Python does (``str`` with
+undecodable bytes as lone surrogates, ``os.fsdecode``), shows them in messages with
+``display_name`` and writes them losslessly in records (``chunkd.writers``).
 """
 
 from __future__ import annotations
 
 import codecs
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -17,21 +23,38 @@ import orjson
 BLOCK_SIZE = 1 << 18
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
-RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text"})
+RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", "tokens",
+                           "estimated_tokens", "headings", "parent"})
+
+#: Integers a record can carry exactly: JSON tools commonly read 64 bits, no more.
+INT_RANGE = range(-2**63, 2**64)
 
 
 class InputError(Exception):
     """Input that cannot be read or decoded; the message says what and where."""
 
 
+def display_name(name: str) -> str:
+    """A file name for a one-line message: undecodable bytes and control characters
+    as ``\\xNN`` escapes (lossless names go into records, not messages)."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 @dataclass
 class Document:
     """One input document: its name (None for stdin), its text blocks, and the
-    extra fields of its NDJSON line, which are copied into every chunk record."""
+    extra fields of its NDJSON line, which are copied into every chunk record.
+    ``size`` is its length in bytes or code points where known before reading (it
+    decides whether ``--jobs`` hands it to a worker), else None."""
 
     name: str | int | None
     blocks: Iterable[str]
     fields: dict = field(default_factory=dict)
+    size: int | None = None
 
 
 #: Called with every raw block read (to hash the input, or to show progress).
@@ -82,23 +105,25 @@ class FileBlocks:
         self.path, self.errors, self.on_bytes = path, errors, on_bytes
 
     def __iter__(self) -> Iterator[str]:
-        return decode_blocks(self._raw_blocks(), self.path, self.errors)
+        return decode_blocks(self._raw_blocks(), display_name(self.path), self.errors)
 
     def _raw_blocks(self) -> Iterator[bytes]:
         try:
             stream = open(self.path, "rb")
         except OSError as error:
-            raise InputError(f"{self.path}: {error.strerror or error}") from None
+            raise InputError(f"{display_name(self.path)}: {error.strerror or error}") from None
         with stream:
             try:
                 yield from read_blocks(stream, self.on_bytes)
             except OSError as error:
-                raise InputError(f"{self.path}: read failed: {error.strerror or error}") from None
+                raise InputError(f"{display_name(self.path)}: read failed: "
+                                 f"{error.strerror or error}") from None
 
 
-def file_document(path: str, errors: str, on_bytes: OnBytes = None) -> Document:
+def file_document(path: str, errors: str, on_bytes: OnBytes = None,
+                  size: int | None = None) -> Document:
     """The file at ``path`` as one document; ``on_bytes`` sees every raw block."""
-    return Document(path, FileBlocks(path, errors, on_bytes))
+    return Document(path, FileBlocks(path, errors, on_bytes), size=size)
 
 
 def stream_document(stream: BinaryIO, errors: str, on_bytes: OnBytes = None) -> Document:
@@ -110,28 +135,61 @@ def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin",
                      on_bytes: OnBytes = None) -> Iterator[Document | InputError]:
     """One document per line ``{"text": ..., "id": ...}``; a bad line is yielded as an
     ``InputError`` (naming its line number) so that the lines after it still count.
-    A line without ``"id"`` is named by its line number."""
+    A line without ``"id"`` is named by its line number. A line is held whole while it
+    is parsed: memory grows with the longest line (JSON must be read to its end)."""
+    offset = 0                          # bytes of the input before this line
     for number, line in enumerate(iter(stream.readline, b""), start=1):
         if on_bytes is not None:
             on_bytes(line)
+        at, offset = offset, offset + len(line)
         if not line.strip():
             continue
         try:
-            record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
-        except (orjson.JSONDecodeError, UnicodeDecodeError) as error:
-            yield InputError(f"{where}: line {number}: malformed JSON at column "
-                             f"{getattr(error, 'colno', '?')}: {getattr(error, 'msg', error)}")
+            record = _parse_line(line, errors)
+        except ValueError as error:
+            yield InputError(f"{where}: line {number}: {_line_problem(line, at, error)}")
             continue
-        problem = _ndjson_problem(record)
+        problem = _record_problem(record)
         if problem:
             yield InputError(f"{where}: line {number}: {problem}")
             continue
         name = record.pop("id", number)
         text = record.pop("text")
-        yield Document(name, [text] if text else [], record)
+        yield Document(name, [text] if text else [], record, size=len(text))
 
 
-def _ndjson_problem(record: object) -> str | None:
+#: An integer literal that may lie beyond 64 bits, where orjson would make it a float.
+_LONG_INTEGER = re.compile(rb"[:\[,]\s*-?\d{19}")
+
+
+def _parse_line(line: bytes, errors: str) -> object:
+    record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
+    if _LONG_INTEGER.search(line):     # rare: parse again, keeping integers exact
+        record = json.loads(line.decode("utf-8", errors), parse_int=_int64)
+    return record
+
+
+def _int64(literal: str) -> int:
+    number = int(literal)
+    if number not in INT_RANGE:
+        raise ValueError(f"integer {literal} is beyond 64 bits, which JSON tools read "
+                         "inexactly; write it as a string")
+    return number
+
+
+def _line_problem(line: bytes, at: int, error: ValueError) -> str:
+    """Why a line is not a JSON record, naming the place."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return (f"invalid UTF-8 at byte {at + bad.start} of the input "
+                "(use --errors replace to substitute U+FFFD)")
+    if isinstance(error, json.JSONDecodeError):
+        return f"malformed JSON at column {error.colno}: {error.msg}"
+    return str(error)
+
+
+def _record_problem(record: object) -> str | None:
     if not isinstance(record, dict):
         return "expected a JSON object"
     if not isinstance(record.get("text"), str):
@@ -139,5 +197,10 @@ def _ndjson_problem(record: object) -> str | None:
     clashing = sorted(RESERVED_KEYS.intersection(record) - {"text"})
     if clashing:
         return f"field {clashing[0]!r} is reserved for chunk records; rename it"
+    carried = {key: value for key, value in record.items() if key != "text"}
+    if carried:
+        try:  # what every chunk record repeats must be writable (orjson's depth limit)
+            orjson.dumps(carried)
+        except orjson.JSONEncodeError:
+            return "fields nested too deeply to copy into chunk records (at most 254 levels)"
     return None
-

@@ -54,3 +54,13 @@ def token_counter():
     enc = encoding()
     longest = max(len(token) for token in enc.token_byte_values())
     return TokenCounter(enc.encode_ordinary, _pretoken_classes(), longest)
+
+
+#: Length units of the recursive strategies: a unit's name to its counter factory
+#: (None: code points, counted by the kernel itself).
+LENGTH_UNITS = {"chars": lambda: None, "tokens": token_counter}
+
+
+def length_counter(unit: str):
+    """The kernel's counter for ``unit`` ("chars" or "tokens")."""
+    return LENGTH_UNITS[unit]()

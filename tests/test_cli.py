@@ -71,7 +71,8 @@ def test_json_format_one_document_a_line(tmp_path):
     result = run_chunkd("--format", "json", "--chars", "80", str(path), str(path))
     documents = ndjson(result.stdout)
     assert len(documents) == 2
-    expected = [c._asdict() for c in split_text(path.read_text(), 80, 8)]
+    expected = [{"index": c.index, "start": c.start, "end": c.end, "length": c.length,
+                 "text": c.text} for c in split_text(path.read_text(), 80, 8)]
     assert documents[0] == {"doc": str(path), "chunks": expected}
 
 

@@ -1,0 +1,293 @@
+"""The chunkd filter: documents in, chunk records out.
+
+    cat doc.txt | chunkd --tokens 300          # one JSON object a line per chunk
+    chunkd --chars 800 --overlap 120 a.md b.md
+    chunkd --input ndjson < docs.ndjson         # {"id": ..., "text": ...} a line
+
+Documents flow one way: readers (bytes to text blocks) -> the strategy's splitter ->
+a writer (records to stdout), flushed as chunks become final. With ``--jobs``, small
+documents are chunked by worker processes in batches and their output is written in
+input order; a large document is streamed here, in order, so that memory stays
+bounded whatever the mix of inputs.
+
+Exit status: 0 success, 1 some input could not be read (the rest was processed) or
+the output could not be written, 2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+from chunkd import __version__
+from chunkd.progress import Progress
+from chunkd.readers import (Document, FileBlocks, InputError, OnBytes, display_name,
+                            file_document, ndjson_documents, stream_document)
+from chunkd.settings import Settings, add_settings_options, parse_with_settings
+from chunkd.strategies import Chunker, build, chunk_blocks
+from chunkd.writers import FORMATS, Writer, make_writer
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class OutputError(Exception):
+    """The output cannot be written (a full disk, a closed descriptor)."""
+
+
+class Output:
+    """stdout as the writers see it: a write that fails is an ``OutputError`` naming
+    stdout, except a reader that went away (``BrokenPipeError``), which ends quietly."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.stream.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"stdout: {error.strerror or error}") from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"stdout: {error.strerror or error}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from chunkd.cli import COMMANDS
+
+    parser = argparse.ArgumentParser(
+        prog="chunkd",
+        description="Cut documents into chunks for retrieval (RAG). Reads stdin (one UTF-8 "
+                    "document) or FILEs (one document each) and writes one JSON object a line "
+                    "per chunk: index, start, end (code-point offsets), length, text. The "
+                    "recursive strategy (default) is chunk for chunk LangChain's "
+                    "RecursiveCharacterTextSplitter.",
+        epilog="Commands: " + "; ".join(f"chunkd {name}: {summary}"
+                                        for name, (_, summary) in COMMANDS.items())
+               + " (chunkd COMMAND --help).  Examples:  cat doc.txt | chunkd --tokens 300    "
+               "chunkd --strategy sentences --size 8 *.md    "
+               "chunkd --input ndjson < docs.ndjson.  Exit status: 0 ok, 1 some input "
+               "unreadable (the rest was processed) or output unwritable, 2 usage.")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="documents to chunk; none or '-' reads stdin")
+    add_settings_options(parser)
+    parser.add_argument("--input", choices=("text", "ndjson"), default="text",
+                        help="text: each input is one document (default); ndjson: one "
+                             'JSON object a line, {"text": ..., "id": ...}; other fields are '
+                             "copied into each chunk record")
+    parser.add_argument("--format", choices=FORMATS, default="ndjson",
+                        help="ndjson: a record a chunk (default); json: one document a line, "
+                             '{"doc": ..., "chunks": [...]}; msgpack: a stream of maps')
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="processes for many documents (several FILEs or --input ndjson); "
+                             "output stays in input order (default: the number of cores, "
+                             f"{os.cpu_count()} here)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line (shown on stderr only when it is a terminal)")
+    parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
+    return parser
+
+
+def documents(args: argparse.Namespace, on_bytes: OnBytes) -> Iterator[Document | InputError]:
+    """The documents the arguments name, in order; unreadable ones as ``InputError``."""
+    for path in args.files or ["-"]:
+        if args.input == "ndjson":
+            if path == "-":
+                yield from ndjson_documents(sys.stdin.buffer, args.errors, on_bytes=on_bytes)
+                continue
+            try:
+                with open(path, "rb") as stream:
+                    yield from ndjson_documents(stream, args.errors, display_name(path), on_bytes)
+            except OSError as error:
+                yield InputError(f"{display_name(path)}: {error.strerror or error}")
+        elif path == "-":
+            yield stream_document(sys.stdin.buffer, args.errors, on_bytes)
+        else:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = None  # reading it reports the problem
+            yield file_document(path, args.errors, None if args.parallel else on_bytes, size)
+
+
+def write_document(document: Document, chunker: Chunker, writer: Writer,
+                   flush: Callable[[], None]) -> None:
+    """Chunk one document into ``writer``, flushing as chunks become final."""
+    writer.begin(document.name, document.fields)
+    for chunks in chunk_blocks(chunker, document.blocks):
+        writer.write(chunks)
+        flush()
+    writer.end()
+
+
+# --- --jobs ------------------------------------------------------------------------------
+
+#: A worker task holds consecutive documents up to about this many bytes (or this many
+#: documents), so that small documents do not cost a round trip each.
+BATCH_BYTES, BATCH_DOCUMENTS = 1 << 20, 256
+#: Larger documents are streamed by the main process: a worker renders its documents'
+#: whole output in memory, and that must stay small.
+LOCAL_BYTES = 4 << 20
+
+#: What ``in_order`` yields: a document's rendered output and its error, if any, or a
+#: document to stream here.
+Rendered = tuple[bytes, str | None]
+
+
+def render_batch(batch: list[Document | InputError], settings: Settings, format: str,
+                 named: bool) -> list[Rendered]:
+    """A ``--jobs`` worker: each document's whole output and its error, if any (the
+    chunks made before an error are kept, as when streaming)."""
+    chunker = build(settings)
+    results = []
+    for document in batch:
+        out = io.BytesIO()
+        try:
+            if isinstance(document, InputError):
+                raise document
+            write_document(document, chunker, make_writer(format, out, named), lambda: None)
+        except InputError as error:
+            chunker = build(settings)  # the failed document's state must not carry over
+            results.append((out.getvalue(), str(error)))
+        else:
+            results.append((out.getvalue(), None))
+    return results
+
+
+def _is_local(item: Document | InputError) -> bool:
+    return isinstance(item, Document) and (item.size or 0) > LOCAL_BYTES
+
+
+def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settings,
+             format: str, named: bool) -> Iterator[Rendered | Document]:
+    """Every document's output, in input order: rendered by ``jobs`` processes, with a
+    few batches per process in flight, or (a large document) the document itself, for
+    the caller to stream."""
+    from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
+
+    build(settings)  # load the tokenizer once, before the workers fork
+    with ProcessPoolExecutor(jobs, initializer=_worker_ignores_interrupts) as pool:
+        pending: deque = deque()
+        batch: list[Document | InputError] = []
+        batch_bytes = 0
+
+        def submit() -> None:
+            nonlocal batch, batch_bytes
+            if batch:
+                pending.append(pool.submit(render_batch, batch, settings, format, named))
+                batch, batch_bytes = [], 0
+
+        def take_first() -> Iterator[Rendered | Document]:
+            first = pending.popleft()
+            if isinstance(first, Document):
+                yield first
+            else:
+                yield from first.result()
+
+        try:
+            for item in items:
+                if _is_local(item):
+                    submit()
+                    pending.append(item)
+                    if not isinstance(item.blocks, FileBlocks):
+                        while pending:  # its text is in memory already: read no further
+                            yield from take_first()
+                else:
+                    batch.append(item)
+                    batch_bytes += (item.size or 0) if isinstance(item, Document) else 0
+                    if batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
+                        submit()
+                while len(pending) > 2 * jobs:
+                    yield from take_first()
+            submit()
+            while pending:
+                yield from take_first()
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+def _worker_ignores_interrupts() -> None:
+    """Ctrl-C is the main process's to handle; workers are shut down by it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# --- the command -------------------------------------------------------------------------
+
+def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
+    named = args.input == "ndjson" or bool(args.files) and args.files != ["-"]
+    progress = Progress(enabled=not args.quiet)
+    status = EXIT_OK
+    writer = make_writer(args.format, out, named)
+    chunker = build(settings)
+
+    def report(error: InputError | str) -> None:
+        nonlocal status, chunker
+        out.flush()
+        progress.close()
+        print(f"chunkd: {error}", file=sys.stderr, flush=True)
+        status = EXIT_FAILED
+        chunker = build(settings)  # the failed document's state must not carry over
+
+    def stream(document: Document | InputError) -> None:
+        try:
+            if isinstance(document, InputError):
+                raise document
+            write_document(document, chunker, writer, out.flush)
+        except InputError as error:
+            report(error)
+
+    items = documents(args, progress.add)
+    if args.parallel:
+        for item in in_order(items, args.jobs, settings, args.format, named):
+            if isinstance(item, Document):
+                stream(item)
+                continue
+            output, error = item
+            out.write(output)
+            out.flush()
+            if error:
+                report(error)
+    else:
+        for document in items:
+            stream(document)
+    out.flush()
+    progress.close()
+    return status
+
+
+def main(argv: list[str]) -> int:
+    """Run the filter; returns the exit status."""
+    parser = build_parser()
+    args, settings = parse_with_settings(parser, argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if sys.stdout is None:  # started with stdout closed (>&-)
+        print("chunkd: stdout: not open (Bad file descriptor)", file=sys.stderr)
+        return EXIT_FAILED
+    # Workers render whole documents, so stdin (a stream) is never one of theirs.
+    many = args.input == "ndjson" or (len(args.files) > 1 and "-" not in args.files)
+    args.parallel = many and args.jobs > 1
+    try:
+        return run(args, settings, Output(sys.stdout.buffer))
+    except BrokenPipeError:
+        # The reader went away (`| head`): end quietly, as a filter should.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OutputError as error:
+        print(f"chunkd: {error}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -1,0 +1,113 @@
+"""The strategies: a registry from a name to the class that knows how to cut.
+
+A strategy is one registered subclass of ``Strategy``: its name, the units its size
+may be given in, its defaults, its own checks of the settings, and a ``splitter``
+factory that returns an object with ``feed(text) -> list[Chunk]`` and
+``finish() -> list[Chunk]`` (chunks in document order, final as soon as returned; the
+result must not depend on how the document is cut into pieces). Every front end
+(the filter, the daemon, the API, ...) gets its chunks through ``build``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from chunkd.chunk import Chunk
+from chunkd.settings import SettingsError
+
+if TYPE_CHECKING:
+    from chunkd.settings import Settings
+
+
+class Chunker(Protocol):
+    """What a strategy builds: an incremental splitter of one document at a time."""
+
+    def feed(self, text: str) -> list[Chunk]: ...
+    def finish(self) -> list[Chunk]: ...
+
+
+class Strategy:
+    """A way to cut documents; subclasses register themselves with ``@register``."""
+
+    name: ClassVar[str]
+    #: The units its size may be given in; the first is the default.
+    units: ClassVar[tuple[str, ...]]
+    default_size: ClassVar[int]
+    #: A window strategy takes ``--size``; the others ``--chars`` or ``--tokens``.
+    window: ClassVar[bool] = False
+    #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
+    fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def default_overlap(cls, size: int) -> int:
+        return 0
+
+    @classmethod
+    def check(cls, settings: Settings) -> None:
+        """Refuse settings this strategy cannot honour (``SettingsError``)."""
+
+    @classmethod
+    def splitter(cls, settings: Settings) -> Chunker:
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(kind: type[Strategy]) -> type[Strategy]:
+    REGISTRY[kind.name] = kind
+    return kind
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise SettingsError(f"unknown strategy {name!r}; choose one of "
+                            f"{', '.join(REGISTRY)}") from None
+
+
+def build(settings: Settings) -> Chunker:
+    """The splitter for ``settings``, with exact token counts added if asked."""
+    chunker = strategy_class(settings.strategy).splitter(settings)
+    if settings.count_tokens:
+        chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
+    return chunker
+
+
+class TokenCounting:
+    """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
+
+    def __init__(self, chunker: Chunker, same_as_length: bool) -> None:
+        from chunkd.units import token_counter
+
+        self.chunker = chunker
+        self.count = token_counter().count
+        self.same_as_length = same_as_length  # the length is already that count
+
+    def _counted(self, chunks: list[Chunk]) -> list[Chunk]:
+        if self.same_as_length:
+            return [chunk._replace(tokens=chunk.length) for chunk in chunks]
+        count = self.count
+        return [chunk._replace(tokens=count(chunk.text)) for chunk in chunks]
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self._counted(self.chunker.feed(text))
+
+    def finish(self) -> list[Chunk]:
+        return self._counted(self.chunker.finish())
+
+
+def chunk_blocks(chunker: Chunker, blocks: Iterable[str]) -> Iterator[list[Chunk]]:
+    """Chunk one document given as text blocks; yields the chunks that each block
+    makes final, then the last ones."""
+    for block in blocks:
+        chunks = chunker.feed(block)
+        if chunks:
+            yield chunks
+    yield chunker.finish()
+
+
+# The built-in strategies register themselves on import.
+from chunkd.strategies import recursive  # noqa: E402,F401
