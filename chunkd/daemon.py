@@ -1,32 +1,74 @@
 """``chunkd watch DIR``: chunk every file dropped into an inbox folder.
 
-Threads: watchdog's observer only queues paths; the main thread (the scheduler) waits
-for each file to settle, hands it to a bounded pool of workers, rescans the folder
-periodically (inotify drops events under bursts), pings systemd's watchdog while the
-observer and workers are healthy, and handles signals. Each file goes through
-``Inbox.process`` (see ``chunkd.inbox``), which reuses the filter's reader, kernel and
-record format.
+The main process schedules; worker processes chunk. watchdog's inotify observer (a
+thread) only queues the paths it sees. The scheduler notes each path, waits for the
+file to settle (its size, mtime and ctime unchanged for --settle seconds), hands it to
+a pool of worker processes, and records the outcome; it rescans the folder
+periodically (inotify drops events under bursts, and polling is a rescan), pings
+systemd's watchdog while the observer runs and no worker is stuck, and handles
+signals. Each file goes through ``Inbox.process`` (``chunkd.inbox``), which reuses the
+filter's readers, strategies and record format.
+
+Workers are processes, not threads, so one daemon uses every core it is given (the
+kernel holds the GIL), and a worker that crashes cannot take the daemon with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import heapq
 import logging
+import multiprocessing
 import os
 import queue
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 
-from chunkd.cli import add_size_options, settings_from
-from chunkd.inbox import DEFAULT_INCLUDE, Abandoned, Inbox, Outcome, Signature, signature
+from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, Outcome,
+                          Signature, signature)
 from chunkd.notify import Notifier
+from chunkd.readers import display_name
+from chunkd.settings import add_settings_options, parse_with_settings
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("chunkd")
+
+#: Back-off after a failure of the environment (a full disk...): doubling, capped.
+RETRY_FIRST, RETRY_MOST = 5.0, 300.0
+#: A file whose chunking killed a worker process this many times gets an error result.
+CRASHES_TO_FAIL = 2
+
+
+class Requests:
+    """What signals asked for; installed before anything else at start-up, so that an
+    early SIGHUP (``systemctl reload``) cannot kill the daemon."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.rescan = threading.Event()
+        self.wake: queue.SimpleQueue | None = None  # the scheduler's, once it runs
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGHUP, self._rescan)
+
+    def _stop(self, *_) -> None:
+        self.stop.set()
+        if self.wake is not None:
+            self.wake.put(("wake", ""))
+
+    def _rescan(self, *_) -> None:
+        self.rescan.set()
+        if self.wake is not None:
+            self.wake.put(("wake", ""))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "(or NAME.error.json saying why not). Producers should write elsewhere "
                     "(or under a hidden name) and rename into DIR.",
         epilog="Exit status: 0 stopped by SIGTERM/SIGINT, 1 unexpected failure, "
-               "2 bad options or an unusable DIR. SIGHUP rescans DIR.")
+               "2 bad options, an unusable DIR, or another chunkd watch on it. "
+               "SIGHUP rescans DIR.")
     parser.add_argument("dir", type=Path, metavar="DIR", help="the inbox folder")
-    add_size_options(parser)
+    add_settings_options(parser)
     parser.add_argument("--format", choices=("json", "msgpack"), default="json",
                         help="result format: NAME.chunks.json (default) or NAME.chunks.msgpack")
     parser.add_argument("--output-dir", type=Path, metavar="OUT",
@@ -49,10 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "*.crdownload, *.swp, *~ and chunkd's outputs are never taken")
     parser.add_argument("--recursive", action="store_true", help="also watch subfolders")
     parser.add_argument("--settle", type=float, default=2.0, metavar="SECONDS",
-                        help="take a file once its size and mtime have not changed for "
+                        help="take a file once its size and times have not changed for "
                              "SECONDS (default: 2)")
     parser.add_argument("--poll", type=float, metavar="SECONDS",
-                        help="poll the folder every SECONDS instead of using inotify "
+                        help="rescan the folder every SECONDS instead of using inotify "
                              "(for NFS and SMB mounts, where inotify sees nothing)")
     parser.add_argument("--rescan", type=float, default=60.0, metavar="SECONDS",
                         help="rescan the whole folder every SECONDS, to catch what events "
@@ -60,12 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
                         help="larger files get an error result (default: 67108864, 64 MiB)")
     parser.add_argument("--workers", type=int, default=2, metavar="N",
-                        help="files chunked at once (default: 2)")
-    parser.add_argument("--errors", choices=("strict", "replace"), default="strict",
-                        help="invalid UTF-8: an error result (default) or U+FFFD")
+                        help="files chunked at once, each by a process (default: 2)")
     parser.add_argument("--follow-symlinks", action="store_true",
-                        help="take symbolic links too (off by default: an inbox must not be "
-                             "a way to read files outside it)")
+                        help="take symbolic links to files too (off by default: an inbox "
+                             "must not be a way to read files outside it)")
     parser.add_argument("--move-done", type=Path, metavar="DONE",
                         help="after success, move the input to DONE (same filesystem)")
     verbosity = parser.add_mutually_exclusive_group()
@@ -100,170 +141,294 @@ def _stderr_is_journal() -> bool:
     return device.isdigit() and inode.isdigit() and (st.st_dev, st.st_ino) == (int(device), int(inode))
 
 
+# --- the worker processes --------------------------------------------------------------
+
+_worker: dict = {}
+
+
+def _worker_start(options: InboxOptions, stopping, beats, slots) -> None:
+    """A worker process opens the daemon's folders itself and checks that they are the
+    same ones; signals are the main process's to handle (systemd signals them all)."""
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_IGN)
+    _die_with_parent()
+    with slots.get_lock():
+        slot = slots.value
+        slots.value += 1
+    _worker.update(inbox=Inbox(options, check_identity=True), stopping=stopping,
+                   beats=beats, slot=slot % len(beats))
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive a daemon killed with SIGKILL (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _work(relative: str) -> Outcome:
+    """Chunk one file in a worker; its heartbeat slot shows progress while it runs."""
+    inbox, stopping, beats, slot = (_worker[k] for k in ("inbox", "stopping", "beats", "slot"))
+
+    def beat() -> None:
+        beats[slot] = time.monotonic()
+
+    beat()
+    try:
+        return inbox.process(relative, stopping.is_set, beat)
+    finally:
+        beats[slot] = 0.0
+
+
+# --- the scheduler ---------------------------------------------------------------------
+
 class Daemon:
     """The scheduler: settles, dispatches, rescans, watches its own health."""
 
-    def __init__(self, inbox: Inbox, args: argparse.Namespace, notifier: Notifier) -> None:
+    def __init__(self, inbox: Inbox, args: argparse.Namespace, notifier: Notifier,
+                 requests: Requests) -> None:
         self.inbox = inbox
         self.args = args
         self.notifier = notifier
-        self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.stopping = threading.Event()
-        self.rescan_requested = threading.Event()
-        self.pending: dict[Path, tuple[Signature | None, float]] = {}
-        self.running: dict[Path, Future] = {}
-        self.beats: dict[Path, float] = {}
-        self.known: dict[Path, Signature] = {}   # files whose result is current
-        self.reported: dict[Path, Signature | None] = {}  # skip/error lines already logged
+        self.requests = requests
+        self.events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        requests.wake = self.events
+        self.options = replace(inbox.options, identities=inbox.identities())
+        #: Files waiting to settle: the signature last seen and when it is next due.
+        self.waiting: dict[str, tuple[Signature | None, float]] = {}
+        self.due: list[tuple[float, str]] = []       # a heap of (due time, path)
+        self.running: dict[str, tuple[Future, int]] = {}  # and the pool it went to
+        self.known: dict[str, Signature] = {}        # files whose result is current
+        self.reported: dict[str, tuple] = {}         # what was last logged of a file
+        self.backoff: dict[str, float] = {}          # the delay after a failure
+        self.crashes: dict[str, int] = {}            # worker deaths with the file in hand
+        self.deaths_in_a_row = 0                     # worker deaths with no outcome since
         self.counts = {"processed": 0, "error": 0}
-        self.pool = ThreadPoolExecutor(args.workers, thread_name_prefix="chunkd-worker")
         self.observer = None
         self.polling = args.poll is not None
+        self.pool: ProcessPoolExecutor | None = None
+        self.generation = 0                          # pools started so far
+        self.beats = None
+
+    # --- workers ---------------------------------------------------------------------
+
+    def start_pool(self) -> None:
+        context = multiprocessing.get_context("spawn")  # a clean process: no inherited threads
+        self.stopping = context.Event()
+        self.beats = context.Array("d", self.args.workers, lock=False)
+        self.pool = ProcessPoolExecutor(
+            self.args.workers, mp_context=context, initializer=_worker_start,
+            initargs=(self.options, self.stopping, self.beats, context.Value("i", 0)))
+        self.generation += 1
+
+    def submit(self, relative: str) -> None:
+        future = self.pool.submit(_work, relative)
+        self.running[relative] = (future, self.generation)
+        future.add_done_callback(lambda _: self.events.put(("done", relative)))
 
     # --- watching --------------------------------------------------------------------
 
     def start_observer(self) -> None:
+        if self.polling:
+            return
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
-        from watchdog.observers.polling import PollingObserver
 
-        events = self.events
+        events, relative = self.events, self.inbox.relative
 
         class QueuePaths(FileSystemEventHandler):
             # Only queue: nothing here may fail, or the observer thread would die.
             def on_any_event(self, event) -> None:
                 for path in (event.src_path, getattr(event, "dest_path", "")):
-                    if path:
-                        events.put(os.fsdecode(path))
+                    name = relative(os.fsdecode(path)) if path else None
+                    if name is not None:
+                        events.put(("seen", name))
 
-        if not self.polling:
-            try:
-                observer = Observer()
-                observer.schedule(QueuePaths(), str(self.inbox.root), recursive=self.args.recursive)
-                observer.start()
-                self.observer = observer
-                return
-            except OSError as error:
-                log.error("cannot watch %s with inotify (%s): raise the sysctls "
-                          "fs.inotify.max_user_watches / max_user_instances, or use --poll; "
-                          "polling every 2 s meanwhile", self.inbox.root, error)
-                self.polling, self.args.poll = True, 2.0
-        observer = PollingObserver(timeout=self.args.poll)
-        observer.schedule(QueuePaths(), str(self.inbox.root), recursive=self.args.recursive)
-        observer.start()
-        self.observer = observer
+        try:
+            observer = Observer()
+            observer.schedule(QueuePaths(), self.inbox.options.root,
+                              recursive=self.args.recursive, follow_symlink=False)
+            observer.start()
+            self.observer = observer
+        except OSError as error:
+            log.error("cannot watch %s with inotify (%s): raise the sysctls "
+                      "fs.inotify.max_user_watches / max_user_instances, or use --poll; "
+                      "polling every 2 s meanwhile", self.inbox.options.root, error)
+            self.polling, self.args.poll = True, 2.0
 
     def check_observer(self) -> None:
         if self.observer is not None and not self.observer.is_alive():
-            log.error("the file watcher stopped; falling back to polling every %s s "
-                      "and rescanning", self.args.poll or 2.0)
+            log.error("the file watcher stopped; polling every %s s instead", self.args.poll or 2.0)
+            self.observer = None
             self.polling, self.args.poll = True, self.args.poll or 2.0
-            self.start_observer()
-            self.rescan_requested.set()
 
     # --- scheduling ------------------------------------------------------------------
 
     def rescan(self, why: str) -> None:
         started, queued, present = time.monotonic(), 0, set()
-        for path in self.inbox.scan():
-            present.add(path)
-            if self.note(path):
-                queued += 1
+        for relative, st in self.inbox.scan():
+            present.add(relative)
+            queued += self.consider(relative, st)
         # Forget files that are gone (moved out, deleted): a long run must not grow.
-        for memory in (self.known, self.reported):
-            for path in [p for p in memory if p not in present]:
-                del memory[path]
+        for memory in (self.known, self.reported, self.backoff, self.crashes):
+            for relative in [p for p in memory if p not in present]:
+                del memory[relative]
         log.debug("rescanned (%s): %d files queued in %.3f s", why, queued,
                   time.monotonic() - started)
 
-    def note(self, path: Path) -> bool:
-        """Consider a path that may be new or changed; True if it now waits to settle."""
-        if path in self.pending or path in self.running or not self.inbox.wants(path):
+    def note(self, relative: str) -> None:
+        """A path an event named: a file that may be new or changed, or a folder moved
+        in (whose files are looked at now)."""
+        if relative in self.waiting or relative in self.running:
+            return
+        if not self.inbox.wants(relative):
+            for path, st in self.inbox.scan_folder(relative):  # a folder moved in
+                self.consider(path, st)
+            return
+        st = self.inbox.stat(relative)
+        if st is not None:
+            self.consider(relative, st)
+
+    def consider(self, relative: str, st: os.stat_result) -> bool:
+        """Queue a file to settle unless its result is known current; True if queued."""
+        if relative in self.waiting or relative in self.running:
             return False
-        try:
-            st = os.lstat(path)
-        except OSError:
+        now_signature = signature(st)
+        known = self.known.get(relative)
+        if known == now_signature:
             return False
-        if self.known.get(path) == signature(st):
+        if known is not None:             # it changed: its result no longer holds
+            del self.known[relative]
+            self.inbox.remove_results(relative)
+        elif self.inbox.current(relative, st):
+            self.known[relative] = now_signature
             return False
         # A file untouched for longer than --settle (by its mtime) is due at once.
-        self.pending[path] = (None, min(time.time(), st.st_mtime))
+        due = time.monotonic() + (0 if time.time() - st.st_mtime >= self.args.settle
+                                  else self.args.settle)
+        self.wait(relative, now_signature, due)
         return True
 
-    def dispatch_settled(self) -> None:
-        now = time.time()
-        for path, (seen, since) in list(self.pending.items()):
-            if len(self.running) >= 2 * self.args.workers:
-                return
-            try:
-                current = signature(os.lstat(path))
-            except OSError:
-                del self.pending[path]  # gone before it settled: nothing to do
-                continue
-            if current != seen:
-                self.pending[path] = (current, since if seen is None else now)
-            elif now - since >= self.args.settle:
-                del self.pending[path]
-                log.debug("chunking %s (%d bytes)", self.inbox.relative(path), current[1])
-                self.beats[path] = time.monotonic()
-                self.running[path] = self.pool.submit(self.work, path)
+    def wait(self, relative: str, seen: Signature | None, due: float) -> None:
+        self.waiting[relative] = (seen, due)
+        heapq.heappush(self.due, (due, relative))
 
-    def work(self, path: Path) -> Outcome:
-        def beat() -> None:
-            self.beats[path] = time.monotonic()
-        return self.inbox.process(path, self.stopping, beat)
+    def dispatch_due(self) -> None:
+        capacity = 2 * self.args.workers
+        now = time.monotonic()
+        while self.due and self.due[0][0] <= now and len(self.running) < capacity:
+            due, relative = heapq.heappop(self.due)
+            seen, expected = self.waiting.get(relative, (None, None))
+            if expected != due:
+                continue                  # a stale entry: the file was rescheduled
+            st = self.inbox.stat(relative)
+            if st is None:
+                del self.waiting[relative]  # gone before it settled: nothing to do
+                continue
+            if signature(st) != seen:
+                self.wait(relative, signature(st), now + self.args.settle)
+                continue
+            del self.waiting[relative]
+            log.debug("chunking %s (%d bytes)", display_name(relative), st.st_size)
+            self.submit(relative)
 
-    def collect_finished(self) -> None:
-        for path, future in list(self.running.items()):
-            if not future.done():
-                continue
-            del self.running[path]
-            self.beats.pop(path, None)
-            try:
-                outcome = future.result()
-            except Abandoned:
-                continue
-            except Exception:  # a bug, not the file's fault: log it, keep running
-                log.exception("failed %s: unexpected error", self.inbox.relative(path))
-                self.counts["error"] += 1
-                continue
-            self.record(path, outcome)
-
-    def record(self, path: Path, outcome: Outcome) -> None:
-        name = self.inbox.relative(path)
-        if outcome.kind == "changed":
-            log.debug("changed %s: %s; waiting for it to settle", name, outcome.message)
-            self.pending[path] = (outcome.signature, time.time())
+    def finished(self, relative: str) -> None:
+        future, generation = self.running.pop(relative, (None, 0))
+        if future is None:
             return
-        if outcome.signature is not None:
-            self.known[path] = outcome.signature
-        if outcome.kind in ("processed", "error"):
-            self.counts[outcome.kind] += 1
-        if outcome.kind == "processed":
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            self.worker_died(relative, generation)
+            return
+        except Exception:  # a bug, not the file's fault: log it, keep running
+            log.exception("failed %s: unexpected error", display_name(relative))
+            self.counts["error"] += 1
+            return
+        self.record(relative, outcome)
+
+    def worker_died(self, relative: str, generation: int) -> None:
+        """A worker process died (killed, out of memory, a crash): every file in hand
+        is tried again, and one that has been in hand at two deaths gets an error."""
+        if generation == self.generation and not self.requests.stop.is_set():
+            self.deaths_in_a_row += 1
+            if self.deaths_in_a_row > 3:  # they cannot even start (see their stderr)
+                raise RuntimeError("worker processes keep dying before finishing any file")
+            log.error("a worker process died; starting new ones")
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.start_pool()
+        self.crashes[relative] = self.crashes.get(relative, 0) + 1
+        st = self.inbox.stat(relative)
+        if st is None:
+            return
+        if self.crashes[relative] >= CRASHES_TO_FAIL:
+            self.record(relative, self.inbox.fail(
+                relative, st, "chunking it made a worker process die, twice"))
+        else:
+            self.wait(relative, signature(st), time.monotonic())
+
+    def record(self, relative: str, outcome: Outcome) -> None:
+        name = display_name(relative)
+        kind = outcome.kind
+        if kind == "abandoned":
+            return
+        if kind == "changed":
+            log.debug("changed %s: %s; waiting for it to settle", name, outcome.message)
+            self.wait(relative, outcome.signature, time.monotonic() + self.args.settle)
+            return
+        self.deaths_in_a_row = 0
+        if kind == "failed":              # the environment's fault: back off, log once
+            delay = min(2 * self.backoff.get(relative, RETRY_FIRST / 2), RETRY_MOST)
+            self.backoff[relative] = delay
+            self.report(relative, logging.ERROR, f"failed {name}: {outcome.message}; "
+                                                 f"trying again in {delay:.0f} s", outcome)
+            st = self.inbox.stat(relative)
+            if st is not None:
+                self.wait(relative, signature(st), time.monotonic() + delay)
+            return
+        self.backoff.pop(relative, None)
+        self.crashes.pop(relative, None)
+        if kind == "gone":
+            self.known.pop(relative, None)
+        elif outcome.signature is not None:
+            self.known[relative] = outcome.signature
+        if kind in ("processed", "error"):
+            self.counts[kind] += 1
+        if kind == "processed":
             log.info("processed %s: %s", name, outcome.message)
-            self.reported.pop(path, None)
-        elif outcome.kind == "current":
+            self.reported.pop(relative, None)
+        elif kind == "current":
             log.debug("current %s: %s", name, outcome.message)
-        elif self.reported.get(path, ()) != outcome.signature:  # once per file state
-            self.reported[path] = outcome.signature
-            level = logging.INFO if outcome.kind == "gone" else (
-                logging.ERROR if outcome.kind == "error" else logging.WARNING)
-            log.log(level, "%s %s: %s", outcome.kind, name, outcome.message)
+        else:
+            level = {"gone": logging.INFO, "error": logging.ERROR}.get(kind, logging.WARNING)
+            self.report(relative, level, f"{kind} {name}: {outcome.message}", outcome)
+
+    def report(self, relative: str, level: int, line: str, outcome: Outcome) -> None:
+        """Log a problem once per file state and message, however often it recurs."""
+        key = (outcome.kind, outcome.message.split(";")[0], outcome.signature)
+        if self.reported.get(relative) != key:
+            self.reported[relative] = key
+            log.log(level, "%s", line)
 
     # --- health and status -----------------------------------------------------------
 
     def healthy(self) -> bool:
-        """The observer runs and no worker has been silent for a whole watchdog period."""
-        if self.observer is None or not self.observer.is_alive():
+        """The observer runs (or the daemon polls) and no worker has been silent in the
+        middle of a file for a whole watchdog period."""
+        if not self.polling and (self.observer is None or not self.observer.is_alive()):
             return False
         limit = 2 * (self.notifier.watchdog_interval or 30.0)
         now = time.monotonic()
-        return all(now - beat < limit for beat in list(self.beats.values()))
+        return all(beat == 0.0 or now - beat < limit for beat in list(self.beats or ()))
 
     def status(self) -> str:
         how = f"polling every {self.args.poll:g} s" if self.polling else "inotify"
-        return (f"watching {self.inbox.root} ({how}): {self.counts['processed']} processed, "
-                f"{self.counts['error']} errors, {len(self.pending)} waiting, "
+        return (f"watching {self.inbox.options.root} ({how}): {self.counts['processed']} "
+                f"processed, {self.counts['error']} errors, {len(self.waiting)} waiting, "
                 f"{len(self.running)} in progress")
 
     # --- the loop --------------------------------------------------------------------
@@ -272,27 +437,31 @@ class Daemon:
         removed = self.inbox.remove_stale_temporaries()
         if removed:
             log.info("removed %d temporary files left by an interrupted run", removed)
+        self.start_pool()
         self.start_observer()
         self.rescan("start")
-        log.info("%s; %d files to catch up", self.status(), len(self.pending))
+        log.info("%s; %d files to catch up", self.status(), len(self.waiting))
         self.notifier.ready(self.status())
-        next_rescan = time.monotonic() + self.args.rescan
+        period = min(self.args.rescan, self.args.poll or self.args.rescan)
+        next_rescan = time.monotonic() + period
         next_ping = next_status = 0.0
-        while not self.stopping.is_set():
+        while not self.requests.stop.is_set():
+            now = time.monotonic()
+            timeout = min(next_rescan, self.due[0][0] if self.due else next_rescan, now + 0.5)
             try:
-                self.note(Path(self.events.get(timeout=0.1)))
+                self.handle(self.events.get(timeout=max(0.0, timeout - now)))
                 while True:
-                    self.note(Path(self.events.get_nowait()))
+                    self.handle(self.events.get_nowait())
             except queue.Empty:
                 pass
             now = time.monotonic()
-            if self.rescan_requested.is_set() or now >= next_rescan:
-                self.rescan_requested.clear()
-                self.rescan("periodic" if now >= next_rescan else "requested")
-                next_rescan = now + self.args.rescan
-            self.dispatch_settled()
-            self.collect_finished()
             self.check_observer()
+            if self.requests.rescan.is_set() or now >= next_rescan:
+                self.requests.rescan.clear()
+                self.rescan("periodic" if now >= next_rescan else "requested")
+                period = min(self.args.rescan, self.args.poll or self.args.rescan)
+                next_rescan = now + period
+            self.dispatch_due()
             if self.notifier.watchdog_interval and now >= next_ping and self.healthy():
                 self.notifier.watchdog()
                 next_ping = now + self.notifier.watchdog_interval
@@ -301,19 +470,28 @@ class Daemon:
                 next_status = now + 1.0
         return self.shutdown()
 
+    def handle(self, event: tuple[str, str]) -> None:
+        kind, relative = event
+        if kind == "seen":
+            self.note(relative)
+        elif kind == "done":
+            self.finished(relative)
+
     def shutdown(self) -> int:
         self.notifier.stopping()
         log.info("stopping: %s", self.status())
         if self.observer is not None:
             self.observer.stop()
         # Workers see ``stopping`` between blocks and abandon their file (no output).
+        self.stopping.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
-        self.collect_finished()
         if self.observer is not None:
             self.observer.join(timeout=5)
         log.info("stopped")
         return EXIT_OK
 
+
+# --- start-up --------------------------------------------------------------------------
 
 def check_folder(path: Path, what: str, create: bool = False) -> str | None:
     """Why ``path`` cannot serve as a folder chunkd reads and writes, or None."""
@@ -321,19 +499,38 @@ def check_folder(path: Path, what: str, create: bool = False) -> str | None:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            return f"cannot create {what} {path}: {error.strerror}"
+            return f"cannot create {what} {display_name(str(path))}: {error.strerror}"
     if not path.is_dir():
-        return f"{what} {path} does not exist or is not a folder"
+        return f"{what} {display_name(str(path))} does not exist or is not a folder"
     if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-        return f"{what} {path} is not readable and writable by this user (uid {os.getuid()})"
+        return (f"{what} {display_name(str(path))} is not readable and writable by this "
+                f"user (uid {os.getuid()})")
+    return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def lock(inbox: Inbox) -> str | None:
+    """Take the inbox (and output folder) for this daemon alone; why not, or None."""
+    for fd, what in ((inbox.root, "inbox"), (inbox.output, "output folder")):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return (f"another chunkd watch is already using this {what}; "
+                    "stop it first (one daemon per inbox)")
+        except OSError as error:
+            return f"cannot lock the {what}: {error.strerror}"
     return None
 
 
 def main(argv: list[str]) -> int:
     """``chunkd watch``; returns the exit status."""
+    requests = Requests()
+    requests.install()
     parser = build_parser()
-    args = parser.parse_args(argv)
-    settings = settings_from(args, parser)
+    args, settings = parse_with_settings(parser, argv)
     if args.workers < 1 or args.max_bytes < 1 or args.settle < 0 or args.rescan <= 0 \
             or (args.poll is not None and args.poll <= 0):
         parser.error("--workers, --max-bytes, --rescan and --poll must be positive, "
@@ -344,25 +541,35 @@ def main(argv: list[str]) -> int:
     log.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
     logging.getLogger("watchdog").setLevel(logging.WARNING)
     root = args.dir.resolve()
+    output = args.output_dir.resolve() if args.output_dir else None
+    done = args.move_done.resolve() if args.move_done else None
     problems = [check_folder(root, "inbox")]
-    if args.output_dir is not None:
-        problems.append(check_folder(args.output_dir.resolve(), "output folder", create=True))
-    if args.move_done is not None:
-        problems.append(check_folder(args.move_done.resolve(), "--move-done folder", create=True))
+    if output is not None:
+        problems.append(check_folder(output, "output folder", create=True))
+    if done is not None:
+        problems.append(check_folder(done, "--move-done folder", create=True))
+        if _inside(done, root) and (args.recursive or done == root):
+            problems.append("--move-done folder is inside the inbox, which --recursive "
+                            "watches: files would be taken again; put it outside")
     for problem in filter(None, problems):
         log.error("chunkd watch: %s", problem)
         return EXIT_CONFIG
-    inbox = Inbox(root, settings, format=args.format,
-                  output_dir=args.output_dir.resolve() if args.output_dir else None,
-                  include=tuple(args.include or DEFAULT_INCLUDE), recursive=args.recursive,
-                  max_bytes=args.max_bytes, errors=args.errors,
-                  follow_symlinks=args.follow_symlinks,
-                  move_done=args.move_done.resolve() if args.move_done else None)
-    settings.splitter()  # load the tokenizer now: fail here, not on the first file
-    daemon = Daemon(inbox, args, Notifier())
-    signal.signal(signal.SIGTERM, lambda *_: daemon.stopping.set())
-    signal.signal(signal.SIGINT, lambda *_: daemon.stopping.set())
-    signal.signal(signal.SIGHUP, lambda *_: daemon.rescan_requested.set())
+    options = InboxOptions(
+        str(root), settings, format=args.format,
+        output_dir=str(output) if output else None,
+        include=tuple(args.include or DEFAULT_INCLUDE), recursive=args.recursive,
+        max_bytes=args.max_bytes, follow_symlinks=args.follow_symlinks,
+        move_done=str(done) if done else None)
+    try:
+        inbox = Inbox(options)
+    except (OSError, FolderChanged) as error:
+        log.error("chunkd watch: cannot open the folders: %s", error)
+        return EXIT_CONFIG
+    problem = lock(inbox)
+    if problem:
+        log.error("chunkd watch: %s", problem)
+        return EXIT_CONFIG
+    daemon = Daemon(inbox, args, Notifier(), requests)
     try:
         return daemon.run()
     except Exception:

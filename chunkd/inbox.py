@@ -5,6 +5,14 @@ For an input ``NAME`` the result is ``NAME.chunks.json`` (or ``.chunks.msgpack``
 folder. A result is written to a hidden temporary file in its folder, synced and
 renamed into place, so a reader never sees a partial one. The input itself is only
 read (unless ``--move-done`` asks to move it after success).
+
+Nothing outside the folders is ever read or written, whatever links, names or races
+the daemon meets: the folders are opened once at start, and every path below them is
+resolved from a folder's descriptor one component at a time with ``O_NOFOLLOW``
+(``openat``), so a symbolic link anywhere on the way, or one swapped in while a file
+settles, is refused rather than followed. Paths inside the inbox are relative
+``str`` paths with ``/`` between components; names are bytes on Linux and are carried
+losslessly (``os.fsdecode``'s surrogate escapes).
 """
 
 from __future__ import annotations
@@ -15,18 +23,18 @@ import hashlib
 import os
 import secrets
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import orjson
 
 from chunkd import __version__
-from chunkd.pipeline import Settings, chunk_blocks
-from chunkd.readers import InputError, decode_blocks, read_blocks
-from chunkd.writers import chunk_record, encode_document
+from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
+from chunkd.settings import Settings
+from chunkd.strategies import build, chunk_blocks
+from chunkd.writers import chunk_record, encode_document, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
@@ -35,13 +43,23 @@ RESULT_SUFFIX = {"json": ".chunks.json", "msgpack": ".chunks.msgpack"}
 ERROR_SUFFIX = ".error.json"
 TEMP_SUFFIX = ".chunkd-tmp"
 OUTPUT_SUFFIXES = (*RESULT_SUFFIX.values(), ERROR_SUFFIX, TEMP_SUFFIX)
+#: The longest file name Linux file systems take, in bytes.
+NAME_MAX = 255
 
-#: A file's identity and state: (inode, size, mtime in ns). A change means "not settled".
-Signature = tuple[int, int, int]
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: A file's identity and state: (device, inode, size, mtime ns, ctime ns). Any change
+#: means "not settled", and a result recorded for other values must be confirmed.
+Signature = tuple[int, int, int, int, int]
 
 
 def signature(st: os.stat_result) -> Signature:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _stat_record(st: os.stat_result) -> dict:
+    """What a result records of its input's state, to be trusted at a restart."""
+    return {"inode": st.st_ino, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
 
 
 class Abandoned(Exception):
@@ -50,9 +68,13 @@ class Abandoned(Exception):
 
 @dataclass
 class Outcome:
-    """What became of one file: ``processed``, ``error`` (an error result was written),
-    ``current`` (its result was already current), ``skipped`` (not a regular file, or a
-    link), ``gone`` (vanished before it was read) or ``changed`` (written to while read)."""
+    """What became of one file.
+
+    ``processed``: its result was written; ``error``: an error result was written (the
+    file is at fault); ``current``: its result was already current; ``skipped``: not a
+    regular file, a link, or a name no result can be written for; ``gone``: vanished;
+    ``changed``: written to while read; ``failed``: the environment is at fault (a full
+    disk, an unwritable output folder): try again later; ``abandoned``: stopping."""
 
     kind: str
     message: str = ""
@@ -60,129 +82,285 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Inbox:
-    """An inbox folder and how its files are chunked."""
+class InboxOptions:
+    """An inbox folder and how its files are chunked; picklable, for worker processes.
+    Folders are absolute paths, resolved once at start."""
 
-    root: Path
+    root: str
     settings: Settings
     format: str = "json"
-    output_dir: Path | None = None
+    output_dir: str | None = None
     include: tuple[str, ...] = DEFAULT_INCLUDE
     recursive: bool = False
     max_bytes: int = 64 * 2**20
-    errors: str = "strict"
     follow_symlinks: bool = False
-    move_done: Path | None = None
+    move_done: str | None = None
+    #: (device, inode) of each folder, as the daemon opened them at start.
+    identities: dict = field(default_factory=dict)
 
-    def relative(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
 
-    def wants(self, path: Path) -> bool:
-        """Whether a path's name makes it an input (its type is checked later)."""
-        try:
-            parts = path.relative_to(self.root).parts
-        except ValueError:
+class FolderChanged(Exception):
+    """A folder is no longer the one the daemon opened at start."""
+
+
+def open_folder(path: str, expected: tuple[int, int] | None = None) -> int:
+    """A descriptor of the folder at ``path`` (links in the path the operator gave
+    are followed, once, here); it must be ``expected`` (device, inode) if given."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if expected is not None and (st.st_dev, st.st_ino) != tuple(expected):
+        os.close(fd)
+        raise FolderChanged(f"{path} was replaced since the daemon started")
+    return fd
+
+
+def open_subfolder(base: int, parts: list[str], create: bool = False) -> int:
+    """A descriptor of the folder ``base/parts...``, opened one component at a time,
+    never through a symbolic link (``ELOOP``/``ENOTDIR`` if one is on the way);
+    created if asked."""
+    fd = os.dup(base)
+    try:
+        for part in parts:
+            if create:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            child = os.open(part, DIRECTORY_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def subfolder(base: int, parts: list[str], create: bool = False) -> Iterator[int]:
+    """``open_subfolder`` for a ``with`` block."""
+    fd = open_subfolder(base, parts, create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _split(relative: str) -> tuple[list[str], str]:
+    *parts, name = relative.split("/")
+    return parts, name
+
+
+class Inbox:
+    """An inbox's open folders and the work on one file."""
+
+    def __init__(self, options: InboxOptions, check_identity: bool = False) -> None:
+        """Open the folders; a worker process checks that they are the daemon's."""
+        self.options = options
+        self.settings = options.settings
+        self.recorded_settings = options.settings.as_dict()
+        expect = options.identities if check_identity else {}
+        self.root = open_folder(options.root, expect.get("root"))
+        self.output = (self.root if options.output_dir is None
+                       else open_folder(options.output_dir, expect.get("output")))
+        self.done = (None if options.move_done is None
+                     else open_folder(options.move_done, expect.get("done")))
+        self.result_suffix = RESULT_SUFFIX[options.format]
+        self.chunker = None  # built on first use: the main process never chunks
+
+    def identities(self) -> dict:
+        folders = {"root": self.root, "output": self.output, "done": self.done}
+        return {name: (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+                for name, fd in folders.items() if fd is not None}
+
+    # --- names -----------------------------------------------------------------------
+
+    def wants(self, relative: str) -> bool:
+        """Whether a relative path's name makes it an input (its type is checked later)."""
+        parts, name = _split(relative)
+        if not name or (parts and not self.options.recursive):
             return False
-        if not parts or (len(parts) > 1 and not self.recursive):
+        if any(not part or part.startswith(".") for part in parts):
             return False
-        if any(part.startswith(".") for part in parts[:-1]):
-            return False
-        name = parts[-1]
+        return self.wants_name(name)
+
+    def wants_name(self, name: str) -> bool:
         if name.endswith(OUTPUT_SUFFIXES) or any(fnmatch.fnmatch(name, p) for p in IGNORED):
             return False
-        return any(fnmatch.fnmatch(name, pattern) for pattern in self.include)
+        return any(fnmatch.fnmatch(name, pattern) for pattern in self.options.include)
 
-    def output_path(self, path: Path, suffix: str) -> Path:
-        base = path if self.output_dir is None else self.output_dir / path.relative_to(self.root)
-        return base.with_name(base.name + suffix)
+    def relative(self, path: str) -> str | None:
+        """The inbox-relative form of an absolute path under the inbox, or None."""
+        root = self.options.root.rstrip("/") + "/"
+        return path[len(root):] if path.startswith(root) and len(path) > len(root) else None
 
-    def scan(self) -> Iterator[Path]:
-        """Every path in the inbox whose name makes it an input (links not followed)."""
-        folders = [self.root]
+    # --- looking ---------------------------------------------------------------------
+
+    def stat(self, relative: str) -> os.stat_result | None:
+        """The input's state (its link's own, unless --follow-symlinks), or None when
+        it is gone or its folder path is not a plain folder inside the inbox."""
+        parts, name = _split(relative)
+        try:
+            with subfolder(self.root, parts) as folder:
+                return os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        except OSError:
+            return None
+
+    def scan(self, start: str = "") -> Iterator[tuple[str, os.stat_result]]:
+        """Every input in the inbox (or under its folder ``start``, ``"a/b/"``), with
+        its state; folders are entered only with --recursive, never through links,
+        never hidden ones."""
+        folders = [start]
         while folders:
-            folder = folders.pop()
+            prefix = folders.pop()
             try:
-                entries = list(os.scandir(folder))
+                with subfolder(self.root, prefix.split("/")[:-1]) as folder:
+                    for entry in list(os.scandir(folder)):
+                        relative = prefix + entry.name
+                        if entry.name.startswith("."):
+                            continue
+                        if self.options.recursive and entry.is_dir(follow_symlinks=False):
+                            folders.append(relative + "/")
+                        elif self.wants_name(entry.name):
+                            try:
+                                st = os.stat(entry.name, dir_fd=folder,
+                                             follow_symlinks=self.options.follow_symlinks)
+                            except OSError:
+                                continue
+                            yield relative, st
             except OSError:
-                continue
-            for entry in entries:
-                path = Path(entry.path)
-                if self.recursive and entry.is_dir(follow_symlinks=False) \
-                        and not entry.name.startswith("."):
-                    folders.append(path)
-                elif self.wants(path):
-                    yield path
+                continue  # vanished, or swapped for a link: nothing to take there
 
-    def output_folders(self) -> Iterator[Path]:
-        yield self.root if self.output_dir is None else self.output_dir
-        if self.recursive:
-            base = self.root if self.output_dir is None else self.output_dir
-            for folder, names, _ in os.walk(base):
-                names[:] = [n for n in names if not n.startswith(".")]
-                yield from (Path(folder) / n for n in names)
+    def scan_folder(self, relative: str) -> Iterator[tuple[str, os.stat_result]]:
+        """The inputs under one subfolder (a folder moved into the inbox); nothing if
+        ``relative`` is not a folder the daemon enters."""
+        if self.options.recursive and not any(
+                not part or part.startswith(".") for part in relative.split("/")):
+            yield from self.scan(relative + "/")
+
+    # --- results ---------------------------------------------------------------------
+
+    def recorded(self, relative: str, suffix: str) -> dict | None:
+        """The metadata of the input's result (or error result), read from its head
+        only; None if missing, unreadable or not chunkd's."""
+        parts, name = _split(relative)
+        try:
+            with subfolder(self.output, parts) as folder:
+                fd = os.open(name + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=folder)
+                with open(fd, "rb") as stream:
+                    header = _read_header(stream, suffix)
+        except Exception:  # missing, unreadable or not ours: not current
+            return None
+        return header if isinstance(header, dict) else None
+
+    def current(self, relative: str, st: os.stat_result) -> bool:
+        """Whether the input has a current result (or error result): one recorded
+        for these settings, this size, and this inode, mtime and ctime (users can set
+        an mtime but not a ctime, so these are trusted without reading the input)."""
+        for suffix in (self.result_suffix, ERROR_SUFFIX):
+            recorded = self.recorded(relative, suffix)
+            if recorded is not None and recorded.get("size") == st.st_size \
+                    and recorded.get("settings") == self.recorded_settings \
+                    and recorded.get("stat") == _stat_record(st):
+                return True
+        return False
+
+    def remove_results(self, relative: str) -> None:
+        """Remove the input's results: they belong to a file that is no longer there."""
+        parts, name = _split(relative)
+        try:
+            with subfolder(self.output, parts) as folder:
+                for suffix in (self.result_suffix, ERROR_SUFFIX):
+                    try:
+                        os.unlink(name + suffix, dir_fd=folder)
+                    except FileNotFoundError:
+                        pass
+        except OSError:
+            pass
 
     def remove_stale_temporaries(self) -> int:
         """Delete the temporary files a killed run left (only chunkd's own)."""
         removed = 0
-        for folder in self.output_folders():
+        folders = [[]]
+        while folders:
+            parts = folders.pop()
             try:
-                names = os.listdir(folder)
+                with subfolder(self.output, parts) as folder:
+                    for entry in list(os.scandir(folder)):
+                        if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                            try:
+                                os.unlink(entry.name, dir_fd=folder)
+                                removed += 1
+                            except FileNotFoundError:
+                                pass
+                        elif (self.options.recursive and not entry.name.startswith(".")
+                              and entry.is_dir(follow_symlinks=False)):
+                            folders.append(parts + [entry.name])
             except OSError:
                 continue
-            for name in names:
-                if name.startswith(".") and name.endswith(TEMP_SUFFIX):
-                    try:
-                        os.unlink(folder / name)
-                        removed += 1
-                    except FileNotFoundError:
-                        pass
         return removed
 
     # --- one file --------------------------------------------------------------------
 
-    def process(self, path: Path, stopping: threading.Event,
+    def process(self, relative: str, stopping: Callable[[], bool],
                 beat: Callable[[], None] = lambda: None) -> Outcome:
         """Chunk one input into its result, unless its result is current; never raises
-        for a bad file. ``beat`` is called as work progresses (the watchdog's sign of
-        life); ``stopping`` makes it abandon the file."""
+        for a bad file or a failing environment. ``beat`` is called as work progresses
+        (the watchdog's sign of life); ``stopping`` makes it abandon the file."""
+        parts, name = _split(relative)
         try:
-            st = os.stat(path) if self.follow_symlinks else os.lstat(path)
+            folder = open_subfolder(self.root, parts)
         except FileNotFoundError:
             return Outcome("gone", "vanished before it was read")
         except OSError as error:
-            return self.fail(path, None, f"cannot stat: {error.strerror}")
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                return Outcome("skipped", "a folder on its path is a symbolic link (not followed)")
+            return Outcome("failed", f"cannot open its folder: {error.strerror}")
+        try:
+            return self._process_in(folder, relative, name, stopping, beat)
+        except Abandoned:
+            return Outcome("abandoned")
+        except OSError as error:  # the inbox itself misbehaves (EIO, EACCES on a folder)
+            return Outcome("failed", error.strerror or str(error))
+        finally:
+            os.close(folder)
+
+    def _process_in(self, folder: int, relative: str, name: str,
+                    stopping: Callable[[], bool], beat: Callable[[], None]) -> Outcome:
+        try:
+            st = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        except FileNotFoundError:
+            return Outcome("gone", "vanished before it was read")
         kind = _file_kind(st.st_mode)
         if kind != "regular file":
+            self.remove_results(relative)  # a result must belong to what is there now
             hint = " (not followed; --follow-symlinks to allow)" if kind == "symbolic link" else ""
             return Outcome("skipped", f"{kind}{hint}", signature(st))
-        if st.st_size > self.max_bytes:
-            return self.fail(path, st, f"file is {st.st_size} bytes, over --max-bytes "
-                                       f"{self.max_bytes}; raise the limit to chunk it")
-        for suffix in (RESULT_SUFFIX[self.format], ERROR_SUFFIX):
-            recorded = self.recorded(path, suffix)
-            if recorded is not None and recorded.get("size") == st.st_size \
-                    and recorded.get("settings") == self.settings.as_dict():
-                try:
-                    if _sha256(path, stopping, beat) == recorded.get("sha256"):
-                        return Outcome("current", "result is current", signature(st))
-                except OSError:
-                    pass  # chunking it will report the problem
-        return self.chunk_file(path, stopping, beat)
+        if len(os.fsencode(name + self.result_suffix)) > NAME_MAX:
+            return Outcome("skipped", f"name too long for its result name (over {NAME_MAX} "
+                                      "bytes with the suffix); rename it", signature(st))
+        if st.st_size > self.options.max_bytes:
+            return self.fail(relative, st, f"file is {st.st_size} bytes, over --max-bytes "
+                                           f"{self.options.max_bytes}; raise the limit to chunk it")
+        if self.current(relative, st):
+            return Outcome("current", "result is current", signature(st))
+        self.remove_results(relative)  # stale: no reader may take it for this file
+        return self.chunk_file(folder, relative, name, st, stopping, beat)
 
-    def chunk_file(self, path: Path, stopping: threading.Event,
-                   beat: Callable[[], None]) -> Outcome:
+    def chunk_file(self, folder: int, relative: str, name: str, st: os.stat_result,
+                   stopping: Callable[[], bool], beat: Callable[[], None]) -> Outcome:
         started = time.monotonic()
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-        if not self.follow_symlinks:
+        if not self.options.follow_symlinks:
             flags |= os.O_NOFOLLOW
         try:
-            fd = os.open(path, flags)
+            fd = os.open(name, flags, dir_fd=folder)
         except FileNotFoundError:
             return Outcome("gone", "vanished before it was read")
         except OSError as error:
             if error.errno == errno.ELOOP:
                 return Outcome("skipped", "symbolic link (not followed)")
-            return self.fail(path, None, f"cannot open: {error.strerror}")
+            return self.fail(relative, st, f"cannot open: {error.strerror}")
         with open(fd, "rb", buffering=0) as stream:
             before = os.fstat(fd)
             if _file_kind(before.st_mode) != "regular file":  # swapped since the stat
@@ -192,95 +370,148 @@ class Inbox:
 
             def on_bytes(data: bytes) -> None:
                 nonlocal read
-                if stopping.is_set():
+                if stopping():
                     raise Abandoned()
                 digest.update(data)
                 read += len(data)
                 beat()
 
             chunks = []
-            where = self.relative(path)
+            if self.chunker is None:
+                self.chunker = build(self.settings)
             try:
-                text = decode_blocks(read_blocks(stream, on_bytes), where, self.errors)
-                for made in chunk_blocks(self.settings, text):
+                text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
+                                     self.settings.errors)
+                for made in chunk_blocks(self.chunker, text):
                     chunks.extend(chunk_record(chunk) for chunk in made)
             except InputError as error:
-                return self.fail(path, before, str(error).removeprefix(f"{where}: "), stopping)
+                self.chunker = None  # its state is the failed document's
+                reason = str(error).removeprefix(f"{display_name(relative)}: ")
+                return self.fail(relative, before, reason, folder)
             except OSError as error:
-                return self.fail(path, before, f"read failed: {error.strerror}", stopping)
+                self.chunker = None
+                return self.fail(relative, before, f"read failed: {error.strerror}")
+            except Abandoned:
+                self.chunker = None
+                raise
             after = os.fstat(fd)
         if signature(after) != signature(before) or read != after.st_size:
             return Outcome("changed", "written to while it was read", signature(after))
-        document = self.header(path, after.st_size, digest.hexdigest()) | {"chunks": chunks}
-        write_atomically(self.output_path(path, RESULT_SUFFIX[self.format]),
-                         encode_document(self.format, document))
-        self.remove_error(path)
+        if stopping():
+            return Outcome("abandoned")
+        now_there = self._still_there(folder, name, after)
+        if now_there is not None:
+            return now_there
+        document = self.header(relative, after, digest.hexdigest()) | {"chunks": chunks}
+        written = self.write_result(relative, self.result_suffix,
+                                    encode_document(self.options.format, document))
+        if written is not None:
+            return written
         message = f"{len(chunks)} chunks, {after.st_size} bytes, {time.monotonic() - started:.3f} s"
-        if self.move_done is not None:
-            message += self.move_to_done(path)
+        if self.done is not None:
+            message += self.move_to_done(folder, relative, name)
         return Outcome("processed", message, signature(after))
 
-    def header(self, path: Path, size: int, sha256: str | None) -> dict:
-        return {"source": self.relative(path), "sha256": sha256, "size": size,
-                "settings": self.settings.as_dict(), "chunker": f"chunkd {__version__}"}
+    def _still_there(self, folder: int, name: str, read: os.stat_result) -> Outcome | None:
+        """None if the file just read is still the one at its name; else why not (a
+        result must not be written for a file that was deleted or replaced)."""
+        try:
+            now = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        except FileNotFoundError:
+            return Outcome("gone", "deleted while it was read")
+        if signature(now) != signature(read):
+            return Outcome("changed", "replaced while it was read", signature(now))
+        return None
 
-    def fail(self, path: Path, st: os.stat_result | None, reason: str,
-             stopping: threading.Event | None = None) -> Outcome:
-        """Write ``NAME.error.json`` with the reason (and the input's sha256, so that an
-        unchanged bad file is not tried again); the daemon goes on."""
+    def header(self, relative: str, st: os.stat_result | None, sha256: str | None) -> dict:
+        return {"source": name_value(relative, self.options.format == "msgpack"),
+                "sha256": sha256, "size": st.st_size if st is not None else None,
+                "settings": self.recorded_settings, "chunker": f"chunkd {__version__}",
+                "stat": _stat_record(st) if st is not None else None}
+
+    def fail(self, relative: str, st: os.stat_result, reason: str,
+             folder: int | None = None) -> Outcome:
+        """Write ``NAME.error.json`` with the reason, the input's size and state and,
+        when ``folder`` is given to read it from, its sha256; the daemon goes on."""
         sha256 = None
-        if st is not None and st.st_size <= self.max_bytes and stopping is not None:
+        if folder is not None:
             try:
-                sha256 = _sha256(path, stopping, lambda: None)
+                sha256 = self._sha256(folder, _split(relative)[1])
             except OSError:
                 pass
-        document = self.header(path, st.st_size if st else None, sha256) | {"error": reason}
-        if self.recorded(path, ERROR_SUFFIX) != document:  # identical: leave it be
-            write_atomically(self.output_path(path, ERROR_SUFFIX), orjson.dumps(document))
-        return Outcome("error", reason, signature(st) if st is not None else None)
+        document = self.header(relative, st, sha256) | {"error": reason}
+        written = self.write_result(relative, ERROR_SUFFIX, orjson.dumps(document))
+        return written or Outcome("error", reason, signature(st))
 
-    def recorded(self, path: Path, suffix: str) -> dict | None:
-        """The metadata of the input's result (or error result), if readable."""
+    def write_result(self, relative: str, suffix: str, data: bytes) -> Outcome | None:
+        """Write one result (and remove the other kind, which no longer holds); None on
+        success, else the environment's failure."""
+        parts, name = _split(relative)
+        other = ERROR_SUFFIX if suffix != ERROR_SUFFIX else self.result_suffix
         try:
-            data = self.output_path(path, suffix).read_bytes()
-            if suffix.endswith(".msgpack"):
-                import msgpack
-                document = msgpack.unpackb(data)
-            else:
-                document = orjson.loads(data)
-        except Exception:  # missing, unreadable or not ours: not current
-            return None
-        if not isinstance(document, dict):
-            return None
-        document.pop("chunks", None)
-        return document
-
-    def remove_error(self, path: Path) -> None:
-        """A file that now chunks no longer has the error it once had."""
-        try:
-            os.unlink(self.output_path(path, ERROR_SUFFIX))
-        except FileNotFoundError:
-            pass
-
-    def move_to_done(self, path: Path) -> str:
-        target = self.move_done / path.relative_to(self.root)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(path, target)
+            with subfolder(self.output, parts, create=True) as folder:
+                try:
+                    os.unlink(name + other, dir_fd=folder)
+                except FileNotFoundError:
+                    pass
+                write_atomically(folder, name + suffix, data)
         except OSError as error:
-            return f"; not moved to {target}: {error.strerror}"
-        return f"; moved to {target}"
+            where = "a folder on its output path is a symbolic link" if error.errno in (
+                errno.ELOOP, errno.ENOTDIR) else error.strerror
+            return Outcome("failed", f"cannot write its result: {where}")
+        return None
+
+    def move_to_done(self, folder: int, relative: str, name: str) -> str:
+        """Move the input under --move-done, never over a file already there: a hard
+        link then an unlink (a rename would replace an earlier file of that name)."""
+        parts, _ = _split(relative)
+        try:
+            with subfolder(self.done, parts, create=True) as target:
+                try:
+                    os.link(name, name, src_dir_fd=folder, dst_dir_fd=target,
+                            follow_symlinks=False)
+                except FileExistsError:
+                    return "; not moved: a file of that name is already in --move-done"
+                os.unlink(name, dir_fd=folder)
+                os.fsync(target)
+                os.fsync(folder)
+        except OSError as error:
+            return f"; not moved to --move-done: {error.strerror}"
+        return "; moved to --move-done"
+
+    def _sha256(self, folder: int, name: str) -> str:
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        if not self.options.follow_symlinks:
+            flags |= os.O_NOFOLLOW
+        digest = hashlib.sha256()
+        with open(os.open(name, flags, dir_fd=folder), "rb", buffering=0) as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            for data in read_blocks(stream):
+                digest.update(data)
+        return digest.hexdigest()
 
 
-def _sha256(path: Path, stopping: threading.Event, beat: Callable[[], None]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as stream:
-        for data in read_blocks(stream):
-            if stopping.is_set():
-                raise Abandoned()
-            digest.update(data)
-            beat()
-    return digest.hexdigest()
+def _read_header(stream, suffix: str) -> object:
+    """A result's metadata without its chunks: results write their chunks last, so
+    the head of the file is enough (a ``,"chunks":`` outside a JSON string cannot
+    occur inside one, where every quote is escaped)."""
+    if suffix.endswith(".msgpack"):
+        import msgpack
+
+        unpacker = msgpack.Unpacker(stream, read_size=1 << 16)
+        header = {}
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key == "chunks":
+                break
+            header[key] = unpacker.unpack()
+        return header
+    head = stream.read(1 << 16)
+    cut = head.find(b',"chunks":')
+    if cut < 0:
+        return orjson.loads(head + stream.read())  # an error result, or a long head
+    return orjson.loads(head[:cut] + b"}")
 
 
 def _file_kind(mode: int) -> str:
@@ -293,26 +524,23 @@ def _file_kind(mode: int) -> str:
     return "special file"
 
 
-def write_atomically(target: Path, data: bytes) -> None:
-    """Write ``target`` so that readers see the old file or the whole new one, never
-    a part: a hidden temporary file in the same folder, fsync, rename, fsync folder."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+def write_atomically(folder: int, name: str, data: bytes) -> None:
+    """Write ``name`` in ``folder`` so that readers see the old file or the whole new
+    one, never a part: a hidden temporary file (a short name, so that it fits where
+    the result's name does), fsync, rename, fsync of the folder."""
+    temporary = f".{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666, dir_fd=folder)
     try:
         with open(fd, "wb", closefd=True) as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, target)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=folder)
         except FileNotFoundError:
             pass
         raise
-    folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    os.fsync(folder)

@@ -2,7 +2,9 @@
 
 A datagram of ``KEY=value`` lines to the socket named by ``$NOTIFY_SOCKET``; a name
 starting with ``@`` is in the abstract namespace. Without ``$NOTIFY_SOCKET`` (not run
-by systemd), every call does nothing.
+by systemd), every call does nothing. The socket never blocks: a receiver that does
+not read (systemd hung, as journald once did, systemd issue 1505) must not stop the
+daemon, so a datagram that does not fit is dropped.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ class Notifier:
         self.socket = None
         if self.address:
             self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            self.socket.setblocking(False)
 
     def send(self, *fields: str) -> None:
-        """Send the fields in one datagram; errors are ignored, as sd_notify does."""
+        """Send the fields in one datagram; errors (a full socket included) are
+        ignored, as sd_notify does."""
         if self.socket is None:
             return
         try:
-            self.socket.sendto("\n".join(fields).encode(), self.address)
+            self.socket.sendto("\n".join(fields).encode("utf-8", "backslashreplace"),
+                               self.address)
         except OSError:
             pass
 
