@@ -394,14 +394,16 @@ class Inbox:
             except Abandoned:
                 self.chunker = None
                 raise
-            after = os.fstat(fd)
+        # The file at its name now must be the one read, unchanged: no result for a
+        # file deleted, replaced or written to meanwhile.
+        try:
+            after = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        except FileNotFoundError:
+            return Outcome("gone", "deleted while it was read")
         if signature(after) != signature(before) or read != after.st_size:
-            return Outcome("changed", "written to while it was read", signature(after))
+            return Outcome("changed", "changed while it was read", signature(after))
         if stopping():
             return Outcome("abandoned")
-        now_there = self._still_there(folder, name, after)
-        if now_there is not None:
-            return now_there
         document = self.header(relative, after, digest.hexdigest()) | {"chunks": chunks}
         written = self.write_result(relative, self.result_suffix,
                                     encode_document(self.options.format, document))
@@ -411,17 +413,6 @@ class Inbox:
         if self.done is not None:
             message += self.move_to_done(folder, relative, name)
         return Outcome("processed", message, signature(after))
-
-    def _still_there(self, folder: int, name: str, read: os.stat_result) -> Outcome | None:
-        """None if the file just read is still the one at its name; else why not (a
-        result must not be written for a file that was deleted or replaced)."""
-        try:
-            now = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
-        except FileNotFoundError:
-            return Outcome("gone", "deleted while it was read")
-        if signature(now) != signature(read):
-            return Outcome("changed", "replaced while it was read", signature(now))
-        return None
 
     def header(self, relative: str, st: os.stat_result | None, sha256: str | None) -> dict:
         return {"source": name_value(relative, self.options.format == "msgpack"),
