@@ -345,7 +345,72 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents"]
+def daemon(count: int, out: list[str]) -> None:
+    """``chunkd watch`` on many small files: a burst dropped into a running daemon, then
+    a restart over their current results, beside the filter on the same files."""
+    import glob
+    import shutil
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="chunkd-bench-"))
+    inbox = folder / "inbox"
+    inbox.mkdir()
+    log_path = folder / "log"
+    texts = {f"doc-{n:05}.txt": f"Document {n}. " + "Some words here. " * (n % 40 + 1)
+             for n in range(count)}
+
+    def results() -> int:
+        return len(glob.glob(str(inbox / "*.chunks.json")))
+
+    def start(*options: str) -> subprocess.Popen:
+        return subprocess.Popen([chunkd_command(), "watch", str(inbox), "--settle", "0.5",
+                                 "-v", *options], stderr=open(log_path, "w"))
+
+    def wait(condition: Callable[[], bool], limit: float = 600) -> None:
+        deadline = time.monotonic() + limit
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not finish in time")
+            time.sleep(0.05)
+
+    out.append(f"## The daemon: {count:,} small files\n")
+    out.append("`chunkd watch INBOX --settle 0.5` (2 worker processes). Burst: the files are "
+               "written into the running daemon's inbox, timed from the first write to the "
+               "last result (settling included). Restart: a new daemon over the same folder, "
+               "timed from its start to its READY line (every result confirmed current, "
+               "nothing re-chunked). The filter chunks the same files in one command.\n")
+    daemon_process = start()
+    wait(lambda: "files to catch up" in log_path.read_text())
+    started = time.monotonic()
+    for name, text in texts.items():
+        (inbox / name).write_text(text, encoding="utf-8")
+    wait(lambda: results() == count)
+    burst = time.monotonic() - started
+    daemon_process.terminate()
+    daemon_process.wait()
+    started = time.monotonic()
+    daemon_process = start()
+    wait(lambda: "files to catch up" in log_path.read_text())
+    restart = time.monotonic() - started
+    redone = log_path.read_text().count("\nprocessed ")
+    daemon_process.terminate()
+    daemon_process.wait()
+    inputs = sorted(str(inbox / name) for name in texts)
+    filter_seconds, _, _ = measured_run([chunkd_command(), "--jobs", "2", *inputs],
+                                        lambda stdin: None)
+    shutil.rmtree(folder)
+    out.append("| measure | seconds | files/s | target |")
+    out.append("| --- | ---: | ---: | --- |")
+    out.append(f"| burst of {count:,} files, to the last result | {burst:.1f} | "
+               f"{count / burst:,.0f} | under 20 s for 20,000 |")
+    out.append(f"| restart over {count:,} current results, to READY | {restart:.1f} | "
+               f"{count / restart:,.0f} | under 5 s for 20,000 ({redone} re-chunked) |")
+    out.append(f"| the filter, `chunkd --jobs 2` on the same files | {filter_seconds:.1f} | "
+               f"{count / filter_seconds:,.0f} | |")
+    print("\n".join(out[-3:]), flush=True)
+    out.append("")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "daemon"]
 
 
 def main() -> None:
@@ -372,6 +437,8 @@ def main() -> None:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
         many_documents(runs, out)
+    if "daemon" in args.sections:
+        daemon(1000 if args.quick else 20_000, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

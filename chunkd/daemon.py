@@ -220,7 +220,8 @@ class Daemon:
     def start_observer(self) -> None:
         if self.polling:
             return
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import (DirCreatedEvent, DirMovedEvent, FileClosedEvent,
+                                     FileCreatedEvent, FileMovedEvent, FileSystemEventHandler)
         from watchdog.observers import Observer
 
         events, relative = self.events, self.inbox.relative
@@ -235,8 +236,14 @@ class Daemon:
 
         try:
             observer = Observer()
+            # Only what can make a file new or complete: creations, renames, and closes
+            # after writing. Opens, reads, attribute changes and deletions (the daemon's
+            # own reading and cleaning among them) would only cost time; the rescans
+            # catch what this leaves out (a `touch`, a chmod).
             observer.schedule(QueuePaths(), self.inbox.options.root,
-                              recursive=self.args.recursive, follow_symlink=False)
+                              recursive=self.args.recursive, follow_symlink=False,
+                              event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent,
+                                            DirCreatedEvent, DirMovedEvent])
             observer.start()
             self.observer = observer
         except OSError as error:
@@ -302,10 +309,14 @@ class Daemon:
         self.waiting[relative] = (seen, due)
         heapq.heappush(self.due, (due, relative))
 
+    def room(self) -> bool:
+        """Whether another file may be handed to the pool (a few per worker are queued,
+        so that a worker never waits for the scheduler)."""
+        return len(self.running) < 16 * self.args.workers
+
     def dispatch_due(self) -> None:
-        capacity = 2 * self.args.workers
         now = time.monotonic()
-        while self.due and self.due[0][0] <= now and len(self.running) < capacity:
+        while self.due and self.due[0][0] <= now and self.room():
             due, relative = heapq.heappop(self.due)
             seen, expected = self.waiting.get(relative, (None, None))
             if expected != due:
@@ -432,7 +443,12 @@ class Daemon:
         next_ping = next_status = 0.0
         while not self.requests.stop.is_set():
             now = time.monotonic()
-            timeout = min(next_rescan, self.due[0][0] if self.due else next_rescan, now + 0.5)
+            # Wake for the next due file only when it can be dispatched: with the pool
+            # full, a finished file is what to wait for (spinning would starve the
+            # executor's threads of the GIL).
+            timeout = min(next_rescan, now + 0.5)
+            if self.due and self.room():
+                timeout = min(timeout, self.due[0][0])
             try:
                 self.handle(self.events.get(timeout=max(0.0, timeout - now)))
                 while True:
