@@ -34,7 +34,7 @@ from chunkd import __version__
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.strategies import build, chunk_blocks
-from chunkd.writers import chunk_record, encode_document, name_value
+from chunkd.writers import DocumentRecords, encode_document, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
@@ -376,14 +376,14 @@ class Inbox:
                 read += len(data)
                 beat()
 
-            chunks = []
+            records = DocumentRecords()
             if self.chunker is None:
                 self.chunker = build(self.settings)
             try:
                 text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
                                      self.settings.errors)
                 for made in chunk_blocks(self.chunker, text):
-                    chunks.extend(chunk_record(chunk) for chunk in made)
+                    records.add(made)
             except InputError as error:
                 self.chunker = None  # its state is the failed document's
                 reason = str(error).removeprefix(f"{display_name(relative)}: ")
@@ -404,12 +404,13 @@ class Inbox:
             return Outcome("changed", "changed while it was read", signature(after))
         if stopping():
             return Outcome("abandoned")
-        document = self.header(relative, after, digest.hexdigest()) | {"chunks": chunks}
+        document = records.document(self.header(relative, after, digest.hexdigest()))
         written = self.write_result(relative, self.result_suffix,
                                     encode_document(self.options.format, document))
         if written is not None:
             return written
-        message = f"{len(chunks)} chunks, {after.st_size} bytes, {time.monotonic() - started:.3f} s"
+        message = (f"{len(records.chunks)} chunks, {after.st_size} bytes, "
+                   f"{time.monotonic() - started:.3f} s")
         if self.done is not None:
             message += self.move_to_done(folder, relative, name)
         return Outcome("processed", message, signature(after))
