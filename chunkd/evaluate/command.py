@@ -113,37 +113,45 @@ def read_documents(args: argparse.Namespace, problems: Problems):
     from chunkd.filter import documents
     from chunkd.readers import InputError
 
-    # The filter's reader of FILEs and NDJSON lines, one process (no --jobs here).
+    # The filter's reader of FILEs and NDJSON lines, in this process (no --jobs here).
     source = argparse.Namespace(files=args.files, input=args.input, errors=args.errors,
                                 parallel=False)
     library = Documents()
     for document in documents(source, None):
+        if isinstance(document, InputError):
+            problems.report(document)
+            continue
         try:
-            if isinstance(document, InputError):
-                raise document
             library.add(document.name, "".join(document.blocks), args.input == "text")
         except InputError as error:
             problems.report(error)
+            library.add_unreadable(document.name, args.input == "text")
     return library
 
 
 def read_questions(path: str, library, problems: Problems) -> list:
     """The questions whose references are found in their documents; the others are
-    reported."""
-    from chunkd.evaluate.questions import QuestionError, read_questions
+    reported, one line each (one line a document for those on an unreadable one)."""
+    from chunkd.evaluate.questions import QuestionError, Unreadable, read_questions
     from chunkd.readers import display_name
 
     resolved = []
+    left_out: dict[str, int] = {}
     try:
         for question in read_questions(path):
             try:
                 if isinstance(question, QuestionError):
                     raise question
                 resolved.append(library.resolve(question))
+            except Unreadable as error:
+                left_out[str(error)] = left_out.get(str(error), 0) + 1
             except QuestionError as error:
                 problems.report(error)
     except OSError as error:
         problems.report(f"{display_name(path)}: {error.strerror or error}")
+    for name, count in left_out.items():
+        print(f"chunkd eval: {name}: {count} question{'s' * (count != 1)} left out "
+              "(the document could not be read)", file=sys.stderr)
     return resolved
 
 

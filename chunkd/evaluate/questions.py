@@ -62,6 +62,10 @@ class Resolved:
     references: tuple[Span, ...]
 
 
+class Unreadable(QuestionError):
+    """A question on a document that could not be read (reported once, with a count)."""
+
+
 class Documents:
     """The evaluated documents' texts, and the names questions may call them by."""
 
@@ -69,23 +73,26 @@ class Documents:
         self.names: list[str] = []
         self.texts: list[str] = []
         self._called: dict[str, set[int]] = {}
+        self._unreadable: dict[str, str] = {}
 
     def add(self, name: str | int, text: str, is_file: bool) -> None:
         number = len(self.texts)
-        shown = display_name(name) if isinstance(name, str) else str(name)
-        self.names.append(shown)
+        self.names.append(_shown(name))
         self.texts.append(text)
-        calls = {str(name)}
-        if is_file:
-            base = os.path.basename(name)
-            calls |= {base, os.path.splitext(base)[0]}
-        for call in calls:
+        for call in _calls(name, is_file):
             self._called.setdefault(call, set()).add(number)
+
+    def add_unreadable(self, name: str | int, is_file: bool) -> None:
+        """A document that could not be read: its questions raise ``Unreadable``."""
+        for call in _calls(name, is_file):
+            self._unreadable[call] = _shown(name)
 
     def find(self, name: str) -> int:
         numbers = self._called.get(name, set())
         if len(numbers) == 1:
             return next(iter(numbers))
+        if not numbers and name in self._unreadable:
+            raise Unreadable(self._unreadable[name])
         if not numbers:
             raise QuestionError(f"unknown document {name!r} (documents: "
                                 f"{_listed(self.names)})")
@@ -100,9 +107,24 @@ class Documents:
             text = self.texts[document]
             spans = tuple(_locate(reference, text, self.names[document], number)
                           for number, reference in enumerate(question.references, start=1))
+        except Unreadable:
+            raise
         except QuestionError as error:
             raise QuestionError(f"{question.where}: {error}") from None
         return Resolved(question.text, document, spans)
+
+
+def _shown(name: str | int) -> str:
+    return display_name(name) if isinstance(name, str) else str(name)
+
+
+def _calls(name: str | int, is_file: bool) -> set[str]:
+    """The names a question may call a document by."""
+    calls = {str(name)}
+    if is_file:
+        base = os.path.basename(name)
+        calls |= {base, os.path.splitext(base)[0]}
+    return calls
 
 
 def _listed(names) -> str:

@@ -105,8 +105,13 @@ def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
 
 
 def headline(questions: int, documents: int, k: int, metric: str, retriever: str) -> str:
-    return (f"{questions} questions over {documents} documents, {retriever.upper()} top {k}, "
+    return (f"{_count(questions, 'question')} over {_count(documents, 'document')}, "
+            f"{retriever.upper()} top {k}, "
             f"ranked by {TITLES[metric]} (mean ±standard deviation over the questions)")
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'s' * (number != 1)}"
 
 
 def best_line(result: Result, metric: str) -> str:
