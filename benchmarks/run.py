@@ -8,7 +8,8 @@ LangChain, the chunk count, and whether the chunk texts equal LangChain's. Refer
 limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
-``--jobs`` 1 against 2 on many files. Peers that cannot be imported are reported.
+``--jobs`` 1 against 2 on many files. Eval: ``chunkd eval`` over the shared questions.
+Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -345,7 +346,28 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents"]
+def eval_grid(runs: int, out: list[str]) -> None:
+    """``chunkd eval`` over the shared questions with its default grid (12 settings)."""
+    shared = ROOT.parent / "shared" / "eval"
+    command = [chunkd_command(), "eval", *map(str, sorted((shared / "docs").glob("*.md"))),
+               "--questions", str(shared / "questions.jsonl"), "--format", "ndjson"]
+    measured = [measured_run(command, lambda stdin: None) for _ in range(runs)]
+    settings = len(subprocess.run(command, capture_output=True, check=True).stdout.splitlines())
+    out.append("## chunkd eval\n")
+    out.append(f"`chunkd eval` on `../shared/eval` (2 documents, 89 kB, 132 questions), its "
+               f"default grid ({settings} settings: recursive, tokens 64 to 2048, overlap 0 "
+               "and 15 %), BM25 top 5; median wall time of the runs, process start "
+               "included.\n")
+    out.append("| settings | seconds | seconds a setting | peak RSS MB |")
+    out.append("| ---: | ---: | ---: | ---: |")
+    seconds = statistics.median(m[0] for m in measured)
+    out.append(f"| {settings} | {seconds:.2f} | {seconds / settings:.3f} | "
+               f"{max(m[1] for m in measured)} |")
+    print(out[-1], flush=True)
+    out.append("")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "eval"]
 
 
 def main() -> None:
@@ -372,6 +394,8 @@ def main() -> None:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
         many_documents(runs, out)
+    if "eval" in args.sections:
+        eval_grid(runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")
