@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import pty
+import re
 import statistics
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -343,3 +344,73 @@ def test_progress_bar_only_on_a_terminal():
     assert b"chunkd eval: [" in seen and b"1/2 --strategy recursive --chars 1000" in seen
     assert b"\r\x1b[K" in seen  # erased before the results
     assert evaluate("--chars", "500,1000", "--overlap", "0").stderr == b""
+
+
+def test_stdout_that_cannot_be_written():
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run([chunkd_command(), "eval", *DOCS, "--questions", QUESTIONS,
+                                 "--chars", "1000"], stdout=full, stderr=subprocess.PIPE,
+                                timeout=120)
+    assert result.returncode == 1
+    assert result.stderr == b"chunkd eval: stdout: No space left on device\n"
+
+
+# --- strategies from elsewhere: a window strategy registered here, as a branch would ----
+
+class WordWindows:
+    """Windows of ``size`` words, ``overlap`` shared: a stand-in window strategy."""
+
+    def __init__(self, size: int, overlap: int) -> None:
+        self.size, self.overlap, self.text = size, overlap, ""
+
+    def feed(self, text: str) -> list:
+        self.text += text
+        return []
+
+    def finish(self) -> list:
+        from chunkd.chunk import Chunk
+
+        words = [match.span() for match in re.finditer(r"\S+", self.text)]
+        chunks = []
+        for first in range(0, len(words), self.size - self.overlap):
+            window = words[first:first + self.size]
+            start, end = window[0][0], window[-1][1]
+            chunks.append(Chunk(len(chunks), start, end, len(window), self.text[start:end]))
+            if first + self.size >= len(words):
+                break
+        self.text = ""
+        return chunks
+
+
+def test_a_window_strategy_from_the_registry_joins_the_grid(monkeypatch, capsysbinary, tmp_path):
+    from chunkd.evaluate.command import main
+    from chunkd.strategies import REGISTRY, Strategy
+
+    class Words(Strategy):
+        name, units, default_size, window = "test-words", ("words",), 50, True
+
+        @classmethod
+        def splitter(cls, settings):
+            return WordWindows(settings.size, settings.overlap)
+
+    monkeypatch.setitem(REGISTRY, "test-words", Words)
+    chart = tmp_path / "chart.svg"
+    status = main([*DOCS, "--questions", QUESTIONS, "--strategy", "recursive,test-words",
+                   "--chars", "800", "--size", "100,200", "--overlap", "0,10%",
+                   "--format", "ndjson", "--chart", str(chart), "-q"])
+    assert status == 0
+    found = ndjson(capsysbinary.readouterr().out)
+    assert sorted((r["strategy"], r["unit"], r["size"], r["overlap"]) for r in found) == [
+        ("recursive", "chars", 800, 0), ("recursive", "chars", 800, 80),
+        ("test-words", "words", 100, 0), ("test-words", "words", 100, 10),
+        ("test-words", "words", 200, 0), ("test-words", "words", 200, 20)]
+    assert all(0 < r["recall"] <= 1 for r in found)
+    assert "size (words)" in "".join(ElementTree.parse(chart).getroot().itertext())
+    assert main([*DOCS, "--questions", QUESTIONS, "--strategy", "test-words", "-q",
+                 "--format", "ndjson"]) == 0  # the strategy's default size
+    assert {(r["size"], r["overlap"]) for r in ndjson(capsysbinary.readouterr().out)} == {
+        (50, 0), (50, 7)}
+    with pytest.raises(SystemExit) as usage:
+        main([*DOCS, "--questions", QUESTIONS, "--strategy", "test-words", "--chars", "500"])
+    assert usage.value.code == 2
+    assert b"--chars is for the recursive strategies" in capsysbinary.readouterr().err

@@ -4,8 +4,9 @@ how well a retriever finds the questions' reference excerpts in its chunks.
     chunkd eval a.md b.md --questions q.jsonl --tokens 128,256,512 --overlap 0,15%
 
 Exit status: 0 success; 1 some input could not be used (a document, a question, a
-combination of the grid, the chart), the rest was evaluated; 2 usage (a bad option,
-no usable question or setting, the eval extra missing).
+combination of the grid, the chart file; or no question at all), the rest was
+evaluated; 2 usage (a bad option, no setting of the grid that can work, the eval
+extra missing); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class Problems:
         print(f"chunkd eval: {message}", file=sys.stderr, flush=True)
 
 
-def read_documents(args: argparse.Namespace, problems: Problems):
+def load_documents(args: argparse.Namespace, problems: Problems):
     """The documents the arguments name, read whole (references are found in them)."""
     from chunkd.evaluate.questions import Documents
     from chunkd.filter import documents
@@ -129,7 +130,7 @@ def read_documents(args: argparse.Namespace, problems: Problems):
     return library
 
 
-def read_questions(path: str, library, problems: Problems) -> list:
+def load_questions(path: str, library, problems: Problems) -> list:
     """The questions whose references are found in their documents; the others are
     reported, one line each (one line a document for those on an unreadable one)."""
     from chunkd.evaluate.questions import QuestionError, Unreadable, read_questions
@@ -155,16 +156,13 @@ def read_questions(path: str, library, problems: Problems) -> list:
     return resolved
 
 
-def write(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from chunkd.evaluate import report
     from chunkd.evaluate.evaluation import evaluate
     from chunkd.evaluate.grid import grid
     from chunkd.evaluate.retrieval import RETRIEVERS
+    from chunkd.filter import Output
+    from chunkd.readers import display_name
 
     try:
         points, refused = grid(args)
@@ -175,8 +173,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         problems.report(f"left out {message}")
     if not points:
         parser.error("no setting of the grid can work")
-    library = read_documents(args, problems)
-    questions = read_questions(args.questions, library, problems)
+    library = load_documents(args, problems)
+    questions = load_questions(args.questions, library, problems)
     if not questions:
         print("chunkd eval: no question to evaluate", file=sys.stderr)
         return EXIT_FAILED
@@ -189,22 +187,19 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     progress.close()
     seconds = time.perf_counter() - started
     results = report.ranked(results, args.rank)
-    names = library.names
-    if args.format == "table":
-        write(report.table(results, args.k, args.rank, args.retriever, len(questions),
-                           len(names)).encode("utf-8"))
-    else:
-        write(report.records_bytes(results, args.format, args.k, names))
+    scope = report.Scope(args.k, args.rank, args.retriever, len(questions),
+                         tuple(library.names))
+    out = Output(sys.stdout.buffer)  # a failed write is an OutputError naming stdout
+    out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
+              else report.records_bytes(results, args.format, scope))
+    out.flush()
     if args.chart:
-        kind = os.path.splitext(args.chart)[1].lower()
-        lines = (report.headline(len(questions), len(names), args.k, args.rank, args.retriever),
-                 report.best_line(results[0], args.rank))
-        data = report.chart_bytes(results, args.k, kind, lines, names)
+        data = report.chart_bytes(results, os.path.splitext(args.chart)[1].lower(), scope)
         try:
-            with open(args.chart, "wb") as out:
-                out.write(data)
+            with open(args.chart, "wb") as chart:
+                chart.write(data)
         except OSError as error:
-            problems.report(f"{args.chart}: {error.strerror or error}")
+            problems.report(f"{display_name(args.chart)}: {error.strerror or error}")
     if not args.quiet and sys.stderr.isatty():
         print(f"chunkd eval: {len(points)} settings in {seconds:.1f} s", file=sys.stderr)
     return EXIT_FAILED if problems.count else EXIT_OK
@@ -213,6 +208,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: Sequence[str]) -> int:
     """Run ``chunkd eval``; returns the exit status."""
     from chunkd.evaluate.report import CHARTS
+    from chunkd.filter import OutputError
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
@@ -230,6 +226,14 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     try:
         return run(args, parser)
+    except BrokenPipeError:
+        # The reader went away (`| head`): end quietly, as the filter does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OutputError as error:
+        print(f"chunkd eval: {error}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 

@@ -14,6 +14,7 @@ import csv
 import html
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import orjson
 
@@ -27,13 +28,23 @@ TITLES = {"recall": "recall", "precision": "precision", "iou": "IoU",
           "recall_at_k": "recall@k", "mrr": "MRR"}
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What the results are about: how they were retrieved and ranked, and over what."""
+
+    k: int
+    rank: str
+    retriever: str
+    questions: int
+    #: The documents' names, in the order of ``Result.documents``.
+    names: tuple[str, ...]
+
+
 def ranked(results: Sequence[Result], metric: str) -> list[Result]:
     """Best first by ``metric``'s mean; ties go to the cheaper setting (fewer tokens),
-    then to the grid's order."""
-    order = {id(result): place for place, result in enumerate(results)}
+    then keep the grid's order."""
     return sorted(results, key=lambda result: (
-        -getattr(result.overall.summary.means, metric), result.overall.tokens,
-        order[id(result)]))
+        -getattr(result.overall.summary.means, metric), result.overall.tokens))
 
 
 def settings_fields(result: Result) -> dict:
@@ -50,22 +61,22 @@ def _part_fields(part: Part) -> dict:
     return fields
 
 
-def record(result: Result, k: int, names: Sequence[str]) -> dict:
+def record(result: Result, scope: Scope) -> dict:
     """A setting's record: settings, ``k``, the overall scores, then per document."""
-    return {**settings_fields(result), "k": k, **_part_fields(result.overall),
+    return {**settings_fields(result), "k": scope.k, **_part_fields(result.overall),
             "documents": [{"doc": name, **_part_fields(part)}
-                          for name, part in zip(names, result.documents)]}
+                          for name, part in zip(scope.names, result.documents)]}
 
 
-def records_bytes(results: Sequence[Result], format: str, k: int, names: Sequence[str]) -> bytes:
+def records_bytes(results: Sequence[Result], format: str, scope: Scope) -> bytes:
     """The ranked results as NDJSON, JSON (an array) or CSV."""
     if format == "csv":
         rows = []
         for result in results:
-            head = {**settings_fields(result), "k": k}
+            head = {**settings_fields(result), "k": scope.k}
             rows.append({**head, "doc": "", **_part_fields(result.overall)})
             rows.extend({**head, "doc": name, **_part_fields(part)}
-                        for name, part in zip(names, result.documents))
+                        for name, part in zip(scope.names, result.documents))
         out = io.StringIO(newline="")
         # Every key of every row: strategies may record settings of their own.
         writer = csv.DictWriter(out, fieldnames=list(dict.fromkeys(key for row in rows
@@ -74,7 +85,7 @@ def records_bytes(results: Sequence[Result], format: str, k: int, names: Sequenc
         writer.writeheader()
         writer.writerows(rows)
         return out.getvalue().encode("utf-8")
-    records = [record(result, k, names) for result in results]
+    records = [record(result, scope) for result in results]
     if format == "json":
         return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"
     return b"".join(orjson.dumps(item) + b"\n" for item in records)
@@ -104,33 +115,34 @@ def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
     return rows
 
 
-def headline(questions: int, documents: int, k: int, metric: str, retriever: str) -> str:
-    return (f"{_count(questions, 'question')} over {_count(documents, 'document')}, "
-            f"{retriever.upper()} top {k}, "
-            f"ranked by {TITLES[metric]} (mean ±standard deviation over the questions)")
+def headline(scope: Scope) -> str:
+    return (f"{_count(scope.questions, 'question')} over "
+            f"{_count(len(scope.names), 'document')}, {scope.retriever.upper()} top "
+            f"{scope.k}, ranked by {TITLES[scope.rank]} (mean ±standard deviation over the "
+            "questions)")
 
 
 def _count(number: int, thing: str) -> str:
     return f"{number} {thing}{'s' * (number != 1)}"
 
 
-def best_line(result: Result, metric: str) -> str:
-    means = result.overall.summary.means
-    return (f"best by {TITLES[metric]}: {result.point.options()} (recall {means.recall:.3f}, "
-            f"IoU {means.iou:.3f}, {result.overall.tokens:,} tokens to embed)")
+def best_line(results: Sequence[Result], scope: Scope) -> str:
+    """The first of the ranked results, named by the filter's options."""
+    best = results[0]
+    means = best.overall.summary.means
+    return (f"best by {TITLES[scope.rank]}: {best.point.options()} (recall "
+            f"{means.recall:.3f}, IoU {means.iou:.3f}, {best.overall.tokens:,} tokens to embed)")
 
 
-def table(results: Sequence[Result], k: int, metric: str, retriever: str,
-          questions: int, documents: int) -> str:
+def table(results: Sequence[Result], scope: Scope) -> str:
     """The terminal table, ranked, with the best setting named under it."""
-    rows = table_rows(results, k)
+    rows = table_rows(results, scope.k)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     left = {1, 2}  # the text columns; numbers are right-aligned
     lines = ["  ".join(cell.ljust(width) if column in left else cell.rjust(width)
                        for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
              for row in rows]
-    return "\n".join([headline(questions, documents, k, metric, retriever), "", *lines, "",
-                      best_line(results[0], metric)]) + "\n"
+    return "\n".join([headline(scope), "", *lines, "", best_line(results, scope)]) + "\n"
 
 
 # --- the chart -----------------------------------------------------------------------------
@@ -170,13 +182,12 @@ def figure(results: Sequence[Result], k: int):
     return figure
 
 
-def chart_bytes(results: Sequence[Result], k: int, kind: str, lines: tuple[str, str],
-                names: Sequence[str]) -> bytes:
-    """The chart as PNG or SVG, or an HTML page holding it (as SVG), the table's
-    ``lines`` (headline and best setting) and its rows, and the scores per document."""
+def chart_bytes(results: Sequence[Result], kind: str, scope: Scope) -> bytes:
+    """The chart as PNG or SVG (``kind``, one of ``CHARTS``), or an HTML page holding
+    it (as SVG) and the tables."""
     import matplotlib
 
-    drawn = figure(results, k)
+    drawn = figure(results, scope.k)
     out = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "chunkd", "svg.fonttype": "none"}):
         if kind == ".png":
@@ -186,20 +197,20 @@ def chart_bytes(results: Sequence[Result], k: int, kind: str, lines: tuple[str, 
     if kind == ".svg":
         return out.getvalue()
     svg = out.getvalue().decode("utf-8")
-    return page(results, k, svg[svg.index("<svg"):], lines, names).encode("utf-8")
+    return page(results, svg[svg.index("<svg"):], scope).encode("utf-8")
 
 
-def page(results: Sequence[Result], k: int, svg: str, lines: tuple[str, str],
-         names: Sequence[str]) -> str:
-    """A self-contained HTML page (no script, no link)."""
-    rows = table_rows(results, k)
+def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
+    """A self-contained HTML page (no script, no link): the headline, the best setting,
+    the chart, the ranked table and each setting's scores per document."""
+    rows = table_rows(results, scope.k)
     cells = "\n".join(
         "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])
     documents = ["<tr><th>setting</th><th>document</th><th>questions</th>"
                  + "".join(f"<th>{TITLES[name]}</th>" for name in METRICS) + "</tr>"]
     for result in results:
-        for name, part in zip(names, result.documents):
+        for name, part in zip(scope.names, result.documents):
             documents.append(
                 f"<tr><td>{html.escape(result.point.options())}</td><td>{html.escape(name)}"
                 f"</td><td>{part.summary.questions}</td>" + "".join(
@@ -211,8 +222,8 @@ def page(results: Sequence[Result], k: int, svg: str, lines: tuple[str, str],
 td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right}}
 td:nth-child(2),td:nth-child(3){{text-align:left}}</style></head>
 <body><h1>chunkd eval</h1>
-<p>{html.escape(lines[0])}</p>
-<p><strong>{html.escape(lines[-1])}</strong></p>
+<p>{html.escape(headline(scope))}</p>
+<p><strong>{html.escape(best_line(results, scope))}</strong></p>
 {svg}
 <h2>Settings, best first</h2>
 <table>
