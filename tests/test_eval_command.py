@@ -414,3 +414,16 @@ def test_a_window_strategy_from_the_registry_joins_the_grid(monkeypatch, capsysb
         main([*DOCS, "--questions", QUESTIONS, "--strategy", "test-words", "--chars", "500"])
     assert usage.value.code == 2
     assert b"--chars is for the recursive strategies" in capsysbinary.readouterr().err
+
+
+def test_the_readme_example_prints_what_the_readme_shows():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Measuring retrieval: `chunkd eval`"):]
+    command, shown = re.findall(r"```\n(.*?)```", section, re.S)[:2]
+    env = {**os.environ, "PATH": os.path.dirname(chunkd_command()) + os.pathsep
+           + os.environ["PATH"]}
+    result = subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode("utf-8") == shown
