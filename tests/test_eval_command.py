@@ -269,10 +269,13 @@ def test_usage_errors(options, message):
     assert b"Traceback" not in result.stderr and result.stdout == b""
 
 
-def test_documents_must_be_named():
+def test_documents_must_be_named_once():
     result = run_chunkd("eval", "--questions", QUESTIONS, input=b"text")
     assert result.returncode == 2
     assert "give the documents as FILEs" in result.stderr.decode()
+    result = evaluate(docs=[DOCS[0], DOCS[1], DOCS[0]])
+    assert result.returncode == 2
+    assert f"{DOCS[0]} is given twice" in result.stderr.decode()
 
 
 class Page(html.parser.HTMLParser):

@@ -217,6 +217,10 @@ def main(argv: Sequence[str]) -> int:
     if args.input == "text" and (not args.files or "-" in args.files):
         parser.error("give the documents as FILEs (a question names its document), "
                      "or --input ndjson")
+    twice = next((path for number, path in enumerate(args.files)
+                  if path in args.files[:number]), None)
+    if twice is not None:
+        parser.error(f"{twice} is given twice")
     if args.chart and os.path.splitext(args.chart)[1].lower() not in CHARTS:
         parser.error(f"--chart {args.chart}: name a {', '.join(CHARTS)} file")
     missing = _missing_extra(args.chart is not None)

@@ -57,11 +57,14 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
         per_question.append(scores(question.references, retrieved,
                                    documents.texts[question.document]))
 
-    def part(document: int | None) -> Part:
-        mine = [chunk for number, chunk in chunks if document in (None, number)]
-        return Part(summarize([score for score, question in zip(per_question, questions)
-                               if document in (None, question.document)]),
-                    len(mine), sum(chunk.tokens for chunk in mine))
-
-    return Result(point, part(None), tuple(part(number)
-                                           for number in range(len(documents.texts))))
+    count = len(documents.texts)
+    chunk_counts, token_counts = [0] * count, [0] * count
+    for number, chunk in chunks:
+        chunk_counts[number] += 1
+        token_counts[number] += chunk.tokens
+    by_document: list[list] = [[] for _ in range(count)]
+    for score, question in zip(per_question, questions):
+        by_document[question.document].append(score)
+    return Result(point, Part(summarize(per_question), len(chunks), sum(token_counts)),
+                  tuple(Part(summarize(by_document[number]), chunk_counts[number],
+                             token_counts[number]) for number in range(count)))

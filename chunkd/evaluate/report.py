@@ -208,7 +208,7 @@ def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
         "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])
     documents = ["<tr><th>setting</th><th>document</th><th>questions</th>"
-                 + "".join(f"<th>{TITLES[name]}</th>" for name in METRICS) + "</tr>"]
+                 + "".join(f"<th>{cell}</th>" for cell in rows[0][5:10]) + "</tr>"]
     for result in results:
         for name, part in zip(scope.names, result.documents):
             documents.append(
@@ -219,18 +219,19 @@ def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>chunkd eval</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right}}
-td:nth-child(2),td:nth-child(3){{text-align:left}}</style></head>
+td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right;white-space:nowrap}}
+.settings td:nth-child(2),.settings td:nth-child(3),.documents td:nth-child(1),
+.documents td:nth-child(2){{text-align:left}}</style></head>
 <body><h1>chunkd eval</h1>
 <p>{html.escape(headline(scope))}</p>
 <p><strong>{html.escape(best_line(results, scope))}</strong></p>
 {svg}
 <h2>Settings, best first</h2>
-<table>
+<table class="settings">
 {cells}
 </table>
 <h2>Per document</h2>
-<table>
+<table class="documents">
 {chr(10).join(documents)}
 </table>
 </body></html>

@@ -51,20 +51,18 @@ class BM25:
 
     def __init__(self, chunks: Sequence[str]) -> None:
         import bm25s
-        import numpy
 
-        self.numpy = numpy
         self.index = bm25s.BM25()
         self.index.index([tokenize(text) for text in chunks], show_progress=False)
         self.count = len(chunks)
 
     def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
-        numpy, index = self.numpy, self.index
-        k = min(k, self.count)
+        import numpy
+
         best = []
         for question in questions:
-            ids = index.get_tokens_ids(tokenize(question))  # words no chunk has: none
-            scores = (index.get_scores_from_ids(ids) if ids
+            ids = self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
+            scores = (self.index.get_scores_from_ids(ids) if ids
                       else numpy.zeros(self.count, dtype=numpy.float32))
             best.append(numpy.argsort(-scores, kind="stable")[:k].tolist())
         return best
