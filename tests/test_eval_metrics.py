@@ -151,7 +151,8 @@ texts = st.text(alphabet="ab \n", min_size=200, max_size=200)
 def test_equals_the_published_formulas(references, retrieved, text):
     result = scores(references, retrieved, text)
     assert tuple(result[:3]) == pytest.approx(published(references, retrieved))
-    assert tuple(result[3:]) == pytest.approx(plain_recall_at_k_and_mrr(references, retrieved, text))
+    assert tuple(result[3:]) == pytest.approx(
+        plain_recall_at_k_and_mrr(references, retrieved, text))
 
 
 @settings(max_examples=300)
@@ -166,7 +167,8 @@ def test_overlapping_references_count_once(references, retrieved, text):
     assert result.recall == pytest.approx(len(found) / len(wanted))
     assert result.precision == pytest.approx(len(found) / cost if cost else 0)
     assert result.iou == pytest.approx(len(found) / (cost + len(wanted - found)))
-    assert tuple(result[3:]) == pytest.approx(plain_recall_at_k_and_mrr(references, retrieved, text))
+    assert tuple(result[3:]) == pytest.approx(
+        plain_recall_at_k_and_mrr(references, retrieved, text))
 
 
 @settings(max_examples=300)

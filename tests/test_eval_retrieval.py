@@ -41,7 +41,8 @@ def test_words_are_found_and_ties_keep_chunk_order():
 
 
 def test_chinese_question_finds_its_chunk_through_bigrams():
-    chunks = ["组件的生命周期钩子在挂载之后调用。", "路由守卫可以拦截导航。", "响应式数据会自动更新视图。"]
+    chunks = ["组件的生命周期钩子在挂载之后调用。", "路由守卫可以拦截导航。",
+              "响应式数据会自动更新视图。"]
     assert BM25(chunks).search(["如何拦截路由导航？", "生命周期钩子什么时候调用"], 1) == [[1], [0]]
 
 
