@@ -430,3 +430,23 @@ def test_the_readme_example_prints_what_the_readme_shows():
                             timeout=300)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode("utf-8") == shown
+
+
+def test_json_and_csv_hold_the_ndjson_records():
+    options = ("--chars", "400,800", "--overlap", "0")
+    lines = records(*options)
+    as_json = evaluate(*options, "--format", "json")
+    assert json.loads(as_json.stdout) == lines
+    as_csv = evaluate(*options, "--format", "csv")
+    rows = list(csv.DictReader(as_csv.stdout.decode().splitlines()))
+    assert len(rows) == len(lines) * 3
+    for number, record in enumerate(lines):
+        setting, *documents = rows[3 * number: 3 * number + 3]
+        parts = [(setting, {**record, "doc": ""})] + [
+            (row, {**record, **document}) for row, document in zip(documents,
+                                                                     record["documents"])]
+        for row, expected in parts:
+            assert row["doc"] == expected["doc"]
+            for key, value in expected.items():
+                if key not in ("documents", "doc"):
+                    assert row[key] == str(value), key
