@@ -11,9 +11,9 @@ it, best first, from any document:
   document, and overlapping chunks cost their shared text twice);
 * IoU = |H| / (Σ|C_i| + |R \\ H|);
 * recall@k = 1 if every reference is found, else 0: every code point of R that is
-  not white space lies in H. (White space is left out because chunkers that strip it,
-  as LangChain's and so the recursive strategy do, put the spaces between two chunks
-  in neither: a sentence pair split there would never count as found.);
+  not white space lies in H (chunkers that strip white space, as LangChain's and so
+  the recursive strategy do, put the spaces between two chunks in neither, and a
+  reference spanning them would otherwise never count as found);
 * reciprocal rank = 1 / i for the first C_i that shares a code point with R, else 0.
 
 Lengths are in code points. R is the union of the references: when the references of
