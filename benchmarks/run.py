@@ -346,41 +346,42 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-def cpu_seconds(command: list[str]) -> float:
-    """User + system CPU seconds of ``command`` (output discarded): steadier than wall
-    time on a shared machine."""
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{command} failed")
-    return usage.ru_utime + usage.ru_stime
-
-
 def eval_grid(runs: int, out: list[str]) -> None:
-    """``chunkd eval`` over the shared questions: its default grid (12 settings), and
-    one setting for the fixed cost (start, imports, tokenizer)."""
+    """``chunkd eval`` over the shared questions with its default grid (12 settings):
+    end to end, and the grid alone in process (without starting Python, importing,
+    loading the tokenizer)."""
+    from chunkd.evaluate.command import Problems, build_parser, load_documents, load_questions
+    from chunkd.evaluate.evaluation import evaluate
+    from chunkd.evaluate.grid import grid
+    from chunkd.evaluate.retrieval import RETRIEVERS
+
     shared = ROOT.parent / "shared" / "eval"
-    command = [chunkd_command(), "eval", *map(str, sorted((shared / "docs").glob("*.md"))),
-               "--questions", str(shared / "questions.jsonl"), "--format", "ndjson"]
+    arguments = [*map(str, sorted((shared / "docs").glob("*.md"))),
+                 "--questions", str(shared / "questions.jsonl"), "--format", "ndjson"]
+    measured = [measured_run([chunkd_command(), "eval", *arguments], lambda stdin: None)
+                for _ in range(runs)]
+    args = build_parser().parse_args(arguments)
+    points, _ = grid(args)
+    documents = load_documents(args, Problems())
+    questions = load_questions(args.questions, documents, Problems())
+    evaluate(points[0], documents, questions, RETRIEVERS["bm25"], 5)  # loads the tokenizer
+    seconds, _ = median_seconds(lambda: [evaluate(point, documents, questions,
+                                                  RETRIEVERS["bm25"], 5) for point in points],
+                                runs)
     out.append("## chunkd eval\n")
-    out.append("`chunkd eval` on `../shared/eval` (2 documents, 89 kB, 132 questions), BM25 "
-               "top 5: its default grid (recursive, tokens 64 to 2048, overlap 0 and 15 %), "
-               "and one setting alone (`--tokens 256 --overlap 0`) for the fixed cost. "
-               "Medians of the runs, process start included.\n")
-    out.append("| grid | settings | wall seconds | CPU seconds | peak RSS MB |")
-    out.append("| --- | ---: | ---: | ---: | ---: |")
-    cpu, counts = {}, {}
-    for name, options in (("default", []), ("one setting", ["--tokens", "256", "--overlap", "0"])):
-        measured = [measured_run(command + options, lambda stdin: None) for _ in range(runs)]
-        cpu[name] = statistics.median(cpu_seconds(command + options) for _ in range(runs))
-        counts[name] = settings = len(subprocess.run(command + options, capture_output=True,
-                                                     check=True).stdout.splitlines())
-        out.append(f"| {name} | {settings} | {statistics.median(m[0] for m in measured):.2f} | "
-                   f"{cpu[name]:.2f} | {max(m[1] for m in measured)} |")
-        print(out[-1], flush=True)
-    per_setting = (cpu["default"] - cpu["one setting"]) / (counts["default"] - 1)
-    out.append(f"\nEach setting beyond the first: {per_setting:.3f} CPU seconds.\n")
+    out.append(f"`chunkd eval` on `../shared/eval` ({len(documents.texts)} documents, "
+               f"{sum(map(len, documents.texts)) / 1000:.0f} k code points, {len(questions)} "
+               f"questions), its default grid ({len(points)} settings: recursive, tokens 64 "
+               "to 2048, overlap 0 and 15 %), BM25 top 5. End to end: the command's wall "
+               "time, process start included; in process: the grid alone (chunking, "
+               "indexing, retrieving, scoring), after a first setting has loaded the "
+               "tokenizer. Medians of the runs.\n")
+    out.append("| settings | end to end s | peak RSS MB | in process s | in process s a setting |")
+    out.append("| ---: | ---: | ---: | ---: | ---: |")
+    out.append(f"| {len(points)} | {statistics.median(m[0] for m in measured):.2f} | "
+               f"{max(m[1] for m in measured)} | {seconds:.2f} | {seconds / len(points):.3f} |")
+    print(out[-1], flush=True)
+    out.append("")
 
 
 SECTIONS = ["in-process", "end-to-end", "memory", "documents", "eval"]
