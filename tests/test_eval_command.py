@@ -302,14 +302,15 @@ def test_charts(tmp_path):
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     text = "".join(svg.itertext())
     assert "recursive, overlap 15%" in text and "size (tokens)" in text
-    evaluate(*options, "--chart", str(tmp_path / "again.svg"))
-    assert (tmp_path / "again.svg").read_bytes() == drawn["svg"]
+    page_text = drawn["html"].decode("utf-8")  # the same chart, drawn by another run
+    svg_text = drawn["svg"].decode("utf-8")
+    assert svg_text[svg_text.index("<svg"):] in page_text
     page = Page()
-    page.feed(drawn["html"].decode("utf-8"))
+    page.feed(page_text)
     assert "svg" in page.tags and "script" not in page.tags
     assert all(link.startswith("#") for link in page.links)  # self-contained
     assert page.tags.count("tr") == 1 + 6 + 1 + 6 * 2  # table, then per document
-    assert "best by IoU: --strategy recursive" in drawn["html"].decode()
+    assert "best by IoU: --strategy recursive" in page_text
 
 
 def test_missing_extra_is_named_with_its_install_command(tmp_path):
