@@ -8,7 +8,8 @@ LangChain, the chunk count, and whether the chunk texts equal LangChain's. Refer
 limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
-``--jobs`` 1 against 2 on many files. Peers that cannot be imported are reported.
+``--jobs`` 1 against 2 on many files. Eval: ``chunkd eval`` over the shared questions.
+Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -410,7 +411,45 @@ def daemon(count: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents", "daemon"]
+def eval_grid(runs: int, out: list[str]) -> None:
+    """``chunkd eval`` over the shared questions with its default grid (12 settings):
+    end to end, and the grid alone in process (without starting Python, importing,
+    loading the tokenizer)."""
+    from chunkd.evaluate.command import Problems, build_parser, load_documents, load_questions
+    from chunkd.evaluate.evaluation import evaluate
+    from chunkd.evaluate.grid import grid
+    from chunkd.evaluate.retrieval import RETRIEVERS
+
+    shared = ROOT.parent / "shared" / "eval"
+    arguments = [*map(str, sorted((shared / "docs").glob("*.md"))),
+                 "--questions", str(shared / "questions.jsonl"), "--format", "ndjson"]
+    measured = [measured_run([chunkd_command(), "eval", *arguments], lambda stdin: None)
+                for _ in range(runs)]
+    args = build_parser().parse_args(arguments)
+    points, _ = grid(args)
+    documents = load_documents(args, Problems())
+    questions = load_questions(args.questions, documents, Problems())
+    evaluate(points[0], documents, questions, RETRIEVERS["bm25"], 5)  # loads the tokenizer
+    seconds, _ = median_seconds(lambda: [evaluate(point, documents, questions,
+                                                  RETRIEVERS["bm25"], 5) for point in points],
+                                runs)
+    out.append("## chunkd eval\n")
+    out.append(f"`chunkd eval` on `../shared/eval` ({len(documents.texts)} documents, "
+               f"{sum(map(len, documents.texts)) / 1000:.0f} k code points, {len(questions)} "
+               f"questions), its default grid ({len(points)} settings: recursive, tokens 64 "
+               "to 2048, overlap 0 and 15 %), BM25 top 5. End to end: the command's wall "
+               "time, process start included; in process: the grid alone (chunking, "
+               "indexing, retrieving, scoring), after a first setting has loaded the "
+               "tokenizer. Medians of the runs.\n")
+    out.append("| settings | end to end s | peak RSS MB | in process s | in process s a setting |")
+    out.append("| ---: | ---: | ---: | ---: | ---: |")
+    out.append(f"| {len(points)} | {statistics.median(m[0] for m in measured):.2f} | "
+               f"{max(m[1] for m in measured)} | {seconds:.2f} | {seconds / len(points):.3f} |")
+    print(out[-1], flush=True)
+    out.append("")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "daemon", "eval"]
 
 
 def main() -> None:
@@ -439,6 +478,8 @@ def main() -> None:
         many_documents(runs, out)
     if "daemon" in args.sections:
         daemon(1000 if args.quick else 20_000, out)
+    if "eval" in args.sections:
+        eval_grid(runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

@@ -15,6 +15,8 @@ import sys
 #: Subcommand name -> (module, one-line summary).
 COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
+    "eval": ("chunkd.evaluate.command",
+             "measure which settings retrieve best on your own questions, offline"),
 }
 
 
