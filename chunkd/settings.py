@@ -193,9 +193,15 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
             raise SettingsError(f"--size is for the window strategies; with --strategy "
                                 f"{strategy} write --chars N or --tokens N")
         unit, size = ("tokens", tokens) if tokens is not None else ("chars", chars)
+    size_now = kind.default_size if size is None else size
     if isinstance(overlap, str):  # a percentage of the size
-        size_now = kind.default_size if size is None else size
         overlap = int(size_now * float(overlap[:-1]) // 100)
+    if overlap is not None and 1 <= size_now <= overlap:
+        given = (f"{size_now} {unit or kind.units[0]}" if size is not None else
+                 f"{size_now} {kind.units[0]}, the default of --strategy {strategy}")
+        larger = "--size" if kind.window else f"--{unit}"
+        raise SettingsError(f"--overlap {overlap} is not smaller than the size ({given}); "
+                            f"write --overlap {size_now - 1} or less, or a larger {larger}")
     return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
                     count_tokens=count_tokens, errors=errors)
 
@@ -209,9 +215,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def parse_with_settings(parser: argparse.ArgumentParser,
                         argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     """A subcommand's arguments and its settings; bad settings are a usage error
-    (exit 2, one line)."""
+    (exit 2, one line, without argparse's usage text)."""
     args = parser.parse_args(argv)
     try:
         return args, settings_from_args(args)
-    except SettingsError as error:
-        parser.error(str(error))
+    except SettingsError as error:  # one line that says what to write instead
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
