@@ -667,16 +667,16 @@ cdef class SectionScanner:
             elif self.phase == LINE_FENCE_RUN:
                 if c == self.run_char:
                     self.count += 1
-                elif self.fence_char and self.count >= self.fence_length and Py_UNICODE_ISSPACE(c):
+                elif self.fence_char and self.count >= self.fence_length and is_white(c):
                     self.phase = LINE_FENCE_TAIL
                 else:
                     self.end_fence_run(False)
                     self.phase = LINE_REST
             elif self.phase == LINE_FENCE_TAIL:
-                if not Py_UNICODE_ISSPACE(c):
+                if not is_white(c):
                     self.phase = LINE_REST
             else:                                # LINE_REST before the first section
-                if not Py_UNICODE_ISSPACE(c):
+                if not is_white(c):
                     self.content()
             i += 1
         if heading_from >= 0 and heading_from < n:
@@ -687,7 +687,7 @@ cdef class SectionScanner:
     cdef int rest(self, Py_UCS4 c) except -1:
         """The line in hand is no heading (nor fence); ``c`` is its code point in hand."""
         self.phase = LINE_REST
-        if self.hashes or not Py_UNICODE_ISSPACE(c):
+        if self.hashes or not is_white(c):
             self.content()
         return 0
 

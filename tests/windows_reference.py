@@ -21,12 +21,11 @@ ASCII_TERMINAL_MARKS = ".!?"
 CLOSING_MARKS = "\"'”’)]}」』）】》〉"
 
 
-def is_cjk(char: str) -> bool:
-    return any(first <= ord(char) <= last for first, last in CJK_RANGES)
+CJK = re.compile(f"[{CJK_CLASS}]")
 
 
 def estimated_tokens(text: str) -> int:
-    cjk = sum(1 for char in text if is_cjk(char))
+    cjk = len(CJK.findall(text))
     return (105 * cjk + 25 * (len(text) - cjk) + 99) // 100
 
 
