@@ -297,15 +297,20 @@ def end_to_end(text: str, runs: int, out: list[str]) -> None:
     out.append("")
 
 
-def memory(text: str, gib: float, out: list[str]) -> None:
-    block = text.encode()
-    total = int(gib * 2**30)
-
+def repeated(block: bytes, total: int) -> Callable[[object], None]:
+    """What writes ``block`` again and again to a stream, ``total`` bytes or a little more."""
     def feed(stdin) -> None:
         sent = 0
         while sent < total:
             stdin.write(block)
             sent += len(block)
+    return feed
+
+
+def memory(text: str, gib: float, out: list[str]) -> None:
+    block = text.encode()
+    total = int(gib * 2**30)
+    feed = repeated(block, total)
 
     out.append(f"## Memory: streaming {gib:g} GiB through `chunkd` on stdin (a pipe)\n")
     out.append("| unit | seconds | MB/s | peak RSS MB |")
@@ -388,12 +393,7 @@ def window_strategies(texts: dict[str, str], runs: int, gib: float, out: list[st
 
     block = "\n\n".join(texts[name] for name in ("en-rustbook", "zh-vuedocs", "en-policy")).encode()
     total = int(gib * 2**30)
-
-    def feed(stdin) -> None:
-        sent = 0
-        while sent < total:
-            stdin.write(block)
-            sent += len(block)
+    feed = repeated(block, total)
 
     out.append(f"Streaming {gib:g} GiB (the three corpus folders, repeated) through "
                "`chunkd --strategy NAME` on stdin (a pipe), default size:\n")

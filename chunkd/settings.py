@@ -143,7 +143,8 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
     from chunkd.strategies import REGISTRY
 
     many = _list_of if grid else (lambda parse: parse)
-    window = ", ".join(name for name, kind in REGISTRY.items() if kind.window)
+    window = ", ".join(f"{name} {kind.default_size}" for name, kind in REGISTRY.items()
+                       if kind.window)
     group = parser.add_argument_group(
         "chunking", "how documents are cut (the same options for every chunkd command)")
     group.add_argument("--strategy", type=many(str), metavar="NAME",
@@ -156,7 +157,7 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
                        help="recursive strategies: at most N cl100k_base tokens a chunk "
                             "(counted offline)")
     group.add_argument("--size", type=many(_number), metavar="N",
-                       help=f"window strategies ({window}): N units a window")
+                       help=f"window strategies: N units a window (default: {window})")
     group.add_argument("--overlap", type=many(_overlap), metavar="M",
                        help="units shared by neighbouring chunks, a number or a percentage "
                             "of the size (15%%); smaller than the size (default: 10%% for "
