@@ -252,7 +252,7 @@ def test_section_scanner_reports_each_start_once_as_soon_as_settled(doc):
     ("#", ""), ("#\t\tTabbed\t#\t", "Tabbed"), ("  ## Two spaces #####  ", "Two spaces"),
     ("# Ends with #hash", "Ends with #hash"), ("# a # b #", "a # b"), ("#\r", None),
     ("#\r\n", ""), ("# Title\r\n", "Title"), ("####### Seven", None), ("#5", None),
-    ("    # Four spaces", None), ("\t# Tab", None), ("# \\#", "\\#"),
+    ("    # Four spaces", None), ("\t# Tab", None), ("# \\#", "\\#"), ("> # Quote", None),
 ])
 def test_heading_lines(line, title):
     chunks = chunkd.split_text("intro\n" + line, strategy="sections")
