@@ -542,13 +542,15 @@ cdef class SectionScanner:
     """Markdown section starts and heading paths, as text streams in (no windows).
 
     ``feed(text)`` returns the sections that start in the text read so far and were
-    not reported yet, as ``(offset, headings)``: the document offset of the section's
-    first code point and the texts of its enclosing headings, outermost first, its own
-    included (``()`` for the text before the first heading). A heading's section is
-    reported when its line is complete; the text before the first heading is reported
-    (at offset 0) once a non-white code point outside a heading line shows it is not
-    only white space. Every section starting before ``settled`` has been reported.
-    ``finish()`` ends the document and readies the scanner for the next one.
+    not reported yet, in order, as ``(offset, headings)``: the document offset of the
+    section's first code point and the texts of its enclosing headings, outermost
+    first, its own included (``()`` for the text before the first heading). A heading's
+    section is reported when its line is complete: every heading's section that starts
+    before ``settled`` has been reported. The text before the first heading is reported
+    (at offset 0, before any other) as soon as a non-white code point outside a heading
+    line shows that it is not only white space; until some section has been reported,
+    all the text read is white space or a heading line in progress. ``finish()`` ends
+    the document and readies the scanner for the next one.
 
     A section starts at an ATX heading line (0-3 spaces, 1-6 ``#``, then a space, a
     tab or the line's end) outside fenced code (0-3 spaces then 3 or more backticks or
