@@ -549,8 +549,8 @@ cdef class SectionScanner:
     before ``settled`` has been reported. The text before the first heading is reported
     (at offset 0, before any other) as soon as a non-white code point outside a heading
     line shows that it is not only white space; until some section has been reported,
-    the text read is white space, but for a line in hand that may be a heading. ``finish()`` ends
-    the document and readies the scanner for the next one.
+    the text read is white space, but for a line in hand that may be a heading.
+    ``finish()`` ends the document and readies the scanner for the next one.
 
     A section starts at an ATX heading line (0-3 spaces, 1-6 ``#``, then a space, a
     tab or the line's end) outside fenced code (0-3 spaces then 3 or more backticks or
