@@ -21,7 +21,7 @@ class WindowStrategy(Strategy):
 
     window = True
     fields: ClassVar[tuple[str, ...]] = ("estimated_tokens",)
-    #: The compiled class that scans the units and makes the windows.
+    #: The compiled class that scans the units and makes the windows (``chunkd._windows``).
     compiled: ClassVar[str]
 
     @classmethod
@@ -38,7 +38,6 @@ class Graphemes(WindowStrategy):
     name = "graphemes"
     units = ("graphemes",)
     default_size = 1000          # as many as the recursive strategy's default characters
-    compiled = "GraphemeWindows"
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
