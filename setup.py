@@ -1,4 +1,4 @@
-"""Build the compiled kernel and the pre-tokenizer's character table; the metadata
+"""Build the compiled kernels and the pre-tokenizer's character table; the metadata
 lives in pyproject.toml."""
 
 import runpy
@@ -13,7 +13,8 @@ classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classe
 
 setup(
     ext_modules=cythonize(
-        [Extension("chunkd._kernel", ["chunkd/_kernel.pyx"], extra_compile_args=["-O3"])],
+        [Extension("chunkd._kernel", ["chunkd/_kernel.pyx"], extra_compile_args=["-O3"]),
+         Extension("chunkd._windows", ["chunkd/_windows.pyx"], extra_compile_args=["-O3"])],
         compiler_directives={"language_level": "3"},
     ),
 )

@@ -8,8 +8,10 @@ LangChain, the chunk count, and whether the chunk texts equal LangChain's. Refer
 limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
-``--jobs`` 1 against 2 on many files. Eval: ``chunkd eval`` over the shared questions.
-Peers that cannot be imported are reported.
+``--jobs`` 1 against 2 on many files. Windows: each window strategy beside LangChain's
+recursive splitter, and 1 GiB streamed with words and sentences. Daemon: a burst of
+small files and a restart. Eval: ``chunkd eval`` over the shared questions. Peers
+that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -296,15 +298,20 @@ def end_to_end(text: str, runs: int, out: list[str]) -> None:
     out.append("")
 
 
-def memory(text: str, gib: float, out: list[str]) -> None:
-    block = text.encode()
-    total = int(gib * 2**30)
-
+def repeated(block: bytes, total: int) -> Callable[[object], None]:
+    """What writes ``block`` again and again to a stream, ``total`` bytes or a little more."""
     def feed(stdin) -> None:
         sent = 0
         while sent < total:
             stdin.write(block)
             sent += len(block)
+    return feed
+
+
+def memory(text: str, gib: float, out: list[str]) -> None:
+    block = text.encode()
+    total = int(gib * 2**30)
+    feed = repeated(block, total)
 
     out.append(f"## Memory: streaming {gib:g} GiB through `chunkd` on stdin (a pipe)\n")
     out.append("| unit | seconds | MB/s | peak RSS MB |")
@@ -449,7 +456,61 @@ def eval_grid(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents", "daemon", "eval"]
+def window_strategies(texts: dict[str, str], runs: int, gib: float, out: list[str]) -> None:
+    """Each window strategy (default size, no overlap) beside LangChain's recursive
+    splitter on the same input, in process; then 1 GiB streamed through the command."""
+    from chunkd.strategies import REGISTRY
+
+    strategies = [name for name, kind in REGISTRY.items() if kind.window]
+    name, big = next((name, text) for name, text in texts.items() if name.startswith("corpus x"))
+    mb = len(big.encode()) / 1e6
+    langchain_split("Warm up.", "chars")  # imports and the grapheme table load here
+    for strategy in strategies:
+        chunkd.split_text("Warm up.", strategy=strategy)
+    out.append(f"## Window strategies, {name} ({mb:.1f} MB)\n")
+    out.append(f"In process, median of {runs} runs, each chunker in a forked child; the window "
+               "strategies at their default size with no overlap, LangChain's recursive "
+               f"splitter at chars {SETTINGS['chars'][0]}/{SETTINGS['chars'][1]}.\n")
+    out.append("| chunker | size/overlap | MB/s | x LangChain | chunks |")
+    out.append("| --- | --- | ---: | ---: | ---: |")
+    rows = {"LangChain RecursiveCharacterTextSplitter":
+            (f"{SETTINGS['chars'][0]}/{SETTINGS['chars'][1]} chars",
+             measure_in_child(langchain_split, big, "chars", runs))}
+    for strategy in strategies:
+        kind = REGISTRY[strategy]
+
+        def split(text: str, _unit: str, strategy: str = strategy) -> list[str]:
+            return [chunk.text for chunk in chunkd.split_text(text, strategy=strategy)]
+
+        rows[f"chunkd --strategy {strategy}"] = (f"{kind.default_size}/0 {kind.units[0]}",
+                                                 measure_in_child(split, big, "", runs))
+    reference = rows["LangChain RecursiveCharacterTextSplitter"][1]
+    for chunker, (setting, result) in rows.items():
+        if isinstance(result, str):
+            out.append(f"| {chunker} | {setting} | {result} | | |")
+            continue
+        seconds, count, _ = result
+        ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
+        out.append(f"| {chunker} | {setting} | {mb / seconds:.1f} | {ratio} | {count} |")
+        print(out[-1], flush=True)
+    out.append("")
+
+    block = "\n\n".join(texts[name] for name in ("en-rustbook", "zh-vuedocs", "en-policy")).encode()
+    total = int(gib * 2**30)
+    feed = repeated(block, total)
+
+    out.append(f"Streaming {gib:g} GiB (the three corpus folders, repeated) through "
+               "`chunkd --strategy NAME` on stdin (a pipe), default size:\n")
+    out.append("| strategy | seconds | MB/s | peak RSS MB |")
+    out.append("| --- | ---: | ---: | ---: |")
+    for strategy in ("words", "sentences"):
+        seconds, peak, _ = measured_run([chunkd_command(), "--strategy", strategy], feed)
+        out.append(f"| {strategy} | {seconds:.1f} | {total / 1e6 / seconds:.0f} | {peak} |")
+        print(out[-1], flush=True)
+    out.append("")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "daemon", "eval"]
 
 
 def main() -> None:
@@ -476,6 +537,8 @@ def main() -> None:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
         many_documents(runs, out)
+    if "windows" in args.sections:
+        window_strategies(texts, runs, 0.01 if args.quick else 1.0, out)
     if "daemon" in args.sections:
         daemon(1000 if args.quick else 20_000, out)
     if "eval" in args.sections:

@@ -174,7 +174,8 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
     from chunkd.strategies import REGISTRY
 
     many = _list_of if grid else (lambda parse: parse)
-    window = ", ".join(name for name, kind in REGISTRY.items() if kind.window)
+    window = ", ".join(f"{name} {kind.default_size}" for name, kind in REGISTRY.items()
+                       if kind.window)
     group = parser.add_argument_group(
         "chunking", "how documents are cut (the same options for every chunkd command)")
     group.add_argument("--strategy", type=many(str), metavar="NAME",
@@ -187,7 +188,7 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
                        help="recursive strategies: at most N cl100k_base tokens a chunk "
                             "(counted offline)")
     group.add_argument("--size", type=many(_number), metavar="N",
-                       help=f"window strategies ({window}): N units a window")
+                       help=f"window strategies: N units a window (default: {window})")
     group.add_argument("--overlap", type=many(_overlap), metavar="M",
                        help="units shared by neighbouring chunks, a number or a percentage "
                             "of the size (15%%); smaller than the size (default: 10%% for "
@@ -234,7 +235,14 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
             raise SettingsError(f"--size is for the window strategies; with --strategy "
                                 f"{strategy} write --chars N or --tokens N")
         unit, size = ("tokens", tokens) if tokens is not None else ("chars", chars)
-    overlap = _percent_of(overlap, kind.default_size if size is None else size)
+    size_now = kind.default_size if size is None else size
+    overlap = _percent_of(overlap, size_now)
+    if overlap is not None and 1 <= size_now <= overlap:
+        given = (f"{size_now} {unit or kind.units[0]}" if size is not None else
+                 f"{size_now} {kind.units[0]}, the default of --strategy {strategy}")
+        larger = "--size" if kind.window else f"--{unit}"
+        raise SettingsError(f"--overlap {overlap} is not smaller than the size ({given}); "
+                            f"write --overlap {size_now - 1} or less, or a larger {larger}")
     parent_size = None
     if parent_chars is not None or parent_tokens is not None:
         parent_unit, parent_size = (("tokens", parent_tokens) if parent_tokens is not None
@@ -269,9 +277,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def parse_with_settings(parser: argparse.ArgumentParser,
                         argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     """A subcommand's arguments and its settings; bad settings are a usage error
-    (exit 2, one line)."""
+    (exit 2, one line, without argparse's usage text)."""
     args = parser.parse_args(argv)
     try:
         return args, settings_from_args(args)
-    except SettingsError as error:
-        parser.error(str(error))
+    except SettingsError as error:  # one line that says what to write instead
+        parser.exit(2, f"{parser.prog}: error: {error}\n")

@@ -248,7 +248,8 @@ def test_grid_combinations_that_cannot_work_are_left_out():
     assert result.returncode == 1
     assert result.stderr.decode() == (
         "chunkd eval: left out --strategy recursive --chars 100 --overlap 500: "
-        "the overlap (500) must be smaller than the size (100)\n")
+        "--overlap 500 is not smaller than the size (100 chars); write --overlap 99 or less, "
+        "or a larger --chars\n")
     assert sorted((r["size"], r["overlap"]) for r in ndjson(result.stdout)) == [
         (100, 0), (1000, 0), (1000, 500)]
     assert len(records("--chars", "1000", "--overlap", "0,0%")) == 1  # the same setting

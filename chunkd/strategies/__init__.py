@@ -147,4 +147,4 @@ def chunk_blocks(chunker: Chunker, blocks: Iterable[str]) -> Iterator[list[Chunk
 
 
 # The built-in strategies register themselves on import.
-from chunkd.strategies import recursive  # noqa: E402,F401
+from chunkd.strategies import recursive, windows  # noqa: E402,F401

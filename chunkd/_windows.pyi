@@ -1,0 +1,32 @@
+"""Type stubs for the compiled window strategies (chunkd/_windows.pyx)."""
+
+from chunkd.chunk import Chunk
+
+GRAPHEME_BREAK_VALUES: tuple[str, ...]
+CONJUNCT_BREAK_VALUES: tuple[str, ...]
+PICTOGRAPHIC_BIT: int
+
+class _Windows:
+    size: int
+    overlap: int
+    def feed(self, text: str) -> list[Chunk]: ...
+    def finish(self) -> list[Chunk]: ...
+
+class GraphemeWindows(_Windows):
+    def __init__(self, size: int, overlap: int, properties: bytes) -> None: ...
+
+class WordWindows(_Windows):
+    def __init__(self, size: int, overlap: int) -> None: ...
+
+class SentenceWindows(_Windows):
+    def __init__(self, size: int, overlap: int) -> None: ...
+
+class SectionWindows(_Windows):
+    def __init__(self, size: int, overlap: int) -> None: ...
+
+class SectionScanner:
+    position: int
+    settled: int
+    def __init__(self) -> None: ...
+    def feed(self, text: str) -> list[tuple[int, tuple[str, ...]]]: ...
+    def finish(self) -> list[tuple[int, tuple[str, ...]]]: ...
