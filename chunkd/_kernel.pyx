@@ -25,7 +25,7 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memset
 from cpython.unicode cimport PyUnicode_Substring
 
-from chunkd.chunk import Chunk
+from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
 
 _new_tuple = tuple.__new__
 
@@ -653,6 +653,6 @@ cdef object make_chunk(Py_ssize_t index, Py_ssize_t start, Py_ssize_t end,
     tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
     per-chunk cost in profiles). A chunk holds only ints and a str, so it cannot be
     part of a cycle: untracked, it costs the garbage collector nothing."""
-    chunk = _new_tuple(Chunk, (index, start, end, length, text, None, None, None, None))
+    chunk = _new_tuple(Chunk, (index, start, end, length, text) + NO_OPTIONAL_FIELDS)
     PyObject_GC_UnTrack(chunk)
     return chunk

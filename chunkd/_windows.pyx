@@ -42,9 +42,11 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memmove
 from cpython.unicode cimport PyUnicode_Substring
 
-from chunkd.chunk import Chunk
+from chunkd.chunk import OPTIONAL_FIELDS, Chunk
 
 _new_tuple = tuple.__new__
+#: The optional fields after ``headings`` (``parent``, ...), None in a window's chunk.
+_AFTER_HEADINGS = (None,) * (len(OPTIONAL_FIELDS) - OPTIONAL_FIELDS.index("headings") - 1)
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
@@ -288,7 +290,8 @@ cdef class _Windows:
         headings = None if self.tags is None else self.tags[0]
         chunk = _new_tuple(Chunk, (self.next_index, lo + self.base, hi + self.base,
                                    last - first + 1, PyUnicode_Substring(text, lo, hi), None,
-                                   estimated_tokens(kind, data, lo, hi), headings, None))
+                                   estimated_tokens(kind, data, lo, hi), headings)
+                           + _AFTER_HEADINGS)
         PyObject_GC_UnTrack(chunk)   # ints, strs and a tuple of strs: never in a cycle
         self.out.append(chunk)
         self.next_index += 1

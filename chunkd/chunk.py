@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: The optional fields of a chunk, in the order records write them (before ``text``).
-OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent")
+OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent", "embed_text")
 
 
 class Parent(NamedTuple):
@@ -31,7 +31,8 @@ class Chunk(NamedTuple):
     * ``tokens``: the exact cl100k_base count of ``text`` (``count_tokens``);
     * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
     * ``headings``: the Markdown headings enclosing the chunk, outermost first;
-    * ``parent``: the parent chunk of a child (``parent_size``), a ``Parent``.
+    * ``parent``: the parent chunk of a child (``parent_size``), a ``Parent``;
+    * ``embed_text``: the text to embed, the heading path then the text (``embed_text``).
     """
 
     index: int
@@ -43,3 +44,9 @@ class Chunk(NamedTuple):
     estimated_tokens: int | None = None
     headings: tuple[str, ...] | None = None
     parent: Parent | None = None
+    embed_text: str | None = None
+
+
+#: The optional fields' values of a chunk that has none (compiled code builds chunks
+#: as plain tuples, the five fields then these).
+NO_OPTIONAL_FIELDS = (None,) * len(OPTIONAL_FIELDS)

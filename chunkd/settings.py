@@ -43,6 +43,12 @@ class Settings:
     #: (same unit) overlapping by ``parent_overlap``; each child records its parent.
     parent_size: int | None = None
     parent_overlap: int | None = None
+    #: Markdown: leave each section's heading line out of its chunks (it stays in
+    #: ``headings``).
+    strip_headings: bool = False
+    #: Add ``embed_text``: the heading path, then the chunk's text (strategies whose
+    #: records carry ``headings``).
+    embed_text: bool = False
     #: Add each chunk's exact cl100k_base count as ``tokens``.
     count_tokens: bool = False
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
@@ -63,8 +69,14 @@ class Settings:
             raise SettingsError(f"the overlap ({overlap}) must be smaller than the size ({size})")
         if self.errors not in ERRORS:
             raise SettingsError(f"errors must be 'strict' or 'replace', not {self.errors!r}")
-        if not isinstance(self.count_tokens, bool):
-            raise SettingsError("count_tokens must be True or False")
+        for switch in ("count_tokens", "strip_headings", "embed_text"):
+            if not isinstance(getattr(self, switch), bool):
+                raise SettingsError(f"{switch} must be True or False")
+        if self.embed_text and "headings" not in kind.fields:
+            raise SettingsError(f"embed_text needs a strategy that gives headings (markdown or "
+                                f"sections), not {self.strategy}")
+        if self.strip_headings and not kind.strips_headings:
+            raise SettingsError(f"strip_headings is for the markdown strategy, not {self.strategy}")
         object.__setattr__(self, "unit", unit)
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "overlap", overlap)
@@ -112,8 +124,9 @@ class Settings:
                     "overlap": self.overlap, "errors": self.errors}
         if self.parent_size is not None:
             recorded |= {"parent_size": self.parent_size, "parent_overlap": self.parent_overlap}
-        if self.count_tokens:
-            recorded["count_tokens"] = True
+        for switch in ("strip_headings", "embed_text", "count_tokens"):
+            if getattr(self, switch):
+                recorded[switch] = True
         return recorded
 
     def record_fields(self) -> tuple[str, ...]:
@@ -125,6 +138,8 @@ class Settings:
             extra.add("tokens")
         if self.parent_size is not None:
             extra.add("parent")
+        if self.embed_text:
+            extra.add("embed_text")
         from chunkd.chunk import OPTIONAL_FIELDS
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
@@ -201,6 +216,12 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
     group.add_argument("--parent-overlap", type=many(_overlap), metavar="M",
                        help="units shared by neighbouring parents, or a percentage of the "
                             "parent size (default: 10%%)")
+    group.add_argument("--strip-headings", action="store_true",
+                       help="markdown: leave each section's heading line out of its chunks "
+                            "(it stays in \"headings\")")
+    group.add_argument("--embed-text", action="store_true",
+                       help="add \"embed_text\": the heading path (A > B > C), a blank line, "
+                            "then the chunk's text (markdown, sections)")
     group.add_argument("--count-tokens", action="store_true",
                        help="add each chunk's exact cl100k_base token count as \"tokens\"")
     group.add_argument("--errors", choices=ERRORS, default="strict",
@@ -213,7 +234,8 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
                           overlap: int | str | None = None, count_tokens: bool = False,
                           errors: str = "strict", parent_chars: int | None = None,
                           parent_tokens: int | None = None,
-                          parent_overlap: int | str | None = None) -> Settings:
+                          parent_overlap: int | str | None = None,
+                          strip_headings: bool = False, embed_text: bool = False) -> Settings:
     """Settings from option values, as the command line spells them; a wrong
     combination raises ``SettingsError`` saying what to write instead."""
     from chunkd.strategies import REGISTRY, strategy_class
@@ -255,8 +277,14 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
         parent_overlap = _percent_of(parent_overlap, parent_size)
     elif parent_overlap is not None:
         raise SettingsError("--parent-overlap needs --parent-chars or --parent-tokens")
+    if strip_headings and not kind.strips_headings:
+        raise SettingsError(f"--strip-headings is for --strategy markdown, not {strategy}")
+    if embed_text and "headings" not in kind.fields:
+        raise SettingsError(f"--embed-text needs headings: write --strategy markdown or "
+                            f"sections (--strategy {strategy} gives none)")
     return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
                     parent_size=parent_size, parent_overlap=parent_overlap,
+                    strip_headings=strip_headings, embed_text=embed_text,
                     count_tokens=count_tokens, errors=errors)
 
 
@@ -271,7 +299,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the options of ``add_settings_options`` (without ``grid``)."""
     return settings_from_options(args.strategy, args.chars, args.tokens, args.size,
                                  args.overlap, args.count_tokens, args.errors,
-                                 args.parent_chars, args.parent_tokens, args.parent_overlap)
+                                 args.parent_chars, args.parent_tokens, args.parent_overlap,
+                                 args.strip_headings, args.embed_text)
 
 
 def parse_with_settings(parser: argparse.ArgumentParser,

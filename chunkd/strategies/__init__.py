@@ -41,6 +41,8 @@ class Strategy:
     #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
     #: chunks of each of its chunks at the parent size.
     parents: ClassVar[bool] = False
+    #: Whether it can leave heading lines out of its chunks (``strip_headings``).
+    strips_headings: ClassVar[bool] = False
 
     @classmethod
     def default_overlap(cls, size: int) -> int:
@@ -78,9 +80,31 @@ def build(settings: Settings) -> Chunker:
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
         chunker = ParentChild(kind.splitter(settings.parent_settings()), chunker)
+    if settings.embed_text:
+        chunker = EmbedText(chunker)
     if settings.count_tokens:
         chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
     return chunker
+
+
+class EmbedText:
+    """Adds ``embed_text``, what to embed for a chunk of a headed document: its heading
+    path (``A > B > C``), a blank line, then its text (the text alone where there are
+    no headings); ``text`` stays the exact document slice."""
+
+    def __init__(self, chunker: Chunker) -> None:
+        self.chunker = chunker
+
+    @staticmethod
+    def _with_headings(chunks: list[Chunk]) -> list[Chunk]:
+        return [chunk._replace(embed_text=" > ".join(chunk.headings) + "\n\n" + chunk.text
+                               if chunk.headings else chunk.text) for chunk in chunks]
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self._with_headings(self.chunker.feed(text))
+
+    def finish(self) -> list[Chunk]:
+        return self._with_headings(self.chunker.finish())
 
 
 class TokenCounting:
@@ -146,5 +170,7 @@ def chunk_blocks(chunker: Chunker, blocks: Iterable[str]) -> Iterator[list[Chunk
     yield chunker.finish()
 
 
-# The built-in strategies register themselves on import.
-from chunkd.strategies import recursive, windows  # noqa: E402,F401
+# The built-in strategies register themselves on import, in this order.
+from chunkd.strategies import recursive  # noqa: E402,F401,I001
+from chunkd.strategies import windows  # noqa: E402,F401
+from chunkd.strategies import markdown  # noqa: E402,F401

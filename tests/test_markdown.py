@@ -1,0 +1,141 @@
+"""The markdown strategy (issue 9): for each section in order (the section rule of the
+window strategies, from the plain reference in tests/windows_reference.py), the chunks
+equal LangChain's RecursiveCharacterTextSplitter on that section's text alone, with
+exact document offsets and the section's heading path."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chunkd
+import windows_reference as reference
+from command import ndjson, run_chunkd
+from oracle import corpus_documents, langchain_chunks, random_cuts
+from test_memory import STREAM_BYTES, stream_through_chunkd
+from test_windows import HealthCheck, cut, documents
+from watching import filter_documents, results
+
+
+def expected_chunks(text: str, unit: str, size: int, overlap: int,
+                    strip_headings: bool) -> list[tuple[str, tuple[str, ...], int, int]]:
+    """(text, headings, section start, section end) of each chunk, as the contract says."""
+    expected = []
+    for start, end, headings in reference.section_units(text):
+        if strip_headings and headings:
+            newline = text.find("\n", start, end)
+            start = end if newline < 0 else newline + 1
+        for chunk in langchain_chunks(text[start:end], size, overlap, unit):
+            expected.append((chunk, headings, start, end))
+    return expected
+
+
+def check_markdown(text: str, pieces: list[str], unit: str, size: int, overlap: int,
+                   strip_headings: bool = False) -> None:
+    splitter = chunkd.Splitter(size, overlap, unit=unit, strategy="markdown",
+                               strip_headings=strip_headings, embed_text=True)
+    chunks = [c for piece in pieces for c in splitter.feed(piece)] + splitter.finish()
+    expected = expected_chunks(text, unit, size, overlap, strip_headings)
+    assert [(c.text, c.headings) for c in chunks] == [(t, h) for t, h, _, _ in expected]
+    for index, (chunk, (_, headings, start, end)) in enumerate(zip(chunks, expected, strict=True)):
+        assert chunk.index == index
+        assert text[chunk.start:chunk.end] == chunk.text
+        assert start <= chunk.start and chunk.end <= end       # never across a section
+        assert chunk.embed_text == (" > ".join(headings) + "\n\n" + chunk.text
+                                    if headings else chunk.text)
+
+
+CASES = [("chars", 500, 50), ("tokens", 100, 10)]
+
+
+@pytest.mark.parametrize("unit,size,overlap", CASES)
+@pytest.mark.parametrize("path", corpus_documents(), ids=lambda p: f"{p.parent.name}/{p.name[:40]}")
+def test_corpus_whole_and_in_pieces(path, unit, size, overlap):
+    text = path.read_text(encoding="utf-8")
+    rng = random.Random(f"{path.name}-{unit}")
+    check_markdown(text, [text], unit, size, overlap)
+    check_markdown(text, random_cuts(text, rng, max_piece=rng.choice([5, 200, 3000])), unit,
+                   size, overlap, strip_headings=True)
+
+
+def test_one_code_point_at_a_time():
+    for path in corpus_documents()[::40]:
+        text = path.read_text(encoding="utf-8")[:20_000]
+        check_markdown(text, list(text), "chars", 300, 30)
+        check_markdown(text, list(text), "chars", 300, 30, strip_headings=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cut(documents), st.integers(1, 40), st.data(), st.sampled_from(["chars", "tokens"]),
+       st.booleans())
+def test_generated_markdown(doc, size, data, unit, strip_headings):
+    text, pieces = doc
+    check_markdown(text, pieces, unit, size, data.draw(st.integers(0, size - 1)), strip_headings)
+
+
+def test_a_gigantic_section_streams_in_bounded_memory():
+    """One section of 210 MB (the text before a first heading that never comes)."""
+    paragraph = ("No heading here, only text. " * 30 + "\n\n").encode()
+    status, lines, peak_mb = stream_through_chunkd(["--strategy", "markdown", "--chars", "1000"],
+                                                   paragraph * 1000)
+    assert status == 0 and lines > STREAM_BYTES // 1100
+    assert peak_mb < 64, f"peak RSS {peak_mb} MB"
+
+
+def test_the_filter_with_every_format_and_jobs(tmp_path):
+    paths = []
+    for number, source in enumerate(corpus_documents()[::50]):
+        path = tmp_path / f"{number}.md"
+        path.write_bytes(source.read_bytes())
+        paths.append(str(path))
+    options = ["--strategy", "markdown", "--tokens", "128", "--embed-text", "--count-tokens"]
+    one = run_chunkd(*options, "--jobs", "1", *paths)
+    two = run_chunkd(*options, "--jobs", "2", *paths)
+    assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
+    records = ndjson(one.stdout)
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        mine = [r for r in records if r["doc"] == path]
+        expected = expected_chunks(text, "tokens", 128, 12, False)
+        assert [(r["text"], tuple(r["headings"])) for r in mine] == [(t, h) for t, h, _, _ in expected]
+        assert all(list(r) == ["doc", "index", "start", "end", "length", "tokens", "headings",
+                               "embed_text", "text"] for r in mine)
+    as_json = ndjson(run_chunkd(*options, "--format", "json", *paths).stdout)
+    assert [{"doc": d["doc"], **c} for d in as_json for c in d["chunks"]] == records
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--strip-headings"], "--strip-headings is for --strategy markdown, not recursive"),
+    (["--strategy", "words", "--embed-text"],
+     "--embed-text needs headings: write --strategy markdown or sections (--strategy words "
+     "gives none)"),
+    (["--strategy", "markdown", "--size", "3"],
+     "--size is for the window strategies; with --strategy markdown write --chars N or --tokens N"),
+    (["--strategy", "markdown", "--chars", "100", "--parent-chars", "500"],
+     "the markdown strategy has no parent/child mode"),
+])
+def test_bad_combinations_are_usage_errors(args, message):
+    result = run_chunkd(*args)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [f"chunkd: error: {message}"]
+
+
+def test_ndjson_input_and_the_daemon(inbox, watch):
+    source = next(p for p in corpus_documents() if p.parent.name == "zh-vuedocs")
+    text = source.read_text(encoding="utf-8")
+    result = run_chunkd("--input", "ndjson", "--strategy", "markdown", "--chars", "300",
+                        input=orjson.dumps({"id": "zh", "text": text}) + b"\n")
+    expected = expected_chunks(text, "chars", 300, 30, False)
+    assert [r["text"] for r in ndjson(result.stdout)] == [t for t, _, _, _ in expected]
+    (inbox / "zh.md").write_text(text, encoding="utf-8")
+    options = ("--strategy", "markdown", "--chars", "300", "--strip-headings")
+    watcher = watch(inbox, *options)
+    watcher.wait_for(lambda: "zh.md" in results(inbox), what="the result")
+    [document] = filter_documents(inbox / "zh.md", options=options)
+    assert results(inbox)["zh.md"]["chunks"] == document["chunks"]
+    assert results(inbox)["zh.md"]["settings"]["strip_headings"] is True
+    assert watcher.stop() == 0
