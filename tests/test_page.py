@@ -60,7 +60,7 @@ class Watch:
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()
     watch = Watch(page)
@@ -103,15 +103,18 @@ def split(page) -> None:
 
 def scroll_through(page, selector: str, read: str) -> list:
     """Scroll the element from top to bottom a screen at a time, collecting what the
-    JavaScript ``read`` (given the element) returns at each stop."""
+    JavaScript function ``read`` (given the element) returns at each stop, once the page
+    has filled in what came into sight."""
+    step = f"""async (box, top) => {{
+        box.scrollTop = top;
+        await ({FRAMES})();
+        return [({read})(box), box.scrollHeight, box.clientHeight];
+    }}"""
     box = page.locator(selector)
     seen, top = [], 0
     while True:
-        box.evaluate("(box, top) => { box.scrollTop = top; }", top)
-        page.evaluate(FRAMES)
-        page.evaluate(FRAMES)
-        seen += box.evaluate(read)
-        height, sight = box.evaluate("box => [box.scrollHeight, box.clientHeight]")
+        found, height, sight = box.evaluate(step, top)
+        seen += found
         if top + sight >= height:
             return seen
         top += sight
@@ -147,8 +150,9 @@ def number(value: int) -> str:
 # --- what the filter says ---------------------------------------------------------------
 
 def expected_row(record: dict, unit: str) -> list[str]:
+    tokens = "" if unit == "tokens" else f" · {number(record['tokens'])} tok"
     return [f"#{record['index']}", f"{record['start']}–{record['end']}",
-            f"{number(record['length'])} {unit} · {number(record['tokens'])} tok"]
+            f"{number(record['length'])} {unit}{tokens}"]
 
 
 def check_segments(segments, text: str, records: list[dict]) -> None:

@@ -242,7 +242,8 @@
       row.setAttribute("aria-selected", String(i === shown.selected));
       row.dataset.index = i;
       row.style.top = `${list.scrollTop + (i - top) * ROW}px`;
-      const tokens = record.tokens !== undefined ? ` · ${count.format(record.tokens)} tok` : "";
+      const tokens = record.tokens !== undefined && shown.unit !== "tokens"
+        ? ` · ${count.format(record.tokens)} tok` : "";
       row.append(element("span", "num", `#${record.index}`),
                  element("span", "range", `${record.start}–${record.end}`),
                  element("span", "len", `${count.format(record.length)} ${shown.unit}${tokens}`),
