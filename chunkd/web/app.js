@@ -86,7 +86,8 @@
   // --- the document, chunk by chunk (built a page at a time, as it scrolls into view) --
 
   const view = $("view");
-  const PAGE_POINTS = 12000; // code points a page of the view holds at most
+  const PAGE_POINTS = 12000; // code points a page of the view holds at most,
+  const PAGE_PIECES = 1000;  // and pieces (spans): tiny chunks make many
   let pages = [];            // {pieces: [[segment, from, to], ...], element, built}
   let pageObserver = null;
 
@@ -102,7 +103,10 @@
         page.pieces.push([s, from, to]);
         page.points += to - from;
         from = to;
-        if (page.points >= PAGE_POINTS) { pages.push(page); page = { pieces: [], points: 0 }; }
+        if (page.points >= PAGE_POINTS || page.pieces.length >= PAGE_PIECES) {
+          pages.push(page);
+          page = { pieces: [], points: 0 };
+        }
       }
     }
     if (page.pieces.length) pages.push(page);
@@ -267,8 +271,9 @@
   function scrollListTo(index) {
     const scale = listScale(), sight = list.clientHeight;
     const top = list.scrollTop / scale;
-    if (index * ROW < top) list.scrollTop = index * ROW * scale;
-    else if ((index + 1) * ROW > top + sight) list.scrollTop = ((index + 1) * ROW - sight) * scale;
+    // scrollTop is whole pixels: round so that the row stays whole when scaled.
+    if (index * ROW < top) list.scrollTop = Math.floor(index * ROW * scale);
+    else if ((index + 1) * ROW > top + sight) list.scrollTop = Math.ceil(((index + 1) * ROW - sight) * scale);
   }
 
   list.addEventListener("click", (event) => {
@@ -382,11 +387,11 @@
     const lengths = shown.records.map((record) => record.length);
     if (!lengths.length) { box.replaceChildren(); return; }
     const size = shown.report.settings.size;
-    const top = Math.max(size, ...lengths);
+    const top = Math.max(size, shown.report.summary.max);
     const bins = Math.max(1, Math.min(30, top));
     const width = top / bins, counts = new Array(bins).fill(0);
     for (const length of lengths) counts[Math.min(bins - 1, Math.floor(length / width))]++;
-    const most = Math.max(...counts);
+    const most = counts.reduce((a, b) => Math.max(a, b));
     const W = 480, H = 64, left = 4, bottom = 12, plot = H - bottom - 12;
     const picture = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
       "aria-label": `Chunk lengths from 0 to ${top} ${shown.unit}; the size is ${size}` });
@@ -540,32 +545,34 @@
     showMessage("");
     status(size > 1e6 ? `Splitting ${megabytes(size)}…` : "Splitting…");
     $("split").disabled = true;
+    let answer, text;
     try {
-      const answer = await fetch(`/api/split?${query()}`, {
+      answer = await fetch(`/api/split?${query()}`, {
         method: "POST", body, headers: { "Content-Type": "text/plain; charset=utf-8" } });
-      const text = await answer.text();
-      if (ticket !== asked) return;
-      let report;
-      try { report = JSON.parse(text); } catch { report = { error: text.trim() || answer.statusText }; }
-      if (!answer.ok || report.error) {
-        status("");
-        showMessage(report.error || `chunkd serve answered ${answer.status}`);
-        return;
-      }
-      show(report);
-      status(`${count.format(shown.records.length)} chunks, shown in `
-        + `${seconds.format((performance.now() - began) / 1000)} s.`);
-    } catch (error) {
-      if (ticket === asked) {
-        status("");
-        showMessage("chunkd serve did not answer: is it still running?");
-      }
-    } finally {
-      if (ticket === asked) $("split").disabled = false;
+      text = await answer.text();
+    } catch {
+      answer = null;
     }
+    if (ticket !== asked) return;  // a newer split was asked for meanwhile
+    $("split").disabled = false;
+    status("");
+    if (!answer) {
+      showMessage("chunkd serve did not answer: is it still running?");
+      return;
+    }
+    let report;
+    try { report = JSON.parse(text); } catch { report = { error: text.trim() || answer.statusText }; }
+    if (!answer.ok || report.error) {
+      showMessage(report.error || `chunkd serve answered ${answer.status}`);
+      return;
+    }
+    show(report);
+    status(`${count.format(shown.records.length)} chunks, shown in `
+      + `${seconds.format((performance.now() - began) / 1000)} s.`);
   }
 
   async function open(file) {
+    status(`Reading ${file.name}…`);
     source = { name: file.name, bytes: await file.arrayBuffer() };
     editor.value = "";
     editor.placeholder = `${file.name} (${megabytes(file.size)}) is open. `
