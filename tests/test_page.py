@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import threading
 
 import orjson
@@ -227,6 +228,22 @@ def test_split_shows_what_the_filter_writes(page, server):
         "#totals [data-fact]", "tiles => tiles.map(t => [t.dataset.fact, t.firstChild.textContent])"))
     assert tiles["Chunks"] == number(len(records))
     assert tiles["Tokens"] == number(sum(r["tokens"] for r in records))
+    check_histogram(page, records, 200)
+
+
+def check_histogram(page, records: list[dict], size: int) -> None:
+    """Each bar counts the chunks whose length is in its range; bars past the size
+    are marked."""
+    bars = page.eval_on_selector_all(
+        "#histogram rect", "bars => bars.map(bar => [bar.getAttribute('class'), bar.textContent])")
+    assert bars
+    for kind, title in bars:
+        lengths, chunks = re.fullmatch(r"([\d–]+) \w+: ([\d,]+) chunks", title).groups()
+        low, _, high = lengths.partition("–")
+        low, high = int(low), int(high or low)
+        assert int(chunks.replace(",", "")) == sum(low <= r["length"] <= high for r in records)
+        assert kind == ("bar over" if low > size else "bar")
+    assert sum(int(t.split(": ")[1].split()[0].replace(",", "")) for _, t in bars) == len(records)
 
 
 def test_selecting_a_chunk_shows_its_details(page, server):
@@ -383,6 +400,7 @@ def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy)
         assert facts["Heading path"] == " › ".join(chunks[2].headings) == "Guide › Setup"
         tiles = page.eval_on_selector_all("#totals [data-fact]", "t => t.map(x => x.dataset.fact)")
         assert "Estimated tokens" in tiles
+        check_histogram(page, [{"length": chunk.length} for chunk in chunks], 3)
 
         paste(page, "x" * 10_001)  # more than this server's --max-bytes
         page.click("#split")

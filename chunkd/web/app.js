@@ -206,7 +206,11 @@
     const page = pages.find((page) => page.pieces[page.pieces.length - 1][0] >= segment);
     fillPage(page);
     const span = page.element.querySelector(`[data-seg="${segment}"]`);
-    if (span) span.scrollIntoView({ block: "nearest" });
+    if (!span) return;
+    // Scroll the view alone (scrollIntoView would scroll the window too, on a narrow
+    // screen away from the list in use).
+    const offset = span.getBoundingClientRect().top - view.getBoundingClientRect().top;
+    if (offset < 0 || offset > view.clientHeight - 40) view.scrollTop += offset - view.clientHeight / 4;
   }
 
   view.addEventListener("click", (event) => {
@@ -251,7 +255,7 @@
       row.append(element("span", "num", `#${record.index}`),
                  element("span", "range", `${record.start}–${record.end}`),
                  element("span", "len", `${count.format(record.length)} ${shown.unit}${tokens}`),
-                 element("span", "text", record.text.slice(0, 160).replace(/\s+/g, " ")));
+                 element("span", "text", opening(record.text)));
       rows.push(row);
     }
     space.replaceChildren(...rows);
@@ -260,6 +264,13 @@
     } else {
       list.removeAttribute("aria-activedescendant");
     }
+  }
+
+  /** The start of a chunk's text on one line, not ending inside a surrogate pair. */
+  function opening(text) {
+    let end = Math.min(text.length, 160);
+    if (end < text.length && /[\ud800-\udbff]/.test(text[end - 1])) end--;
+    return text.slice(0, end).replace(/\s+/g, " ");
   }
 
   let listFrame = 0;
@@ -384,13 +395,12 @@
   /** How many chunks have each length, against the size (a dashed line). */
   function renderHistogram() {
     const box = $("histogram");
-    const lengths = shown.records.map((record) => record.length);
-    if (!lengths.length) { box.replaceChildren(); return; }
+    if (!shown.records.length) { box.replaceChildren(); return; }
     const size = shown.report.settings.size;
     const top = Math.max(size, shown.report.summary.max);
-    const bins = Math.max(1, Math.min(30, top));
-    const width = top / bins, counts = new Array(bins).fill(0);
-    for (const length of lengths) counts[Math.min(bins - 1, Math.floor(length / width))]++;
+    const bins = Math.min(30, top + 1);  // over the lengths 0 to top, both included
+    const width = (top + 1) / bins, counts = new Array(bins).fill(0);
+    for (const { length } of shown.records) counts[Math.min(bins - 1, Math.floor(length / width))]++;
     const most = counts.reduce((a, b) => Math.max(a, b));
     const W = 480, H = 64, left = 4, bottom = 12, plot = H - bottom - 12;
     const picture = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
@@ -398,14 +408,15 @@
     const step = (W - 2 * left) / bins;
     counts.forEach((n, i) => {
       if (!n) return;
-      const height = Math.max(1, n / most * plot), low = Math.round(i * width);
-      const high = Math.round((i + 1) * width);
-      const bar = svg("rect", { class: low >= size ? "bar over" : "bar", x: left + i * step + 0.5,
+      const height = Math.max(1, n / most * plot);
+      const low = Math.ceil(i * width), high = Math.ceil((i + 1) * width) - 1;
+      const bar = svg("rect", { class: low > size ? "bar over" : "bar", x: left + i * step + 0.5,
         y: H - bottom - height, width: Math.max(1, step - 1), height });
-      bar.append(svg("title", {}, `${low}–${high} ${shown.unit}: ${count.format(n)} chunks`));
+      const lengths = low === high ? `${low}` : `${low}–${high}`;
+      bar.append(svg("title", {}, `${lengths} ${shown.unit}: ${count.format(n)} chunks`));
       picture.append(bar);
     });
-    const x = left + size / top * (W - 2 * left);
+    const x = left + (size + 1) / (top + 1) * (W - 2 * left);  // lengths up to the size on its left
     picture.append(svg("line", { class: "limit", x1: x, x2: x, y1: 4, y2: H - bottom }),
       svg("text", { x: left, y: H - 2 }, "0"),
       svg("text", { x: Math.min(x + 3, W - 60), y: H - 2 }, `size ${size}`),
@@ -489,7 +500,7 @@
     tab.addEventListener("keydown", (event) => {
       if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
       const other = tab.id === "tab-edit" ? $("tab-view") : $("tab-edit");
-      if (!other.disabled) { other.click(); other.focus(); }
+      if (!other.disabled && !other.hidden) { other.click(); other.focus(); }
     });
   }
 
