@@ -8,6 +8,7 @@ import re
 import select
 import signal
 import subprocess
+import tempfile
 
 from command import chunkd_command
 
@@ -27,13 +28,15 @@ class Serve:
     """``chunkd serve --port 0 ARGS`` in a subprocess; ``url`` is the address it prints."""
 
     def __init__(self, *args: str) -> None:
+        # Its log goes to a file: a pipe nobody reads would fill and stop the server.
+        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen([chunkd_command(), "serve", "--port", "0", *args],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                        stdout=subprocess.PIPE, stderr=self.log)
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         assert ready, "chunkd serve printed no address within 60 s"
         self.banner = self.process.stdout.readline().decode()
         found = re.search(r"http://(\S+?):(\d+)/", self.banner)
-        assert found, f"no address in {self.banner!r}: {self.process.stderr.read1().decode()}"
+        assert found, f"no address in {self.banner!r}: {self.stderr()}"
         self.url = found.group(0)
         self.host, self.port = found.group(1).strip("[]"), int(found.group(2))
 
@@ -41,11 +44,15 @@ class Serve:
         """Stop it with ``signum``; its exit status and what it wrote on stderr."""
         self.process.send_signal(signum)
         try:
-            _, stderr = self.process.communicate(timeout=30)
+            self.process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise
-        return self.process.returncode, stderr.decode()
+        return self.process.returncode, self.stderr()
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode()
 
     def __enter__(self) -> Serve:
         return self

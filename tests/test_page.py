@@ -478,7 +478,9 @@ def test_a_preview_file_shows_what_the_filter_writes(page, tmp_path):
     expect(page.locator("#fixed-settings")).to_contain_text("recursive, 300 chars, overlap 60")
     assert page.is_hidden("#settings") and page.is_hidden("#editor")
     assert shown_rows(page) == [expected_row(r, "chars") for r in records]
-    check_segments(shown_segments(page), text, records)
+    segments = shown_segments(page)
+    check_segments(segments, text, records)
+    assert sum(kind == "overlap" for _, _, kind, _ in segments) >= 1
     page.focus("#list")
     page.keyboard.press("Home")
     page.click("#row-2")
