@@ -371,7 +371,7 @@ def lines_strategy():
     del REGISTRY["test-lines"]
 
 
-def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy):
+def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy, tmp_path):
     from chunkd.serve import PageServer
 
     server = PageServer("127.0.0.1", 0, {"strategy": None, "chars": None, "tokens": None,
@@ -407,6 +407,11 @@ def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy)
         expect(page.locator("#message")).to_have_text(
             "the document is 10,001 bytes, more than this server takes (10,000 bytes); "
             "start it with a larger --max-bytes")
+        (tmp_path / "large.txt").write_text("y" * 2**20)  # a file is not even sent
+        page.set_input_files("#file", str(tmp_path / "large.txt"))
+        expect(page.locator("#message")).to_have_text(
+            "large.txt is 1.0 MiB, more than this chunkd serve takes (10,000 bytes); start it "
+            "with a larger --max-bytes")
     finally:
         server.shutdown()
         server.server_close()

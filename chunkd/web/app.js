@@ -18,8 +18,11 @@
     return node;
   }
 
-  function megabytes(bytes) {
-    return `${percent.format(bytes / 1048576)} MB`;
+  const mebibytes = new Intl.NumberFormat("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+  /** A size as the server's messages write it. */
+  function byteSize(bytes) {
+    return bytes >= 1048576 ? `${mebibytes.format(bytes / 1048576)} MiB` : `${count.format(bytes)} bytes`;
   }
 
   // --- the report being shown ---------------------------------------------------------
@@ -526,6 +529,7 @@
   let strategies = new Map();
   let source = null;  // an opened file: {name, bytes}; null: the editor's text
   let asked = 0;      // the latest split asked for; older answers are dropped
+  let maxBytes = Infinity;
 
   function setStrategy(name) {
     const kind = strategies.get(name);
@@ -554,7 +558,7 @@
     const ticket = ++asked, began = performance.now();
     const size = source ? source.bytes.byteLength : body.length;
     showMessage("");
-    status(size > 1e6 ? `Splitting ${megabytes(size)}…` : "Splitting…");
+    status(size > 1e6 ? `Splitting ${byteSize(size)}…` : "Splitting…");
     $("split").disabled = true;
     let answer, text;
     try {
@@ -583,10 +587,15 @@
   }
 
   async function open(file) {
+    if (file.size > maxBytes) {  // not worth sending: the server would refuse it
+      showMessage(`${file.name} is ${byteSize(file.size)}, more than this chunkd serve takes `
+        + `(${byteSize(maxBytes)}); start it with a larger --max-bytes`);
+      return;
+    }
     status(`Reading ${file.name}…`);
     source = { name: file.name, bytes: await file.arrayBuffer() };
     editor.value = "";
-    editor.placeholder = `${file.name} (${megabytes(file.size)}) is open. `
+    editor.placeholder = `${file.name} (${byteSize(file.size)}) is open. `
       + "Paste or type here to split other text instead.";
     split();
   }
@@ -610,6 +619,7 @@
 
   fetch("/api/config").then((answer) => answer.json()).then((config) => {
     strategies = new Map(config.strategies.map((kind) => [kind.name, kind]));
+    maxBytes = config.max_bytes;
     $("strategy").replaceChildren(...config.strategies.map((kind) => {
       const option = element("option", "", kind.name);
       option.title = kind.summary;
