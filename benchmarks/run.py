@@ -8,7 +8,8 @@ LangChain, the chunk count, and whether the chunk texts equal LangChain's. Refer
 limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
-``--jobs`` 1 against 2 on many files. Peers that cannot be imported are reported.
+``--jobs`` 1 against 2 on many files. Eval: ``chunkd eval`` over the shared questions.
+Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -345,7 +346,110 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents"]
+def daemon(count: int, out: list[str]) -> None:
+    """``chunkd watch`` on many small files: a burst dropped into a running daemon, then
+    a restart over their current results, beside the filter on the same files."""
+    import glob
+    import shutil
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="chunkd-bench-"))
+    inbox = folder / "inbox"
+    inbox.mkdir()
+    log_path = folder / "log"
+    texts = {f"doc-{n:05}.txt": f"Document {n}. " + "Some words here. " * (n % 40 + 1)
+             for n in range(count)}
+
+    def results() -> int:
+        return len(glob.glob(str(inbox / "*.chunks.json")))
+
+    def start(*options: str) -> subprocess.Popen:
+        return subprocess.Popen([chunkd_command(), "watch", str(inbox), "--settle", "0.5",
+                                 "-v", *options], stderr=open(log_path, "w"))
+
+    def wait(condition: Callable[[], bool], limit: float = 600) -> None:
+        deadline = time.monotonic() + limit
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not finish in time")
+            time.sleep(0.05)
+
+    out.append(f"## The daemon: {count:,} small files\n")
+    out.append("`chunkd watch INBOX --settle 0.5` (2 worker processes). Burst: the files are "
+               "written into the running daemon's inbox, timed from the first write to the "
+               "last result (settling included). Restart: a new daemon over the same folder, "
+               "timed from its start to its READY line (every result confirmed current, "
+               "nothing re-chunked). The filter chunks the same files in one command.\n")
+    daemon_process = start()
+    wait(lambda: "files to catch up" in log_path.read_text())
+    started = time.monotonic()
+    for name, text in texts.items():
+        (inbox / name).write_text(text, encoding="utf-8")
+    wait(lambda: results() == count)
+    burst = time.monotonic() - started
+    daemon_process.terminate()
+    daemon_process.wait()
+    started = time.monotonic()
+    daemon_process = start()
+    wait(lambda: "files to catch up" in log_path.read_text())
+    restart = time.monotonic() - started
+    redone = log_path.read_text().count("\nprocessed ")
+    daemon_process.terminate()
+    daemon_process.wait()
+    inputs = sorted(str(inbox / name) for name in texts)
+    filter_seconds, _, _ = measured_run([chunkd_command(), "--jobs", "2", *inputs],
+                                        lambda stdin: None)
+    shutil.rmtree(folder)
+    out.append("| measure | seconds | files/s | target |")
+    out.append("| --- | ---: | ---: | --- |")
+    out.append(f"| burst of {count:,} files, to the last result | {burst:.1f} | "
+               f"{count / burst:,.0f} | under 20 s for 20,000 |")
+    out.append(f"| restart over {count:,} current results, to READY | {restart:.1f} | "
+               f"{count / restart:,.0f} | under 5 s for 20,000 ({redone} re-chunked) |")
+    out.append(f"| the filter, `chunkd --jobs 2` on the same files | {filter_seconds:.1f} | "
+               f"{count / filter_seconds:,.0f} | |")
+    print("\n".join(out[-3:]), flush=True)
+    out.append("")
+
+
+def eval_grid(runs: int, out: list[str]) -> None:
+    """``chunkd eval`` over the shared questions with its default grid (12 settings):
+    end to end, and the grid alone in process (without starting Python, importing,
+    loading the tokenizer)."""
+    from chunkd.evaluate.command import Problems, build_parser, load_documents, load_questions
+    from chunkd.evaluate.evaluation import evaluate
+    from chunkd.evaluate.grid import grid
+    from chunkd.evaluate.retrieval import RETRIEVERS
+
+    shared = ROOT.parent / "shared" / "eval"
+    arguments = [*map(str, sorted((shared / "docs").glob("*.md"))),
+                 "--questions", str(shared / "questions.jsonl"), "--format", "ndjson"]
+    measured = [measured_run([chunkd_command(), "eval", *arguments], lambda stdin: None)
+                for _ in range(runs)]
+    args = build_parser().parse_args(arguments)
+    points, _ = grid(args)
+    documents = load_documents(args, Problems())
+    questions = load_questions(args.questions, documents, Problems())
+    evaluate(points[0], documents, questions, RETRIEVERS["bm25"], 5)  # loads the tokenizer
+    seconds, _ = median_seconds(lambda: [evaluate(point, documents, questions,
+                                                  RETRIEVERS["bm25"], 5) for point in points],
+                                runs)
+    out.append("## chunkd eval\n")
+    out.append(f"`chunkd eval` on `../shared/eval` ({len(documents.texts)} documents, "
+               f"{sum(map(len, documents.texts)) / 1000:.0f} k code points, {len(questions)} "
+               f"questions), its default grid ({len(points)} settings: recursive, tokens 64 "
+               "to 2048, overlap 0 and 15 %), BM25 top 5. End to end: the command's wall "
+               "time, process start included; in process: the grid alone (chunking, "
+               "indexing, retrieving, scoring), after a first setting has loaded the "
+               "tokenizer. Medians of the runs.\n")
+    out.append("| settings | end to end s | peak RSS MB | in process s | in process s a setting |")
+    out.append("| ---: | ---: | ---: | ---: | ---: |")
+    out.append(f"| {len(points)} | {statistics.median(m[0] for m in measured):.2f} | "
+               f"{max(m[1] for m in measured)} | {seconds:.2f} | {seconds / len(points):.3f} |")
+    print(out[-1], flush=True)
+    out.append("")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "daemon", "eval"]
 
 
 def main() -> None:
@@ -372,6 +476,10 @@ def main() -> None:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
         many_documents(runs, out)
+    if "daemon" in args.sections:
+        daemon(1000 if args.quick else 20_000, out)
+    if "eval" in args.sections:
+        eval_grid(runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

@@ -10,12 +10,12 @@ the others are described in ``chunkd.strategies`` and the README.
 from __future__ import annotations
 
 from chunkd._kernel import SEPARATORS
-from chunkd.chunk import Chunk, Span
+from chunkd.chunk import Chunk, Parent
 from chunkd.settings import Settings, SettingsError
 from chunkd.strategies import REGISTRY, build
 
 __version__ = "0.2.0"
-__all__ = ["Chunk", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError", "Span",
+__all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError",
            "Splitter", "split_text", "__version__"]
 
 #: The strategies' names.

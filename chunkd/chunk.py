@@ -8,12 +8,16 @@ from typing import NamedTuple
 OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent")
 
 
-class Span(NamedTuple):
-    """A parent chunk as its children refer to it: its number and exact offsets."""
+class Parent(NamedTuple):
+    """A child's parent chunk (parent/child mode): its number in the document, its
+    exact offsets, its length in the unit and its text. Records write a child's parent
+    as ``{"index", "start", "end"}``; whole-document formats list each parent once."""
 
     index: int
     start: int
     end: int
+    length: int
+    text: str
 
 
 class Chunk(NamedTuple):
@@ -27,7 +31,7 @@ class Chunk(NamedTuple):
     * ``tokens``: the exact cl100k_base count of ``text`` (``count_tokens``);
     * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
     * ``headings``: the Markdown headings enclosing the chunk, outermost first;
-    * ``parent``: the parent chunk of a child (``parent_size``), as a ``Span``.
+    * ``parent``: the parent chunk of a child (``parent_size``), a ``Parent``.
     """
 
     index: int
@@ -38,4 +42,4 @@ class Chunk(NamedTuple):
     tokens: int | None = None
     estimated_tokens: int | None = None
     headings: tuple[str, ...] | None = None
-    parent: Span | None = None
+    parent: Parent | None = None

@@ -17,12 +17,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
     "serve": ("chunkd.serve", "a local page to try settings on your documents and see the chunks"),
     "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
+    "eval": ("chunkd.evaluate.command",
+             "measure which settings retrieve best on your own questions, offline"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "watch":
+        # Before anything heavy is imported: a signal during start-up is recorded.
+        from chunkd.signals import Requests
+        requests = Requests()
+        requests.install()
+        return importlib.import_module(COMMANDS["watch"][0]).main(argv[1:], requests)
     if argv and argv[0] in COMMANDS:
         module, _ = COMMANDS[argv[0]]
         return importlib.import_module(module).main(argv[1:])

@@ -24,7 +24,6 @@ import os
 import queue
 import signal
 import sys
-import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,7 +34,9 @@ from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, O
                           Signature, signature)
 from chunkd.notify import Notifier
 from chunkd.readers import display_name
+from chunkd.signals import Requests
 from chunkd.settings import add_settings_options, parse_with_settings
+from chunkd.strategies import build
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("chunkd")
@@ -44,31 +45,6 @@ log = logging.getLogger("chunkd")
 RETRY_FIRST, RETRY_MOST = 5.0, 300.0
 #: A file whose chunking killed a worker process this many times gets an error result.
 CRASHES_TO_FAIL = 2
-
-
-class Requests:
-    """What signals asked for; installed before anything else at start-up, so that an
-    early SIGHUP (``systemctl reload``) cannot kill the daemon."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.rescan = threading.Event()
-        self.wake: queue.SimpleQueue | None = None  # the scheduler's, once it runs
-
-    def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._stop)
-        signal.signal(signal.SIGINT, self._stop)
-        signal.signal(signal.SIGHUP, self._rescan)
-
-    def _stop(self, *_) -> None:
-        self.stop.set()
-        if self.wake is not None:
-            self.wake.put(("wake", ""))
-
-    def _rescan(self, *_) -> None:
-        self.rescan.set()
-        if self.wake is not None:
-            self.wake.put(("wake", ""))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,8 +131,13 @@ def _worker_start(options: InboxOptions, stopping, beats, slots) -> None:
     with slots.get_lock():
         slot = slots.value
         slots.value += 1
-    _worker.update(inbox=Inbox(options, check_identity=True), stopping=stopping,
-                   beats=beats, slot=slot % len(beats))
+    inbox = Inbox(options, check_identity=True)
+    inbox.chunker = build(options.settings)  # the tokenizer loads now, not on a first file
+    _worker.update(inbox=inbox, stopping=stopping, beats=beats, slot=slot % len(beats))
+
+
+def _ready() -> None:
+    """A task that only makes the pool start a worker."""
 
 
 def _die_with_parent() -> None:
@@ -224,6 +205,10 @@ class Daemon:
             self.args.workers, mp_context=context, initializer=_worker_start,
             initargs=(self.options, self.stopping, self.beats, context.Value("i", 0)))
         self.generation += 1
+        # Start them all now and wait until they run (the tokenizer loaded): a worker
+        # that cannot start fails the daemon's start, not its first files.
+        for started in [self.pool.submit(_ready) for _ in range(self.args.workers)]:
+            started.result()
 
     def submit(self, relative: str) -> None:
         future = self.pool.submit(_work, relative)
@@ -235,7 +220,8 @@ class Daemon:
     def start_observer(self) -> None:
         if self.polling:
             return
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import (DirCreatedEvent, DirMovedEvent, FileClosedEvent,
+                                     FileCreatedEvent, FileMovedEvent, FileSystemEventHandler)
         from watchdog.observers import Observer
 
         events, relative = self.events, self.inbox.relative
@@ -250,8 +236,14 @@ class Daemon:
 
         try:
             observer = Observer()
+            # Only what can make a file new or complete: creations, renames, and closes
+            # after writing. Opens, reads, attribute changes and deletions (the daemon's
+            # own reading and cleaning among them) would only cost time; the rescans
+            # catch what this leaves out (a `touch`, a chmod).
             observer.schedule(QueuePaths(), self.inbox.options.root,
-                              recursive=self.args.recursive, follow_symlink=False)
+                              recursive=self.args.recursive, follow_symlink=False,
+                              event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent,
+                                            DirCreatedEvent, DirMovedEvent])
             observer.start()
             self.observer = observer
         except OSError as error:
@@ -317,10 +309,14 @@ class Daemon:
         self.waiting[relative] = (seen, due)
         heapq.heappush(self.due, (due, relative))
 
+    def room(self) -> bool:
+        """Whether another file may be handed to the pool (a few per worker are queued,
+        so that a worker never waits for the scheduler)."""
+        return len(self.running) < 16 * self.args.workers
+
     def dispatch_due(self) -> None:
-        capacity = 2 * self.args.workers
         now = time.monotonic()
-        while self.due and self.due[0][0] <= now and len(self.running) < capacity:
+        while self.due and self.due[0][0] <= now and self.room():
             due, relative = heapq.heappop(self.due)
             seen, expected = self.waiting.get(relative, (None, None))
             if expected != due:
@@ -447,7 +443,12 @@ class Daemon:
         next_ping = next_status = 0.0
         while not self.requests.stop.is_set():
             now = time.monotonic()
-            timeout = min(next_rescan, self.due[0][0] if self.due else next_rescan, now + 0.5)
+            # Wake for the next due file only when it can be dispatched: with the pool
+            # full, a finished file is what to wait for (spinning would starve the
+            # executor's threads of the GIL).
+            timeout = min(next_rescan, now + 0.5)
+            if self.due and self.room():
+                timeout = min(timeout, self.due[0][0])
             try:
                 self.handle(self.events.get(timeout=max(0.0, timeout - now)))
                 while True:
@@ -525,10 +526,12 @@ def lock(inbox: Inbox) -> str | None:
     return None
 
 
-def main(argv: list[str]) -> int:
-    """``chunkd watch``; returns the exit status."""
-    requests = Requests()
-    requests.install()
+def main(argv: list[str], requests: Requests | None = None) -> int:
+    """``chunkd watch``; returns the exit status. ``requests``: signal handlers the
+    caller installed before importing this module (``chunkd.cli`` does)."""
+    if requests is None:
+        requests = Requests()
+        requests.install()
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
     if args.workers < 1 or args.max_bytes < 1 or args.settle < 0 or args.rescan <= 0 \
@@ -572,6 +575,10 @@ def main(argv: list[str]) -> int:
     daemon = Daemon(inbox, args, Notifier(), requests)
     try:
         return daemon.run()
+    except BrokenProcessPool:
+        log.error("chunkd watch: the worker processes could not start or keep running "
+                  "(their error, if any, is above)")
+        return EXIT_FAILURE
     except Exception:
         log.exception("chunkd watch: unexpected failure")
         return EXIT_FAILURE

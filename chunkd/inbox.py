@@ -34,7 +34,7 @@ from chunkd import __version__
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.strategies import build, chunk_blocks
-from chunkd.writers import chunk_record, encode_document, name_value
+from chunkd.writers import DocumentRecords, encode_document, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
@@ -376,14 +376,14 @@ class Inbox:
                 read += len(data)
                 beat()
 
-            chunks = []
+            records = DocumentRecords()
             if self.chunker is None:
                 self.chunker = build(self.settings)
             try:
                 text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
                                      self.settings.errors)
                 for made in chunk_blocks(self.chunker, text):
-                    chunks.extend(chunk_record(chunk) for chunk in made)
+                    records.add(made)
             except InputError as error:
                 self.chunker = None  # its state is the failed document's
                 reason = str(error).removeprefix(f"{display_name(relative)}: ")
@@ -394,34 +394,26 @@ class Inbox:
             except Abandoned:
                 self.chunker = None
                 raise
-            after = os.fstat(fd)
+        # The file at its name now must be the one read, unchanged: no result for a
+        # file deleted, replaced or written to meanwhile.
+        try:
+            after = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        except FileNotFoundError:
+            return Outcome("gone", "deleted while it was read")
         if signature(after) != signature(before) or read != after.st_size:
-            return Outcome("changed", "written to while it was read", signature(after))
+            return Outcome("changed", "changed while it was read", signature(after))
         if stopping():
             return Outcome("abandoned")
-        now_there = self._still_there(folder, name, after)
-        if now_there is not None:
-            return now_there
-        document = self.header(relative, after, digest.hexdigest()) | {"chunks": chunks}
+        document = records.document(self.header(relative, after, digest.hexdigest()))
         written = self.write_result(relative, self.result_suffix,
                                     encode_document(self.options.format, document))
         if written is not None:
             return written
-        message = f"{len(chunks)} chunks, {after.st_size} bytes, {time.monotonic() - started:.3f} s"
+        message = (f"{len(records.chunks)} chunks, {after.st_size} bytes, "
+                   f"{time.monotonic() - started:.3f} s")
         if self.done is not None:
             message += self.move_to_done(folder, relative, name)
         return Outcome("processed", message, signature(after))
-
-    def _still_there(self, folder: int, name: str, read: os.stat_result) -> Outcome | None:
-        """None if the file just read is still the one at its name; else why not (a
-        result must not be written for a file that was deleted or replaced)."""
-        try:
-            now = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
-        except FileNotFoundError:
-            return Outcome("gone", "deleted while it was read")
-        if signature(now) != signature(read):
-            return Outcome("changed", "replaced while it was read", signature(now))
-        return None
 
     def header(self, relative: str, st: os.stat_result | None, sha256: str | None) -> dict:
         return {"source": name_value(relative, self.options.format == "msgpack"),

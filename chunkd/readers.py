@@ -153,9 +153,24 @@ def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin",
         if problem:
             yield InputError(f"{where}: line {number}: {problem}")
             continue
+        del line  # only the parsed text is held while the document is chunked
         name = record.pop("id", number)
         text = record.pop("text")
-        yield Document(name, [text] if text else [], record, size=len(text))
+        yield Document(name, TextBlocks(text), record, size=len(text))
+
+
+class TextBlocks:
+    """A text already in memory, given in blocks as a stream would give it, so that
+    its chunks and their output are made a block at a time, not all at once;
+    picklable, for ``--jobs`` workers."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __iter__(self) -> Iterator[str]:
+        text = self.text
+        for start in range(0, len(text), BLOCK_SIZE):
+            yield text[start:start + BLOCK_SIZE]
 
 
 #: An integer literal that may lie beyond 64 bits, where orjson would make it a float.

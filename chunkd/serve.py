@@ -5,8 +5,8 @@
 
 The page (``chunkd.web``) posts a document to ``/api/split`` with the settings as query
 parameters spelled like the command-line options (``?strategy=recursive&tokens=300&
-overlap=15%25``); they are parsed by the same option parser as the filter's, so they mean
-the same and are refused with the same message. The answer is a report: the filter's
+overlap=15%25&parent-tokens=1200``); they are parsed by the same option parser as the
+filter's, so they mean the same and are refused with the same message. The answer is a report: the filter's
 records for that document, with exact token counts, and a summary.
 
 Safety, for a page that holds the user's documents: it listens on the loopback
@@ -59,15 +59,9 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
-#: The query parameters of ``/api/split``: the settings options, and the document's name.
-SETTINGS_PARAMETERS = ("strategy", "chars", "tokens", "size", "overlap", "errors")
 #: How long a refused body is still read (and dropped), so that the client, still
 #: sending, gets the answer rather than a reset connection.
 DRAIN_SECONDS = 5.0
-
-
-class QueryError(Exception):
-    """A request the page would not send; the message says what is wrong."""
 
 
 class _OptionParser(argparse.ArgumentParser):
@@ -79,15 +73,15 @@ class _OptionParser(argparse.ArgumentParser):
 
 
 def settings_from_query(query: str) -> tuple[Settings, str | None]:
-    """The settings and the document name (``doc``) of a split request."""
+    """The settings and the document name (``doc``) of a split request. Every other
+    parameter is a settings option without its dashes (``parent-chars=800``); the
+    option parser refuses what is not one."""
     argv, name = ["--count-tokens"], None
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key == "doc":
             name = value or None
-        elif key in SETTINGS_PARAMETERS:
-            argv += [f"--{key}", value]
         else:
-            raise QueryError(f"unknown parameter {key!r}")
+            argv += [f"--{key}", value]
     parser = _OptionParser(prog="chunkd serve", add_help=False)
     add_settings_options(parser)
     return settings_from_args(parser.parse_args(argv)), name
@@ -197,7 +191,7 @@ class PageHandler(BaseHTTPRequestHandler):
             settings, name = settings_from_query(parts.query)
             settings = with_token_counts(settings)
             text = "".join(decode_blocks([body], name or "the document", settings.errors))
-        except (QueryError, SettingsError, InputError, ValueError) as error:
+        except (SettingsError, InputError, ValueError) as error:
             self.api_error(400, str(error))
             return
         started = time.perf_counter()
@@ -288,6 +282,11 @@ def _size(count: int) -> str:
 
 # --- the command ---------------------------------------------------------------------
 
+#: The settings options that set the page's first choices, as ``/api/config`` gives them.
+INITIAL_OPTIONS = ("strategy", "chars", "tokens", "size", "overlap", "parent_chars",
+                   "parent_tokens", "parent_overlap", "errors")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chunkd serve",
@@ -332,8 +331,7 @@ def main(argv: list[str]) -> int:
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Listen and answer until interrupted."""
     build(with_token_counts(settings))  # load the tokenizer now, not at the first split
-    initial = {"strategy": args.strategy, "chars": args.chars, "tokens": args.tokens,
-               "size": args.size, "overlap": args.overlap, "errors": args.errors}
+    initial = {name: getattr(args, name) for name in INITIAL_OPTIONS}
     try:
         server = PageServer(args.host, args.port, initial, args.max_bytes)
     except (OSError, UnicodeError) as error:

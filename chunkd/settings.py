@@ -13,7 +13,7 @@ subcommand that takes them.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.
@@ -39,6 +39,10 @@ class Settings:
     unit: str | None = None
     size: int | None = None
     overlap: int | None = None
+    #: Parent/child: children (``size``) are cut from parents of ``parent_size`` units
+    #: (same unit) overlapping by ``parent_overlap``; each child records its parent.
+    parent_size: int | None = None
+    parent_overlap: int | None = None
     #: Add each chunk's exact cl100k_base count as ``tokens``.
     count_tokens: bool = False
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
@@ -64,7 +68,30 @@ class Settings:
         object.__setattr__(self, "unit", unit)
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "overlap", overlap)
+        if self.parent_size is not None:
+            self._check_parents(kind)
+        elif self.parent_overlap is not None:
+            raise SettingsError("a parent overlap needs a parent size")
         kind.check(self)
+
+    def _check_parents(self, kind) -> None:
+        if not kind.parents:
+            raise SettingsError(f"the {self.strategy} strategy has no parent/child mode")
+        parent_size = _whole(self.parent_size, "parent size", 1)
+        if parent_size <= self.size:
+            raise SettingsError(f"the parent size ({parent_size}) must be larger than the "
+                                f"size ({self.size})")
+        parent_overlap = (kind.default_overlap(parent_size) if self.parent_overlap is None
+                          else _whole(self.parent_overlap, "parent overlap", 0))
+        if parent_overlap >= parent_size:
+            raise SettingsError(f"the parent overlap ({parent_overlap}) must be smaller than "
+                                f"the parent size ({parent_size})")
+        object.__setattr__(self, "parent_overlap", parent_overlap)
+
+    def parent_settings(self) -> Settings:
+        """The settings that cut the parents (a parent/child setting's other half)."""
+        return replace(self, size=self.parent_size, overlap=self.parent_overlap,
+                       parent_size=None, parent_overlap=None, count_tokens=False)
 
     @classmethod
     def from_keywords(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
@@ -83,6 +110,8 @@ class Settings:
         does not make every earlier result look stale)."""
         recorded = {"strategy": self.strategy, "unit": self.unit, "size": self.size,
                     "overlap": self.overlap, "errors": self.errors}
+        if self.parent_size is not None:
+            recorded |= {"parent_size": self.parent_size, "parent_overlap": self.parent_overlap}
         if self.count_tokens:
             recorded["count_tokens"] = True
         return recorded
@@ -94,6 +123,8 @@ class Settings:
         extra = set(strategy_class(self.strategy).fields)
         if self.count_tokens:
             extra.add("tokens")
+        if self.parent_size is not None:
+            extra.add("parent")
         from chunkd.chunk import OPTIONAL_FIELDS
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
@@ -161,6 +192,14 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
                        help="units shared by neighbouring chunks, a number or a percentage "
                             "of the size (15%%); smaller than the size (default: 10%% for "
                             "recursive, 0 for window strategies)")
+    group.add_argument("--parent-chars", type=many(_number), metavar="N",
+                       help="parent/child: cut parents of N code points, then the chunks "
+                            "(children) from each parent; with --chars")
+    group.add_argument("--parent-tokens", type=many(_number), metavar="N",
+                       help="parent/child, in cl100k_base tokens; with --tokens")
+    group.add_argument("--parent-overlap", type=many(_overlap), metavar="M",
+                       help="units shared by neighbouring parents, or a percentage of the "
+                            "parent size (default: 10%%)")
     group.add_argument("--count-tokens", action="store_true",
                        help="add each chunk's exact cl100k_base token count as \"tokens\"")
     group.add_argument("--errors", choices=ERRORS, default="strict",
@@ -171,7 +210,9 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
 def settings_from_options(strategy: str | None = None, chars: int | None = None,
                           tokens: int | None = None, size: int | None = None,
                           overlap: int | str | None = None, count_tokens: bool = False,
-                          errors: str = "strict") -> Settings:
+                          errors: str = "strict", parent_chars: int | None = None,
+                          parent_tokens: int | None = None,
+                          parent_overlap: int | str | None = None) -> Settings:
     """Settings from option values, as the command line spells them; a wrong
     combination raises ``SettingsError`` saying what to write instead."""
     from chunkd.strategies import REGISTRY, strategy_class
@@ -193,17 +234,36 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
             raise SettingsError(f"--size is for the window strategies; with --strategy "
                                 f"{strategy} write --chars N or --tokens N")
         unit, size = ("tokens", tokens) if tokens is not None else ("chars", chars)
-    if isinstance(overlap, str):  # a percentage of the size
-        size_now = kind.default_size if size is None else size
-        overlap = int(size_now * float(overlap[:-1]) // 100)
+    overlap = _percent_of(overlap, kind.default_size if size is None else size)
+    parent_size = None
+    if parent_chars is not None or parent_tokens is not None:
+        parent_unit, parent_size = (("tokens", parent_tokens) if parent_tokens is not None
+                                    else ("chars", parent_chars))
+        if parent_chars is not None and parent_tokens is not None:
+            raise SettingsError("--parent-chars and --parent-tokens exclude each other")
+        if parent_unit != (unit or "chars"):
+            raise SettingsError(f"parents are counted in the children's unit: with "
+                                f"--{unit or 'chars'} write --parent-{unit or 'chars'} N")
+        parent_overlap = _percent_of(parent_overlap, parent_size)
+    elif parent_overlap is not None:
+        raise SettingsError("--parent-overlap needs --parent-chars or --parent-tokens")
     return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
+                    parent_size=parent_size, parent_overlap=parent_overlap,
                     count_tokens=count_tokens, errors=errors)
+
+
+def _percent_of(overlap: int | str | None, size: int) -> int | None:
+    """An overlap option's value in units: a percentage (``"15%"``) of ``size``."""
+    if isinstance(overlap, str):
+        return int(size * float(overlap[:-1]) // 100)
+    return overlap
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the options of ``add_settings_options`` (without ``grid``)."""
     return settings_from_options(args.strategy, args.chars, args.tokens, args.size,
-                                 args.overlap, args.count_tokens, args.errors)
+                                 args.overlap, args.count_tokens, args.errors,
+                                 args.parent_chars, args.parent_tokens, args.parent_overlap)
 
 
 def parse_with_settings(parser: argparse.ArgumentParser,

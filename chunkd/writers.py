@@ -38,9 +38,10 @@ def name_value(name: object, binary: bool = False) -> object:
 def _optional(chunk: Chunk) -> dict:
     """The optional fields the chunk has, as plain JSON values."""
     values = {}
-    for name, value in zip(OPTIONAL_FIELDS, chunk[5:]):
+    for name, value in zip(OPTIONAL_FIELDS, chunk[5:], strict=True):
         if value is not None:
-            values[name] = value._asdict() if name == "parent" else value
+            values[name] = ({"index": value.index, "start": value.start, "end": value.end}
+                            if name == "parent" else value)
     return values
 
 
@@ -101,20 +102,40 @@ class MsgpackWriter(Writer):
         self.stream.write(b"".join([pack(chunk_record(chunk, header)) for chunk in chunks]))
 
 
+class DocumentRecords:
+    """A whole document's records, for the formats that write a document at once
+    (``--format json``, the daemon's results): its chunk records and, in parent/child
+    mode, each parent once (``{"index", "start", "end", "length", "text"}``)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[dict] = []
+        self.parents: list[dict] = []
+
+    def add(self, chunks: list[Chunk]) -> None:
+        for chunk in chunks:
+            parent = chunk.parent
+            if parent is not None and (not self.parents or self.parents[-1]["index"] != parent.index):
+                self.parents.append(parent._asdict())
+            self.chunks.append(chunk_record(chunk))
+
+    def document(self, header: dict) -> dict:
+        """``header``'s keys, the parents if any, then the chunks (always last)."""
+        return header | ({"parents": self.parents} if self.parents else {}) | {"chunks": self.chunks}
+
+
 class JsonWriter(Writer):
     """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``;
     it holds a document's chunks until the document ends."""
 
     def begin(self, doc: object, fields: dict) -> None:
-        self.document = {"doc": name_value(doc)} | fields
-        self.chunks: list[dict] = []
+        self.header = {"doc": name_value(doc)} | fields
+        self.records = DocumentRecords()
 
     def write(self, chunks: list[Chunk]) -> None:
-        self.chunks.extend(map(chunk_record, chunks))
+        self.records.add(chunks)
 
     def end(self) -> None:
-        self.stream.write(encode_document("json", self.document | {"chunks": self.chunks}) + b"\n")
-        self.chunks = []
+        self.stream.write(encode_document("json", self.records.document(self.header)) + b"\n")
 
 
 def encode_document(format: str, document: dict) -> bytes:

@@ -8,3 +8,31 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def watch():
+    """Start ``chunkd watch`` (a ``watching.Watcher``); every daemon a test starts is
+    stopped when the test ends, whatever happened."""
+    from watching import Watcher
+
+    started = []
+
+    def start(inbox, *options, **kwargs):
+        watcher = Watcher(inbox, *options, **kwargs)
+        started.append(watcher)
+        return watcher
+
+    yield start
+    for watcher in started:
+        watcher.kill()
+
+
+@pytest.fixture
+def inbox(tmp_path):
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    return folder

@@ -19,5 +19,5 @@ def test_quick_benchmark_runs_and_chunkd_equals_langchain(tmp_path):
     chunkd_rows = [row for row in rows if row[3].strip() == "chunkd" and len(row) > 7]
     assert len(chunkd_rows) == 12  # six inputs, two units
     assert all(row[7].strip() == "yes" for row in chunkd_rows)
-    for heading in ("## End to end", "## Memory", "## Many documents"):
+    for heading in ("## End to end", "## Memory", "## Many documents", "## chunkd eval"):
         assert heading in text

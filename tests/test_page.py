@@ -169,26 +169,31 @@ def check_segments(segments, text: str, records: list[dict], whole: bool = True)
         assert segments[0][0] == 0 and segments[-1][1] == len(text)
         for (_, end, _, _), (start, _, _, _) in zip(segments, segments[1:]):
             assert end == start
-    starts = [r["start"] for r in records]            # in document order
+    by_start = sorted(records, key=lambda r: (r["start"], r["index"]))
+    starts = [r["start"] for r in by_start]
     boundaries = sorted(starts + [r["end"] for r in records])
     for start, end, kind, shown in segments:
         assert shown == text[start:end]
         assert bisect.bisect_right(boundaries, start) == bisect.bisect_left(boundaries, end)
-        begun = records[:bisect.bisect_right(starts, start)]
-        covering = [r for r in begun[-20:] if end <= r["end"]]  # a few chunks back suffice
+        begun = by_start[:bisect.bisect_right(starts, start)]
+        covering = sorted((r for r in begun[-20:] if end <= r["end"]),  # a few back suffice
+                          key=lambda r: r["index"])
         expected = ("gap" if not covering else "overlap" if len(covering) > 1
                     else f"c{covering[0]['index'] % 2}")
         assert kind == expected, (start, end)
 
 
 def check_details(page, record: dict, unit: str, previous: dict | None) -> None:
-    shared = max(0, previous["end"] - record["start"]) if previous else 0
+    shared = (max(0, min(previous["end"], record["end"]) - max(previous["start"], record["start"]))
+              if previous else 0)
+    parent = record.get("parent")
     assert details(page) == {
         "Index": str(record["index"]),
         "Range": f"{record['start']}–{record['end']} ({number(record['end'] - record['start'])} code points)",
         "Length": f"{number(record['length'])} {unit}",
         "Tokens": f"{number(record['tokens'])} (cl100k_base)",
         "Estimated tokens": "—",
+        **({"Parent": f"#{parent['index']}, {parent['start']}–{parent['end']}"} if parent else {}),
         "Shared with the previous": f"{number(shared)} code points" if shared else "nothing",
     }
     assert page.text_content("#details .chunk-text") == record["text"]
@@ -283,6 +288,28 @@ def test_selecting_a_chunk_shows_its_details(page, server):
     check_details(page, target, "chars", previous)
     selected = page.eval_on_selector_all("#view .sel", "spans => spans.map(s => s.textContent).join('')")
     assert selected == target["text"]
+
+
+def test_children_show_their_parent(page, server):
+    text = CHINESE.read_text(encoding="utf-8")
+    options = ("--chars", "120", "--parent-chars", "500", "--parent-overlap", "40%")
+    expected = run_chunkd("--count-tokens", *options, input=text.encode())
+    records = ndjson(expected.stdout)
+    assert len({r["parent"]["index"] for r in records}) > 2
+    open_server_page(page, server.url)
+    paste(page, text)
+    choose(page, "recursive", "chars", "120", "")
+    page.fill("#parent-size", "500")
+    page.fill("#parent-overlap", "40%")
+    split(page)
+    assert shown_rows(page) == [expected_row(r, "chars") for r in records]
+    check_segments(shown_segments(page), text, records)
+    page.focus("#list")
+    page.keyboard.press("Home")
+    for index in range(1, 8):
+        page.keyboard.press("ArrowDown")
+        check_details(page, records[index], "chars", records[index - 1])
+    check_jsonl(page, expected.stdout.decode(), "document.chunks.jsonl")
 
 
 def test_an_overlap_not_smaller_than_the_size_is_refused_on_the_page(page, server):
@@ -385,6 +412,7 @@ def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy,
         assert page.input_value("#size") == "4"  # its default
         assert page.eval_on_selector_all("#unit option", "o => o.map(x => x.value)") == ["lines"]
         assert page.is_disabled("#unit")
+        assert page.is_hidden("#parent-size")  # it has no parent/child mode
         text = "# Guide\nintro\n## Setup\none\ntwo\nthree\n## Use\nfour\nfive\n"
         paste(page, text)
         page.fill("#size", "3")

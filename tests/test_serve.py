@@ -125,7 +125,9 @@ def test_a_huge_declared_body_is_answered_at_once(server):
 
 
 @pytest.mark.parametrize("options", [("--chars", "500"), ("--tokens", "120", "--overlap", "30"),
-                                     ("--chars", "300", "--overlap", "15%")])
+                                     ("--chars", "300", "--overlap", "15%"),
+                                     ("--chars", "200", "--parent-chars", "900",
+                                      "--parent-overlap", "30%")])
 def test_a_report_holds_the_filters_records(server, options):
     body = DOCUMENT.read_bytes()
     params = dict(zip((o.lstrip("-") for o in options[::2]), options[1::2]))
@@ -161,6 +163,7 @@ def test_a_named_document_is_a_file_to_the_filter(server, tmp_path):
     ({"chars": "10", "tokens": "10"}, ["--chars", "10", "--tokens", "10"]),
     ({"chars": "ten"}, ["--chars", "ten"]),
     ({"strategy": "nonesuch", "chars": "10"}, ["--strategy", "nonesuch", "--chars", "10"]),
+    ({"chars": "100", "parent-tokens": "400"}, ["--chars", "100", "--parent-tokens", "400"]),
 ])
 def test_bad_settings_get_the_filters_message(server, params, filter_options):
     status, answer = split(server, b"some text", **params)
@@ -181,7 +184,7 @@ def test_invalid_utf8_gets_the_filters_message(server, tmp_path):
 
 def test_unknown_paths_and_parameters(server):
     status, answer = split(server, b"text", chars=10, colour="red")
-    assert status == 400 and answer["error"] == "unknown parameter 'colour'"
+    assert status == 400 and answer["error"] == "unrecognized arguments: --colour red"
     for path in ("/../../etc/passwd", "/chunkd/serve.py", "/web/app.js", "/api/split"):
         status, _, _ = request(server, "GET", path, host=f"127.0.0.1:{server.port}")
         assert status == 404, path

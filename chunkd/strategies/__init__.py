@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from chunkd.chunk import Chunk
+from chunkd.chunk import Chunk, Parent
 from chunkd.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ class Strategy:
     window: ClassVar[bool] = False
     #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
     fields: ClassVar[tuple[str, ...]] = ()
+    #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
+    #: chunks of each of its chunks at the parent size.
+    parents: ClassVar[bool] = False
 
     @classmethod
     def default_overlap(cls, size: int) -> int:
@@ -69,8 +72,12 @@ def strategy_class(name: str) -> type[Strategy]:
 
 
 def build(settings: Settings) -> Chunker:
-    """The splitter for ``settings``, with exact token counts added if asked."""
-    chunker = strategy_class(settings.strategy).splitter(settings)
+    """The splitter for ``settings``: the strategy's, as children of parents if asked,
+    with exact token counts added if asked."""
+    kind = strategy_class(settings.strategy)
+    chunker = kind.splitter(settings)
+    if settings.parent_size is not None:
+        chunker = ParentChild(kind.splitter(settings.parent_settings()), chunker)
     if settings.count_tokens:
         chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
     return chunker
@@ -97,6 +104,36 @@ class TokenCounting:
 
     def finish(self) -> list[Chunk]:
         return self._counted(self.chunker.finish())
+
+
+class ParentChild:
+    """Parent/child chunking (LangChain's ParentDocumentRetriever): the parents are the
+    chunks of the document at the parent settings; the children, the chunks of each
+    parent's text at the child settings, with document offsets and their parent.
+    Children of overlapping parents are kept as they are (they may repeat text)."""
+
+    def __init__(self, parents: Chunker, children: Chunker) -> None:
+        self.parents = parents
+        self.children = children
+        self.next_index = 0
+
+    def _children_of(self, parents: list[Chunk]) -> list[Chunk]:
+        made = []
+        for parent in parents:
+            record = Parent(parent.index, parent.start, parent.end, parent.length, parent.text)
+            for child in self.children.feed(parent.text) + self.children.finish():
+                made.append(child._replace(index=self.next_index, start=parent.start + child.start,
+                                           end=parent.start + child.end, parent=record))
+                self.next_index += 1
+        return made
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self._children_of(self.parents.feed(text))
+
+    def finish(self) -> list[Chunk]:
+        children = self._children_of(self.parents.finish())
+        self.next_index = 0
+        return children
 
 
 def chunk_blocks(chunker: Chunker, blocks: Iterable[str]) -> Iterator[list[Chunk]]:

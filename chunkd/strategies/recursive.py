@@ -20,6 +20,7 @@ class Recursive(Strategy):
     name = "recursive"
     units = ("chars", "tokens")
     default_size = 1000
+    parents = True
 
     @classmethod
     def default_overlap(cls, size: int) -> int:

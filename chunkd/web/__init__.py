@@ -50,9 +50,10 @@ def with_token_counts(settings: Settings) -> Settings:
 
 def strategy_descriptions() -> list[dict]:
     """Every registered strategy as the page's settings form offers it: a window
-    strategy takes a size in its own unit, the others in one of their units."""
+    strategy takes a size in its own unit, the others in one of their units; a
+    strategy with ``parents`` also takes a parent size."""
     return [{"name": name, "units": list(kind.units), "window": kind.window,
-             "default_size": kind.default_size,
+             "default_size": kind.default_size, "parents": kind.parents,
              "summary": " ".join((kind.__doc__ or "").split("\n\n")[0].split())}
             for name, kind in REGISTRY.items()]
 

@@ -65,23 +65,28 @@
   }
 
   /** The document cut at every chunk start and end: for each segment its start, end,
-   * how many chunks cover it and the first of them (-1: none). Chunks come in document
-   * order, so the chunks covering a point are a short run of consecutive ones. */
+   * how many chunks cover it and the first of them (-1: none). */
   function segmentsOf(records, length) {
     const cuts = new Float64Array(records.length * 2 + 2);
     records.forEach((record, i) => { cuts[2 * i] = record.start; cuts[2 * i + 1] = record.end; });
     cuts[cuts.length - 2] = 0;
     cuts[cuts.length - 1] = length;
     cuts.sort();
+    // Chunks by start (children of overlapping parents may start before the previous
+    // parent's last children); the chunks covering a point are then a short list.
+    const order = records.map((_, i) => i);
+    if (records.some((record, i) => i && record.start < records[i - 1].start)) {
+      order.sort((a, b) => records[a].start - records[b].start || a - b);
+    }
     const starts = [], ends = [], cover = [], owner = [];
     let next = 0, active = [];
     for (let k = 0; k + 1 < cuts.length; k++) {
       const from = cuts[k], to = cuts[k + 1];
       if (from === to) continue;
-      while (next < records.length && records[next].start <= from) active.push(next++);
+      while (next < order.length && records[order[next]].start <= from) active.push(order[next++]);
       active = active.filter((i) => records[i].end > from);
       starts.push(from); ends.push(to); cover.push(active.length);
-      owner.push(active.length ? active[0] : -1);
+      owner.push(active.length ? active.reduce((a, b) => Math.min(a, b)) : -1);
     }
     return { starts, ends, cover, owner };
   }
@@ -219,11 +224,15 @@
   view.addEventListener("click", (event) => {
     const span = event.target.closest(".seg");
     if (!span) return;
-    const first = shown.segments.owner[span.dataset.seg], covering = shown.segments.cover[span.dataset.seg];
-    if (first < 0) return;
+    const from = Number(span.dataset.start), to = Number(span.dataset.end);
+    const covering = [];
+    shown.records.forEach((record, i) => {
+      if (record.start <= from && to <= record.end) covering.push(i);
+    });
+    if (!covering.length) return;
     // In an overlap, clicking again selects the next chunk that covers it.
-    const at = shown.selected - first;
-    select(at >= 0 && at < covering ? first + (at + 1) % covering : first, { view: false });
+    const at = covering.indexOf(shown.selected);
+    select(covering[(at + 1) % covering.length], { view: false });
   });
 
   // --- the list of chunks (only the rows in sight exist) -------------------------------
@@ -343,7 +352,8 @@
     if (record.parent !== undefined) {
       facts.push(["Parent", `#${record.parent.index}, ${record.parent.start}–${record.parent.end}`]);
     }
-    const shared = previous ? Math.max(0, previous.end - record.start) : 0;
+    const shared = previous
+      ? Math.max(0, Math.min(previous.end, record.end) - Math.max(previous.start, record.start)) : 0;
     facts.push(["Shared with the previous", shared
       ? `${count.format(shared)} code points` : "nothing"]);
     details.replaceChildren(factList(facts), element("pre", "chunk-text", record.text));
@@ -485,7 +495,9 @@
 
   function describe(settings) {
     const overlap = settings.overlap ? `, overlap ${count.format(settings.overlap)}` : ", no overlap";
-    return `${settings.strategy}, ${count.format(settings.size)} ${settings.unit}${overlap}`;
+    const parents = settings.parent_size === undefined ? ""
+      : `, parents of ${count.format(settings.parent_size)} (overlap ${count.format(settings.parent_overlap)})`;
+    return `${settings.strategy}, ${count.format(settings.size)} ${settings.unit}${overlap}${parents}`;
   }
 
   function showTab(name) {
@@ -539,6 +551,9 @@
     unit.disabled = kind.units.length < 2;
     $("size").value = kind.default_size;
     $("overlap").value = "";
+    const parents = kind.parents && !kind.window;
+    $("parent-size-label").hidden = $("parent-overlap-label").hidden = !parents;
+    $("parent-size").value = $("parent-overlap").value = "";
   }
 
   /** The query of a split: the settings as the command line spells them. */
@@ -548,6 +563,11 @@
     params.set(kind.window ? "size" : $("unit").value, $("size").value.trim());
     const overlap = $("overlap").value.trim();
     if (overlap) params.set("overlap", overlap);
+    const parentSize = $("parent-size").value.trim(), parentOverlap = $("parent-overlap").value.trim();
+    if (!$("parent-size-label").hidden && parentSize) {
+      params.set(`parent-${$("unit").value}`, parentSize);  // parents count in the chunks' unit
+      if (parentOverlap) params.set("parent-overlap", parentOverlap);
+    }
     params.set("errors", $("errors").value);
     if (source) params.set("doc", source.name);
     return params;
@@ -631,6 +651,9 @@
     const size = first.tokens ?? first.chars ?? first.size;
     if (size !== null) $("size").value = size;
     if (first.overlap !== null) $("overlap").value = first.overlap;
+    const parentSize = first.parent_tokens ?? first.parent_chars;
+    if (parentSize !== null) $("parent-size").value = parentSize;
+    if (first.parent_overlap !== null) $("parent-overlap").value = first.parent_overlap;
     $("errors").value = first.errors;
     form.hidden = false;
     editor.focus();

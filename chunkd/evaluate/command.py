@@ -1,0 +1,254 @@
+"""``chunkd eval``: documents, questions and a grid of settings in; for each setting,
+how well a retriever finds the questions' reference excerpts in its chunks.
+
+    chunkd eval a.md b.md --questions q.jsonl --tokens 128,256,512 --overlap 0,15%
+
+Exit status: 0 success; 1 some input could not be used (a document, a question, a
+combination of the grid, the chart file; or no question at all), the rest was
+evaluated; 2 usage (a bad option, no setting of the grid that can work, the eval
+extra missing); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from chunkd import __version__
+from chunkd.progress import Progress
+from chunkd.settings import SettingsError, add_settings_options
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXTRA = "pip install 'chunkd[eval]'"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from chunkd.evaluate.grid import DEFAULT_OVERLAPS, DEFAULT_TOKENS
+    from chunkd.evaluate.metrics import METRICS
+    from chunkd.evaluate.report import CHARTS, FORMATS
+    from chunkd.evaluate.retrieval import RETRIEVERS
+
+    parser = argparse.ArgumentParser(
+        prog="chunkd eval",
+        description="Measure which chunking settings retrieve best on your own questions, "
+                    "offline. Every combination of the settings options' comma lists is "
+                    "one setting; each chunks all the documents as the filter does, a "
+                    "retriever (BM25) returns the top k chunks for every question, and "
+                    "the chunks are scored against the question's reference excerpts on "
+                    "exact code-point ranges: recall, precision, IoU (the metrics of the "
+                    "public chunking evaluation), recall@k and MRR, each a mean with its "
+                    "standard deviation. Needs the eval extra: " + EXTRA + ".",
+        epilog="Default grid: --strategy recursive --tokens "
+               + ",".join(map(str, DEFAULT_TOKENS)) + " --overlap "
+               + ",".join(map(str, DEFAULT_OVERLAPS)).replace("%", "%%")
+               + ". A combination that cannot work (an overlap not smaller than a size) is "
+               "reported and left out. Exit status: 0 ok, 1 some input, question or "
+               "setting could not be used (the rest was evaluated), 2 usage.")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="the documents, one a file (or NDJSON files with --input ndjson; "
+                             "none reads stdin)")
+    parser.add_argument("--questions", required=True, metavar="FILE",
+                        help='JSON lines {"question": ..., "doc": NAME, "references": '
+                             '[{"start": S, "end": E} or {"text": ...}]} with code-point '
+                             "offsets, or a .csv in the public chunking evaluation's layout "
+                             "(question, references, corpus_id); NAME is a document's path "
+                             "as given, its file name (with or without suffix) or its NDJSON id")
+    add_settings_options(parser, grid=True)
+    parser.add_argument("--input", choices=("text", "ndjson"), default="text",
+                        help='text: each FILE is one document (default); ndjson: one '
+                             '{"id": ..., "text": ...} a line')
+    parser.add_argument("-k", "--k", type=int, default=5, metavar="K",
+                        help="chunks retrieved per question (default: 5)")
+    parser.add_argument("--retriever", choices=tuple(RETRIEVERS), default="bm25",
+                        help="bm25: Okapi BM25 over words, CJK as character bigrams (default)")
+    parser.add_argument("--rank", choices=METRICS, default="iou",
+                        help="the metric that ranks the settings (default: iou; recall alone "
+                             "always favours the largest chunks)")
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="table: for a terminal (default); ndjson, json, csv: one record "
+                             "per setting, best first")
+    parser.add_argument("--chart", metavar="FILE",
+                        help="also draw recall and IoU against size, a line per strategy and "
+                             f"overlap: {', '.join(CHARTS)} (a page with the chart and tables)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (drawn on stderr only when it is a terminal)")
+    parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
+    return parser
+
+
+class GridProgress(Progress):
+    """A bar over the grid on stderr, drawn only when stderr is a terminal."""
+
+    WIDTH = 24
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        super().__init__(enabled=enabled)
+        self.total = total
+
+    def show(self, done: int, doing: str) -> None:
+        if self.enabled:
+            filled = self.WIDTH * done // self.total
+            self.stream.write(f"\rchunkd eval: [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                              f"{done}/{self.total} {doing}\x1b[K")
+            self.stream.flush()
+            self.shown = True
+
+
+class Problems:
+    """Reports input problems on stderr, one line each, and remembers there were some."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def report(self, message: object) -> None:
+        self.count += 1
+        print(f"chunkd eval: {message}", file=sys.stderr, flush=True)
+
+
+def load_documents(args: argparse.Namespace, problems: Problems):
+    """The documents the arguments name, read whole (references are found in them)."""
+    from chunkd.evaluate.questions import Documents
+    from chunkd.filter import documents
+    from chunkd.readers import InputError
+
+    # The filter's reader of FILEs and NDJSON lines, in this process (no --jobs here).
+    source = argparse.Namespace(files=args.files, input=args.input, errors=args.errors,
+                                parallel=False)
+    library = Documents()
+    for document in documents(source, None):
+        if isinstance(document, InputError):
+            problems.report(document)
+            continue
+        try:
+            library.add(document.name, "".join(document.blocks), args.input == "text")
+        except InputError as error:
+            problems.report(error)
+            library.add_unreadable(document.name, args.input == "text")
+    return library
+
+
+def load_questions(path: str, library, problems: Problems) -> list:
+    """The questions whose references are found in their documents; the others are
+    reported, one line each (one line a document for those on an unreadable one)."""
+    from chunkd.evaluate.questions import QuestionError, Unreadable, read_questions
+    from chunkd.readers import display_name
+
+    resolved = []
+    left_out: dict[str, int] = {}
+    try:
+        for question in read_questions(path):
+            try:
+                if isinstance(question, QuestionError):
+                    raise question
+                resolved.append(library.resolve(question))
+            except Unreadable as error:
+                left_out[str(error)] = left_out.get(str(error), 0) + 1
+            except QuestionError as error:
+                problems.report(error)
+    except OSError as error:
+        problems.report(f"{display_name(path)}: {error.strerror or error}")
+    for name, count in left_out.items():
+        print(f"chunkd eval: {name}: {count} question{'s' * (count != 1)} left out "
+              "(the document could not be read)", file=sys.stderr)
+    return resolved
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from chunkd.evaluate import report
+    from chunkd.evaluate.evaluation import evaluate
+    from chunkd.evaluate.grid import grid
+    from chunkd.evaluate.retrieval import RETRIEVERS
+    from chunkd.filter import Output
+    from chunkd.readers import display_name
+
+    try:
+        points, refused = grid(args)
+    except SettingsError as error:
+        parser.error(str(error))
+    problems = Problems()
+    for message in refused:
+        problems.report(f"left out {message}")
+    if not points:
+        parser.error("no setting of the grid can work")
+    library = load_documents(args, problems)
+    questions = load_questions(args.questions, library, problems)
+    if not questions:
+        print("chunkd eval: no question to evaluate", file=sys.stderr)
+        return EXIT_FAILED
+    progress = GridProgress(len(points), enabled=not args.quiet)
+    results = []
+    started = time.perf_counter()
+    for done, point in enumerate(points):
+        progress.show(done, point.options())
+        results.append(evaluate(point, library, questions, RETRIEVERS[args.retriever], args.k))
+    progress.close()
+    seconds = time.perf_counter() - started
+    results = report.ranked(results, args.rank)
+    scope = report.Scope(args.k, args.rank, args.retriever, len(questions),
+                         tuple(library.names))
+    out = Output(sys.stdout.buffer)  # a failed write is an OutputError naming stdout
+    out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
+              else report.records_bytes(results, args.format, scope))
+    out.flush()
+    if args.chart:
+        data = report.chart_bytes(results, os.path.splitext(args.chart)[1].lower(), scope)
+        try:
+            with open(args.chart, "wb") as chart:
+                chart.write(data)
+        except OSError as error:
+            problems.report(f"{display_name(args.chart)}: {error.strerror or error}")
+    if not args.quiet and sys.stderr.isatty():
+        print(f"chunkd eval: {len(points)} settings in {seconds:.1f} s", file=sys.stderr)
+    return EXIT_FAILED if problems.count else EXIT_OK
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``chunkd eval``; returns the exit status."""
+    from chunkd.evaluate.report import CHARTS
+    from chunkd.filter import OutputError
+
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if args.k < 1:
+        parser.error(f"-k must be at least 1, got {args.k}")
+    if args.input == "text" and (not args.files or "-" in args.files):
+        parser.error("give the documents as FILEs (a question names its document), "
+                     "or --input ndjson")
+    twice = next((path for number, path in enumerate(args.files)
+                  if path in args.files[:number]), None)
+    if twice is not None:
+        parser.error(f"{twice} is given twice")
+    if args.chart and os.path.splitext(args.chart)[1].lower() not in CHARTS:
+        parser.error(f"--chart {args.chart}: name a {', '.join(CHARTS)} file")
+    missing = _missing_extra(args.chart is not None)
+    if missing:
+        print(f"chunkd eval: needs the eval extra ({missing} is not installed): {EXTRA}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run(args, parser)
+    except BrokenPipeError:
+        # The reader went away (`| head`): end quietly, as the filter does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OutputError as error:
+        print(f"chunkd eval: {error}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _missing_extra(chart: bool) -> str | None:
+    """The first module of the eval extra that cannot be imported, if any."""
+    import importlib
+
+    for module in ("bm25s", "matplotlib") if chart else ("bm25s",):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None

@@ -1,0 +1,70 @@
+"""One setting evaluated end to end: chunk every document, retrieve, score."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from chunkd.chunk import Chunk
+from chunkd.evaluate.grid import Point
+from chunkd.evaluate.metrics import Retrieved, Summary, scores, summarize
+from chunkd.evaluate.questions import Documents, Resolved
+from chunkd.evaluate.retrieval import Retriever
+from chunkd.strategies import build, chunk_blocks
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a setting scored over some of the questions, and what its chunks cost."""
+
+    summary: Summary
+    chunks: int
+    #: cl100k_base tokens of all the chunks: what embedding them costs.
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Result:
+    """A setting's scores over all questions, and over each document's."""
+
+    point: Point
+    overall: Part
+    #: Per document, in the documents' order.
+    documents: tuple[Part, ...]
+
+
+def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
+    """Every document's chunks, with its document's number, counted in tokens."""
+    chunker = build(dataclasses.replace(point.settings, count_tokens=True))
+    chunks = []
+    for number, text in enumerate(documents.texts):
+        for ready in chunk_blocks(chunker, [text]):
+            chunks.extend((number, chunk) for chunk in ready)
+    return chunks
+
+
+def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
+             retriever: Callable[[Sequence[str]], Retriever], k: int) -> Result:
+    """The scores of ``point``'s settings, with the top ``k`` chunks of ``retriever``."""
+    chunks = chunk_documents(point, documents)
+    best = (retriever([chunk.text for _, chunk in chunks]).search(
+        [question.text for question in questions], k) if chunks else [[] for _ in questions])
+    per_question = []
+    for question, numbers in zip(questions, best):
+        retrieved = [Retrieved(chunk.start, chunk.end, document == question.document)
+                     for document, chunk in (chunks[number] for number in numbers)]
+        per_question.append(scores(question.references, retrieved,
+                                   documents.texts[question.document]))
+
+    count = len(documents.texts)
+    chunk_counts, token_counts = [0] * count, [0] * count
+    for number, chunk in chunks:
+        chunk_counts[number] += 1
+        token_counts[number] += chunk.tokens
+    by_document: list[list] = [[] for _ in range(count)]
+    for score, question in zip(per_question, questions):
+        by_document[question.document].append(score)
+    return Result(point, Part(summarize(per_question), len(chunks), sum(token_counts)),
+                  tuple(Part(summarize(by_document[number]), chunk_counts[number],
+                             token_counts[number]) for number in range(count)))

@@ -1,0 +1,142 @@
+"""Span metrics of a retrieval, on exact code-point ranges.
+
+The metrics of the public chunking evaluation (brandonstarxel/chunking_evaluation,
+"Evaluating Chunking Strategies for Retrieval"), for one question whose reference
+excerpts R lie in one document, and the k chunks C_1..C_k a retriever returned for
+it, best first, from any document:
+
+* hits H = the union of C_i ∩ R over the retrieved chunks of the question's document;
+* recall = |H| / |R|;
+* precision = |H| / Σ|C_i| (every retrieved chunk costs its length, whatever its
+  document, and overlapping chunks cost their shared text twice);
+* IoU = |H| / (Σ|C_i| + |R \\ H|);
+* recall@k = 1 if every reference is found, else 0: every code point of R that is
+  not white space lies in H (chunkers that strip white space, as LangChain's and so
+  the recursive strategy do, put the spaces between two chunks in neither, and a
+  reference spanning them would otherwise never count as found);
+* reciprocal rank = 1 / i for the first C_i that shares a code point with R, else 0.
+
+Lengths are in code points. R is the union of the references: when the references of
+a question do not overlap (as in the published data), |R| is the sum of their lengths,
+as the published code computes it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+#: A half-open range of code points, ``(start, end)``.
+Span = tuple[int, int]
+
+
+class Retrieved(NamedTuple):
+    """A retrieved chunk as a question sees it: its range, and whether it lies in
+    the question's document (a chunk of another one costs its length, finds nothing)."""
+
+    start: int
+    end: int
+    here: bool
+
+
+class Scores(NamedTuple):
+    """One question's metrics."""
+
+    recall: float
+    precision: float
+    iou: float
+    recall_at_k: float
+    mrr: float
+
+
+#: The metrics' names, in the order of ``Scores``.
+METRICS = Scores._fields
+
+
+def union(spans: Iterable[Span]) -> list[Span]:
+    """The union of ``spans`` as sorted, disjoint, non-empty ranges (touching ranges
+    are merged)."""
+    merged: list[Span] = []
+    for start, end in sorted(span for span in spans if span[0] < span[1]):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def size(spans: Iterable[Span]) -> int:
+    """The code points the ranges cover, counted once each if they are a union."""
+    return sum(end - start for start, end in spans)
+
+
+def intersection(first: Sequence[Span], second: Sequence[Span]) -> list[Span]:
+    """The common part of two unions (as ``union`` returns them)."""
+    common: list[Span] = []
+    i = j = 0
+    while i < len(first) and j < len(second):
+        start = max(first[i][0], second[j][0])
+        end = min(first[i][1], second[j][1])
+        if start < end:
+            common.append((start, end))
+        if first[i][1] < second[j][1]:
+            i += 1
+        else:
+            j += 1
+    return common
+
+
+def difference(first: Sequence[Span], second: Sequence[Span]) -> list[Span]:
+    """The part of one union (``first``) outside another (``second``)."""
+    rest: list[Span] = []
+    j = 0
+    for start, end in first:
+        while j < len(second) and second[j][1] <= start:
+            j += 1
+        k = j
+        while k < len(second) and second[k][0] < end:
+            if second[k][0] > start:
+                rest.append((start, second[k][0]))
+            start = max(start, second[k][1])
+            k += 1
+        if start < end:
+            rest.append((start, end))
+    return rest
+
+
+def scores(references: Sequence[Span], retrieved: Sequence[Retrieved], text: str) -> Scores:
+    """The metrics of one question: ``references`` (non-empty ranges) in ``text``, its
+    document; ``retrieved`` the chunks the retriever returned, best first."""
+    wanted = union(references)
+    hits = intersection(wanted, union((chunk.start, chunk.end) for chunk in retrieved
+                                      if chunk.here))
+    found = size(hits)
+    cost = sum(chunk.end - chunk.start for chunk in retrieved)
+    missed = difference(wanted, hits)
+    first = next((rank for rank, chunk in enumerate(retrieved, start=1)
+                  if chunk.here and intersection(wanted, [(chunk.start, chunk.end)])), None)
+    return Scores(recall=found / size(wanted),
+                  precision=found / cost if cost else 0.0,
+                  iou=found / (cost + size(missed)),
+                  recall_at_k=float(all(text[start:end].isspace() for start, end in missed)),
+                  mrr=1 / first if first else 0.0)
+
+
+class Summary(NamedTuple):
+    """Each metric's mean and (population) standard deviation over questions."""
+
+    questions: int
+    means: Scores
+    deviations: Scores
+
+
+def summarize(per_question: Sequence[Scores]) -> Summary:
+    """The mean and standard deviation of each metric (zeros for no question)."""
+    if not per_question:
+        zeros = Scores(*(0.0,) * len(METRICS))
+        return Summary(0, zeros, zeros)
+    columns = list(zip(*per_question))
+    return Summary(len(per_question), Scores(*map(statistics.fmean, columns)),
+                   Scores(*map(statistics.pstdev, columns)))

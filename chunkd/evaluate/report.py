@@ -1,0 +1,238 @@
+"""The results: a ranked table for people, records for machines, a chart.
+
+Records (``--format ndjson|json|csv``) are ranked like the table, best first. Each has
+the settings (as ``Settings.as_dict()`` records them, less ``errors``, which only says
+how the input was decoded), ``k``, ``questions``, each metric's mean with its
+standard deviation beside it (``recall``, ``recall_std``, ...), ``chunks`` and
+``tokens``; then ``documents``, the same per document. In CSV, a setting's row has an
+empty ``doc`` and is followed by a row per document with ``doc`` filled in.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from chunkd.evaluate.evaluation import Part, Result
+from chunkd.evaluate.metrics import METRICS
+
+FORMATS = ("table", "ndjson", "json", "csv")
+CHARTS = (".png", ".svg", ".html")
+#: How the table and the chart call each metric.
+TITLES = {"recall": "recall", "precision": "precision", "iou": "IoU",
+          "recall_at_k": "recall@k", "mrr": "MRR"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the results are about: how they were retrieved and ranked, and over what."""
+
+    k: int
+    rank: str
+    retriever: str
+    questions: int
+    #: The documents' names, in the order of ``Result.documents``.
+    names: tuple[str, ...]
+
+
+def ranked(results: Sequence[Result], metric: str) -> list[Result]:
+    """Best first by ``metric``'s mean; ties go to the cheaper setting (fewer tokens),
+    then keep the grid's order."""
+    return sorted(results, key=lambda result: (
+        -getattr(result.overall.summary.means, metric), result.overall.tokens))
+
+
+def settings_fields(result: Result) -> dict:
+    recorded = result.point.settings.as_dict()
+    del recorded["errors"]
+    return recorded
+
+
+def _part_fields(part: Part) -> dict:
+    fields: dict = {"questions": part.summary.questions}
+    for name, mean, deviation in zip(METRICS, part.summary.means, part.summary.deviations):
+        fields[name], fields[f"{name}_std"] = mean, deviation
+    fields["chunks"], fields["tokens"] = part.chunks, part.tokens
+    return fields
+
+
+def record(result: Result, scope: Scope) -> dict:
+    """A setting's record: settings, ``k``, the overall scores, then per document."""
+    return {**settings_fields(result), "k": scope.k, **_part_fields(result.overall),
+            "documents": [{"doc": name, **_part_fields(part)}
+                          for name, part in zip(scope.names, result.documents)]}
+
+
+def records_bytes(results: Sequence[Result], format: str, scope: Scope) -> bytes:
+    """The ranked results as NDJSON, JSON (an array) or CSV."""
+    if format == "csv":
+        rows = []
+        for result in results:
+            head = {**settings_fields(result), "k": scope.k}
+            rows.append({**head, "doc": "", **_part_fields(result.overall)})
+            rows.extend({**head, "doc": name, **_part_fields(part)}
+                        for name, part in zip(scope.names, result.documents))
+        out = io.StringIO(newline="")
+        # Every key of every row: strategies may record settings of their own.
+        writer = csv.DictWriter(out, fieldnames=list(dict.fromkeys(key for row in rows
+                                                                   for key in row)),
+                                restval="", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return out.getvalue().encode("utf-8")
+    records = [record(result, scope) for result in results]
+    if format == "json":
+        return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"
+    return b"".join(orjson.dumps(item) + b"\n" for item in records)
+
+
+# --- the table -----------------------------------------------------------------------------
+
+def _overlap(result: Result) -> str:
+    point = result.point
+    given = point.overlap
+    return given if given == str(point.settings.overlap) else f"{point.settings.overlap} ({given})"
+
+
+def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
+    """The ranked table's cells, a header row first."""
+    header = ["#", "strategy", "unit", "size", "overlap",
+              *(TITLES[name].replace("@k", f"@{k}") for name in METRICS), "chunks", "tokens"]
+    rows = [header]
+    for place, result in enumerate(results, start=1):
+        summary = result.overall.summary
+        settings = result.point.settings
+        rows.append([str(place), settings.strategy, settings.unit, str(settings.size),
+                     _overlap(result),
+                     *(f"{mean:.3f} ±{deviation:.2f}"
+                       for mean, deviation in zip(summary.means, summary.deviations)),
+                     str(result.overall.chunks), f"{result.overall.tokens:,}"])
+    return rows
+
+
+def headline(scope: Scope) -> str:
+    return (f"{_count(scope.questions, 'question')} over "
+            f"{_count(len(scope.names), 'document')}, {scope.retriever.upper()} top "
+            f"{scope.k}, ranked by {TITLES[scope.rank]} (mean ±standard deviation over the "
+            "questions)")
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'s' * (number != 1)}"
+
+
+def best_line(results: Sequence[Result], scope: Scope) -> str:
+    """The first of the ranked results, named by the filter's options."""
+    best = results[0]
+    means = best.overall.summary.means
+    return (f"best by {TITLES[scope.rank]}: {best.point.options()} (recall "
+            f"{means.recall:.3f}, IoU {means.iou:.3f}, {best.overall.tokens:,} tokens to embed)")
+
+
+def table(results: Sequence[Result], scope: Scope) -> str:
+    """The terminal table, ranked, with the best setting named under it."""
+    rows = table_rows(results, scope.k)
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    left = {1, 2}  # the text columns; numbers are right-aligned
+    lines = ["  ".join(cell.ljust(width) if column in left else cell.rjust(width)
+                       for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    return "\n".join([headline(scope), "", *lines, "", best_line(results, scope)]) + "\n"
+
+
+# --- the chart -----------------------------------------------------------------------------
+
+def figure(results: Sequence[Result], k: int):
+    """Recall and IoU against size: a column per unit, a line per strategy and overlap."""
+    from matplotlib.figure import Figure
+
+    units = list(dict.fromkeys(result.point.settings.unit for result in results))
+    figure = Figure(figsize=(4.2 * len(units) + 1.8, 6.4), layout="constrained")
+    axes = figure.subplots(2, len(units), squeeze=False, sharey="row")
+    for column, unit in enumerate(units):
+        lines: dict[tuple[str, str], list[Result]] = {}
+        for result in results:
+            if result.point.settings.unit == unit:
+                lines.setdefault((result.point.settings.strategy, result.point.overlap),
+                                 []).append(result)
+        for row, metric in enumerate(("recall", "iou")):
+            plot = axes[row][column]
+            for (strategy, overlap), line in lines.items():
+                line = sorted(line, key=lambda result: result.point.settings.size)
+                plot.plot([result.point.settings.size for result in line],
+                          [getattr(result.overall.summary.means, metric) for result in line],
+                          marker="o", label=f"{strategy}, overlap {overlap}")
+            plot.set_xscale("log", base=2)
+            sizes = sorted({result.point.settings.size for line in lines.values()
+                            for result in line})
+            plot.set_xticks(sizes, labels=[str(size) for size in sizes])
+            plot.minorticks_off()
+            plot.grid(True, alpha=0.3)
+            plot.set_ylabel(f"{TITLES[metric]} (mean)" if column == 0 else "")
+            if row == 1:
+                plot.set_xlabel(f"size ({unit})")
+        axes[0][column].legend(fontsize="small")
+    figure.suptitle(f"chunkd eval: top {k} chunks, "
+                    f"{results[0].overall.summary.questions} questions")
+    return figure
+
+
+def chart_bytes(results: Sequence[Result], kind: str, scope: Scope) -> bytes:
+    """The chart as PNG or SVG (``kind``, one of ``CHARTS``), or an HTML page holding
+    it (as SVG) and the tables."""
+    import matplotlib
+
+    drawn = figure(results, scope.k)
+    out = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "chunkd", "svg.fonttype": "none"}):
+        if kind == ".png":
+            drawn.savefig(out, format="png", dpi=120, metadata={"Software": None})
+            return out.getvalue()
+        drawn.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
+    if kind == ".svg":
+        return out.getvalue()
+    svg = out.getvalue().decode("utf-8")
+    return page(results, svg[svg.index("<svg"):], scope).encode("utf-8")
+
+
+def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
+    """A self-contained HTML page (no script, no link): the headline, the best setting,
+    the chart, the ranked table and each setting's scores per document."""
+    rows = table_rows(results, scope.k)
+    cells = "\n".join(
+        "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
+        for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])
+    documents = ["<tr><th>setting</th><th>document</th><th>questions</th>"
+                 + "".join(f"<th>{cell}</th>" for cell in rows[0][5:10]) + "</tr>"]
+    for result in results:
+        for name, part in zip(scope.names, result.documents):
+            documents.append(
+                f"<tr><td>{html.escape(result.point.options())}</td><td>{html.escape(name)}"
+                f"</td><td>{part.summary.questions}</td>" + "".join(
+                    f"<td>{mean:.3f} ±{deviation:.2f}</td>" for mean, deviation
+                    in zip(part.summary.means, part.summary.deviations)) + "</tr>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>chunkd eval</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right;white-space:nowrap}}
+.settings td:nth-child(2),.settings td:nth-child(3),.documents td:nth-child(1),
+.documents td:nth-child(2){{text-align:left}}</style></head>
+<body><h1>chunkd eval</h1>
+<p>{html.escape(headline(scope))}</p>
+<p><strong>{html.escape(best_line(results, scope))}</strong></p>
+{svg}
+<h2>Settings, best first</h2>
+<table class="settings">
+{cells}
+</table>
+<h2>Per document</h2>
+<table class="documents">
+{chr(10).join(documents)}
+</table>
+</body></html>
+"""

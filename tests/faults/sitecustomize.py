@@ -1,0 +1,62 @@
+"""Faults injected into the chunkd processes a test starts, never into the host.
+
+A test puts this folder on PYTHONPATH and describes the faults in the environment
+variable CHUNKD_FAULTS (JSON); Python imports this module at start-up in the daemon
+and in each of its worker processes. Faults:
+
+- "inotify": the inotify observer cannot start, as when the instance limit is reached;
+- "enospc_while": a path; while it exists, writing a result fails with ENOSPC;
+- "eacces_suffix": opening an input whose name ends so fails with EACCES;
+- "crash_suffix": a worker chunking an input whose name ends so dies (SIGKILL).
+"""
+
+import errno
+import json
+import os
+import signal
+
+faults = json.loads(os.environ.get("CHUNKD_FAULTS", "{}"))
+
+if faults.get("inotify"):
+    import watchdog.observers
+
+    class LimitedObserver(watchdog.observers.Observer):
+        def schedule(self, *args, **kwargs):
+            raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+    watchdog.observers.Observer = LimitedObserver
+
+if faults.get("enospc_while"):
+    import chunkd.inbox
+
+    real_write = chunkd.inbox.write_atomically
+
+    def full_disk_write(folder, name, data):
+        if os.path.exists(faults["enospc_while"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(folder, name, data)
+
+    chunkd.inbox.write_atomically = full_disk_write
+
+if faults.get("eacces_suffix"):
+    real_open = os.open
+
+    def refusing_open(path, flags, mode=0o777, *, dir_fd=None):
+        if isinstance(path, str) and path.endswith(faults["eacces_suffix"]) \
+                and not flags & os.O_DIRECTORY:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    os.open = refusing_open
+
+if faults.get("crash_suffix"):
+    import chunkd.inbox
+
+    real_chunk = chunkd.inbox.Inbox.chunk_file
+
+    def crashing_chunk(self, folder, relative, *args, **kwargs):
+        if relative.endswith(faults["crash_suffix"]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_chunk(self, folder, relative, *args, **kwargs)
+
+    chunkd.inbox.Inbox.chunk_file = crashing_chunk

@@ -1,0 +1,177 @@
+"""The filter and the kernel under hostile input (issue 7): odd names, deep JSON, big
+numbers, invalid UTF-8 inside JSON, full and closed outputs, huge sizes, half-built
+objects. One line on stderr, the documented exit status, never a traceback, and the
+other documents still chunked. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+
+import msgpack
+import orjson
+import pytest
+
+from command import chunkd_command, ndjson, run_chunkd
+
+
+def no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert b"Traceback" not in result.stderr, result.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_file_names_that_are_not_utf8_are_chunked_and_written_losslessly(tmp_path, jobs):
+    raw = b"caf\xe9.txt"
+    bad = os.path.join(os.fsencode(tmp_path), raw)
+    with open(bad, "wb") as stream:
+        stream.write(b"Latin-1 in the name, UTF-8 inside.")
+    good = tmp_path / "good.txt"
+    good.write_text("A plain name after it.", encoding="utf-8")
+    missing = os.path.join(os.fsencode(tmp_path), b"gone\xff.txt")
+    result = subprocess.run([chunkd_command(), "--jobs", jobs, bad, good, missing],
+                            capture_output=True, timeout=120)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stderr.decode() == f"chunkd: {tmp_path}/gone\\xff.txt: No such file or directory\n"
+    records = ndjson(result.stdout)
+    assert [(r["doc"], r["text"]) for r in records] == [
+        ({"bytes": base64.b64encode(bad).decode()}, "Latin-1 in the name, UTF-8 inside."),
+        (str(good), "A plain name after it.")]
+    packed = subprocess.run([chunkd_command(), "--format", "msgpack", bad], capture_output=True)
+    assert [r["doc"] for r in msgpack.Unpacker(__import__("io").BytesIO(packed.stdout))] == [bad]
+
+
+@pytest.mark.parametrize("depth", [300, 1100])
+def test_an_ndjson_line_nested_too_deep_is_one_error_and_the_others_are_chunked(depth):
+    deep = b'{"text": "abc", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    data = b'{"text": "before"}\n' + deep + b'\n{"text": "after"}\n'
+    for jobs in ("1", "2"):
+        result = run_chunkd("--input", "ndjson", "--jobs", jobs, input=data)
+        no_traceback(result)
+        assert result.returncode == 1
+        [line] = result.stderr.decode().splitlines()
+        assert line.startswith("chunkd: stdin: line 2: ")
+        assert [r["text"] for r in ndjson(result.stdout)] == ["before", "after"]
+
+
+def test_invalid_utf8_inside_an_ndjson_line_names_its_byte_offset():
+    data = b'{"text": "good"}\n{"text": "bad \xff here"}\n{"text": "also good"}\n'
+    result = run_chunkd("--input", "ndjson", input=data)
+    no_traceback(result)
+    assert result.returncode == 1
+    offset = len(b'{"text": "good"}\n{"text": "bad ')
+    assert result.stderr.decode() == (f"chunkd: stdin: line 2: invalid UTF-8 at byte {offset} "
+                                      "of the input (use --errors replace to substitute U+FFFD)\n")
+    assert [r["text"] for r in ndjson(result.stdout)] == ["good", "also good"]
+    replaced = run_chunkd("--input", "ndjson", "--errors", "replace", input=data)
+    assert replaced.returncode == 0
+    assert [r["text"] for r in ndjson(replaced.stdout)] == ["good", "bad \ufffd here", "also good"]
+
+
+def test_integers_are_kept_exact_up_to_64_bits_and_refused_beyond():
+    data = (b'{"id": 18446744073709551615, "text": "largest unsigned 64-bit id"}\n'
+            b'{"id": -9223372036854775808, "text": "smallest signed"}\n'
+            b'{"id": 18446744073709551616, "text": "one too many"}\n'
+            b'{"id": 7, "text": "mentions 12345678901234567890123 in its text"}\n')
+    result = run_chunkd("--input", "ndjson", input=data)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        "chunkd: stdin: line 3: integer 18446744073709551616 is beyond 64 bits, which JSON "
+        "tools read inexactly; write it as a string\n")
+    assert b'"doc":18446744073709551615,' in result.stdout
+    assert b'"doc":-9223372036854775808,' in result.stdout
+    assert [r["doc"] for r in ndjson(result.stdout)] == [2**64 - 1, -2**63, 7]
+
+
+@pytest.mark.parametrize("where", ["full", "closed"])
+def test_output_that_cannot_be_written_is_one_line_and_exit_1(where, tmp_path):
+    document = tmp_path / "a.txt"
+    document.write_text("Some words to chunk. " * 10_000, encoding="utf-8")
+    redirect = "> /dev/full" if where == "full" else ">&-"
+    result = subprocess.run(f"'{chunkd_command()}' '{document}' {redirect}", shell=True,
+                            capture_output=True, timeout=60)
+    no_traceback(result)
+    assert result.returncode == 1
+    expected = ("chunkd: stdout: No space left on device\n" if where == "full"
+                else "chunkd: stdout: not open (Bad file descriptor)\n")
+    assert result.stderr.decode() == expected
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--chars", str(2**63)], "the size must be at most 1000000000000, got 9223372036854775808"),
+    (["--tokens", "99999999999999999999999"], "the size must be at most 1000000000000"),
+    (["--chars", "100", "--overlap", str(2**64)], "the overlap must be at most 1000000000000"),
+    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--size", "10"], "--size is for the window strategies; with --strategy recursive "
+                       "write --chars N or --tokens N"),
+    (["--strategy", "nope"], "--strategy nope: unknown; choose one of recursive"),
+])
+def test_impossible_settings_are_usage_errors(args, message):
+    result = run_chunkd(*args)
+    no_traceback(result)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines()[-1].startswith(f"chunkd: error: {message}")
+
+
+KERNEL_ABUSE = """
+import chunkd._kernel as k
+from chunkd.units import token_counter
+outcomes = []
+for attempt in (
+    lambda: k.RecursiveSplitter.__new__(k.RecursiveSplitter).feed("x"),
+    lambda: k.TokenCounter.__new__(k.TokenCounter).count("x"),
+    lambda: k.TokenCounter(len, bytes(0x110000), 0),
+    lambda: k.TokenCounter(len, bytes(0x110000), 4, cache_entries=0),
+    lambda: k.TokenCounter(len, b"short", 4),
+    lambda: k.TokenCounter(None, bytes(0x110000), 4),
+    lambda: k.RecursiveSplitter(10, 10),
+    lambda: k.RecursiveSplitter(0, 0),
+    lambda: k.RecursiveSplitter(10, 2).feed(None),
+    lambda: k.RecursiveSplitter(10, 2, counter="tokens"),
+    lambda: k.TokenCounter(lambda s: [], bytes(0x110000), 4).count("abc"),
+):
+    try:
+        attempt()
+        outcomes.append("no error")
+    except (TypeError, ValueError) as error:
+        outcomes.append(type(error).__name__)
+print(outcomes)
+"""
+
+
+def test_the_kernel_refuses_misuse_without_crashing_the_interpreter():
+    result = subprocess.run([sys.executable, "-c", KERNEL_ABUSE], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, (result.returncode, result.stderr)  # no SIGSEGV, SIGFPE
+    assert eval(result.stdout) == ["TypeError", "TypeError", "ValueError", "ValueError",
+                                   "ValueError", "TypeError", "ValueError", "ValueError",
+                                   "TypeError", "TypeError", "ValueError"]
+
+
+def test_a_failed_document_leaves_no_state_behind_for_the_next(tmp_path):
+    """A document that fails midway (invalid UTF-8 after the first block) must not
+    leak its unfinished chunk into the next document's chunks."""
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(("x" * 300_000).encode() + b"\xff")   # fails after a first block
+    good = tmp_path / "good.txt"
+    good.write_text("The next document.", encoding="utf-8")
+    result = run_chunkd("--chars", "1000000", "--jobs", "1", str(bad), str(good))
+    assert result.returncode == 1
+    assert [r["text"] for r in ndjson(result.stdout) if r["doc"] == str(good)] == \
+        ["The next document."]
+
+
+def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
+    paths = []
+    for n in range(40):
+        path = tmp_path / f"{n}.txt"
+        path.write_text(f"Document {n}. " * 5000, encoding="utf-8")
+        paths.append(f"'{path}'")
+    pipeline = subprocess.run(f"set -o pipefail; '{chunkd_command()}' --jobs 2 --chars 100 "
+                              f"{' '.join(paths)} | head -1", shell=True, capture_output=True,
+                              timeout=120, executable="/bin/bash")
+    assert (pipeline.returncode, pipeline.stderr) == (0, b"")
+    assert orjson.loads(pipeline.stdout)["index"] == 0

@@ -1,0 +1,330 @@
+"""``chunkd watch`` under attack and faults (issue 7): links, odd names, races, full
+disks, dead workers, a notify socket nobody reads. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import time
+
+import orjson
+
+from command import chunkd_command
+from oracle import corpus_documents
+from test_daemon import big_document, notify_socket
+from watching import filter_chunks, results
+
+
+def everything_under(folder) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in folder.rglob("*") if p.is_file()}
+
+
+# --- nothing outside the folders, whatever the links -------------------------------
+
+def test_a_subfolder_swapped_for_a_link_while_a_file_settles_is_not_followed(tmp_path, watch):
+    inbox, outside = tmp_path / "in", tmp_path / "outside"
+    (inbox / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "a.txt").write_text("secret", encoding="utf-8")
+    watcher = watch(inbox, "--recursive", "--rescan", "1", "-v", settle="2")
+    watcher.started()
+    (inbox / "sub" / "a.txt").write_text("decoy", encoding="utf-8")
+    watcher.wait_for(lambda: (inbox / "sub" / "a.txt").exists())
+    time.sleep(0.5)                                   # the decoy is settling now
+    (inbox / "sub").rename(inbox / ".old")
+    (inbox / "sub").symlink_to(outside)
+    watcher.rescans_pass(4)                            # it would have been taken by now
+    assert everything_under(outside) == {"a.txt": b"secret"}
+    assert not list(tmp_path.rglob("*.chunks.json"))
+    assert watcher.stop() == 0
+
+
+def test_polling_never_descends_into_a_linked_subfolder(tmp_path, watch):
+    inbox, outside = tmp_path / "in", tmp_path / "outside"
+    inbox.mkdir()
+    outside.mkdir()
+    (outside / "b.txt").write_text("secret", encoding="utf-8")
+    (inbox / "sub").symlink_to(outside)
+    (inbox / "real").mkdir()
+    (inbox / "real" / "c.txt").write_text("taken", encoding="utf-8")
+    watcher = watch(inbox, "--recursive", "--poll", "0.2", "-v")
+    watcher.wait_for(lambda: "real/c.txt" in results(inbox), what="the real subfolder's file")
+    watcher.rescans_pass(3)
+    assert everything_under(outside) == {"b.txt": b"secret"}
+    assert set(results(inbox)) == {"real/c.txt"}
+    assert watcher.stop() == 0
+
+
+def test_a_link_inside_the_output_folder_is_not_written_through(tmp_path, watch):
+    inbox, out, elsewhere = tmp_path / "in", tmp_path / "out", tmp_path / "elsewhere"
+    (inbox / "sub").mkdir(parents=True)
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "sub").symlink_to(elsewhere)
+    (inbox / "sub" / "a.txt").write_text("hello", encoding="utf-8")
+    (inbox / "top.txt").write_text("the top file is fine", encoding="utf-8")
+    watcher = watch(inbox, "--recursive", "--output-dir", str(out), "--rescan", "1", "-v")
+    watcher.wait_for(lambda: (out / "top.txt.chunks.json").exists(), what="the top file")
+    watcher.wait_for(lambda: watcher.lines("failed sub/a.txt"), what="the refusal")
+    watcher.rescans_pass(3)
+    assert everything_under(elsewhere) == {}
+    failures = watcher.lines("failed sub/a.txt")
+    assert failures == ["failed sub/a.txt: cannot write its result: a folder on its output "
+                        "path is a symbolic link; trying again in 5 s"]  # once, backing off
+    assert watcher.stop() == 0
+
+
+def test_move_done_inside_a_recursive_inbox_is_refused_at_start(inbox):
+    result = subprocess.run([chunkd_command(), "watch", str(inbox), "--recursive",
+                             "--move-done", str(inbox / "done")], capture_output=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == (
+        "chunkd watch: --move-done folder is inside the inbox, which --recursive watches: "
+        "files would be taken again; put it outside")
+
+
+def test_a_second_daemon_on_the_same_inbox_exits_2(inbox, watch):
+    first = watch(inbox)
+    first.started()
+    second = subprocess.run([chunkd_command(), "watch", str(inbox)], capture_output=True,
+                            timeout=60)
+    assert second.returncode == 2
+    assert second.stderr.decode().strip() == ("chunkd watch: another chunkd watch is already "
+                                              "using this inbox; stop it first (one daemon per inbox)")
+    assert first.process.poll() is None
+    assert first.stop() == 0
+
+
+# --- names are bytes ---------------------------------------------------------------
+
+def test_a_name_that_is_not_utf8_gets_its_result_and_is_not_redone(inbox, watch):
+    raw = b"caf\xe9 \n.txt"                      # Latin-1, and a newline, in a name
+    path = os.path.join(os.fsencode(inbox), raw)
+    with open(path, "wb") as stream:
+        stream.write(b"A name is bytes on Linux.")
+    watcher = watch(inbox, "--rescan", "1", "-v")
+    result_path = path + b".chunks.json"
+    watcher.wait_for(lambda: os.path.exists(result_path), what="the result")
+    watcher.rescans_pass(2)
+    result = orjson.loads(open(result_path, "rb").read())
+    assert result["source"] == {"bytes": base64.b64encode(raw).decode()}
+    assert [c["text"] for c in result["chunks"]] == ["A name is bytes on Linux."]
+    [line] = watcher.lines("processed ")
+    assert line.startswith("processed caf\\xe9 \\x0a.txt: 1 chunks, 25 bytes, ")
+    assert not [line for line in watcher.log()
+                if "Traceback" in line or line.startswith(("error ", "failed "))]
+    assert watcher.stop() == 0
+
+
+def test_long_names_fit_their_temporary_files_and_too_long_ones_are_skipped_once(inbox, watch):
+    fits = "f" * 236 + ".txt"                    # 240 bytes: its result name is 252
+    too_long = "t" * 246 + ".txt"                # 250 bytes: no result name fits in 255
+    (inbox / fits).write_text("A long name.", encoding="utf-8")
+    (inbox / too_long).write_text("A name too long.", encoding="utf-8")
+    watcher = watch(inbox, "--rescan", "1", "-v")
+    watcher.wait_for(lambda: fits in results(inbox), what="the long name's result")
+    watcher.wait_for(lambda: watcher.lines(f"skipped {too_long}"), what="the skip")
+    watcher.rescans_pass(3)
+    assert watcher.lines(f"skipped {too_long}") == [
+        f"skipped {too_long}: name too long for its result name (over 255 bytes with the "
+        "suffix); rename it"]
+    assert len(watcher.lines(f"chunking {too_long}")) == 1  # not tried again
+    assert watcher.stop() == 0
+
+
+# --- never loops, never stalls, never a stale result --------------------------------
+
+def test_a_notify_socket_nobody_reads_never_blocks_the_daemon(inbox, watch):
+    listener, name = notify_socket()                 # bound, never read: it fills up
+    try:
+        env = os.environ | {"NOTIFY_SOCKET": name, "WATCHDOG_USEC": "20000"}
+        watcher = watch(inbox, env=env)
+        names = [f"n{n}.txt" for n in range(20)]
+        for number, file_name in enumerate(names):
+            (inbox / file_name).write_text(f"File number {number}.", encoding="utf-8")
+        watcher.wait_for(lambda: len(results(inbox)) == 20, what="all files")
+        started = time.monotonic()
+        assert watcher.stop(timeout=10) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        listener.close()
+
+
+def test_the_watchdog_is_pinged_while_a_long_file_blocks_the_queue(inbox, watch):
+    """A file waiting behind a long one is not a stuck worker: pings go on."""
+    (inbox / "big.md").write_text(big_document(15), encoding="utf-8")  # ~43 MB of tokens
+    listener, name = notify_socket()
+    listener.settimeout(0.5)
+    env = os.environ | {"NOTIFY_SOCKET": name, "WATCHDOG_USEC": "1000000"}
+    try:
+        watcher = watch(inbox, "--tokens", "16", "--workers", "1", "--max-bytes", "100000000",
+                        "-v", env=env)
+        watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="the big file")
+        (inbox / "small.txt").write_text("Waits for the big one.", encoding="utf-8")
+        pings, started = [], time.monotonic()
+        while time.monotonic() - started < 4 and not (inbox / "big.md.chunks.json").exists():
+            try:
+                if b"WATCHDOG=1" in listener.recv(4096):
+                    pings.append(time.monotonic())
+            except TimeoutError:
+                pass
+        assert time.monotonic() - started >= 4, "the big file took under 4 s: make it bigger"
+        gaps = [b - a for a, b in zip(pings, pings[1:])]
+        # Pinged every 0.5 s; a queued file would have read as stuck after 2 s.
+        assert len(pings) >= 6 and max(gaps) < 1.5, (len(pings), gaps)
+    finally:
+        listener.close()
+
+
+def test_changing_errors_rechunks_a_bad_file(inbox, watch):
+    (inbox / "bad.txt").write_bytes(b"almost \xff fine")
+    watcher = watch(inbox)
+    watcher.wait_for(lambda: (inbox / "bad.txt.error.json").exists(), what="the error")
+    assert watcher.stop() == 0
+    watcher = watch(inbox, "--errors", "replace")
+    watcher.wait_for(lambda: "bad.txt" in results(inbox), what="the result with U+FFFD")
+    assert [c["text"] for c in results(inbox)["bad.txt"]["chunks"]] == ["almost \ufffd fine"]
+    assert results(inbox)["bad.txt"]["settings"]["errors"] == "replace"
+    assert not (inbox / "bad.txt.error.json").exists()
+    assert watcher.stop() == 0
+
+
+def test_a_result_never_outlives_the_file_it_belongs_to(inbox, tmp_path, watch):
+    watcher = watch(inbox, "--rescan", "1", "-v")
+    (inbox / "turns-bad.txt").write_text("Good at first.", encoding="utf-8")
+    (inbox / "becomes-link.txt").write_text("A file, then a link.", encoding="utf-8")
+    watcher.wait_for(lambda: len(results(inbox)) == 2, what="two results")
+    (inbox / "turns-bad.txt").write_bytes(b"Bad \xff now.")
+    (tmp_path / "target.txt").write_text("elsewhere", encoding="utf-8")
+    (inbox / "becomes-link.txt").unlink()
+    (inbox / "becomes-link.txt").symlink_to(tmp_path / "target.txt")
+    watcher.wait_for(lambda: (inbox / "turns-bad.txt.error.json").exists(), what="the error")
+    watcher.wait_for(lambda: watcher.lines("skipped becomes-link.txt"), what="the skip")
+    assert not (inbox / "turns-bad.txt.chunks.json").exists()
+    assert not (inbox / "becomes-link.txt.chunks.json").exists()
+    assert watcher.stop() == 0
+
+
+def test_no_result_for_a_file_deleted_while_it_is_chunked(inbox, watch):
+    (inbox / "big.md").write_text(big_document(10), encoding="utf-8")
+    watcher = watch(inbox, "--tokens", "16", "--max-bytes", "100000000", "-v")
+    watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="work on the big file")
+    time.sleep(0.5)                       # the (started) worker is reading it: seconds of work
+    (inbox / "big.md").unlink()
+    watcher.wait_for(lambda: watcher.lines("gone big.md"), timeout=120, what="the outcome")
+    assert watcher.lines("gone big.md") == ["gone big.md: deleted while it was read"]
+    assert list(inbox.iterdir()) == []
+    assert watcher.stop() == 0
+
+
+def test_a_full_disk_is_retried_with_back_off_and_logged_once(inbox, tmp_path, watch):
+    full = tmp_path / "disk-is-full"
+    full.touch()
+    (inbox / "a.txt").write_text("Waits for room.", encoding="utf-8")
+    watcher = watch(inbox, faults={"enospc_while": str(full)})
+    watcher.wait_for(lambda: watcher.lines("failed a.txt"), what="the failure")
+    time.sleep(6)                                     # the first retry (after 5 s) fails too
+    assert watcher.lines("failed a.txt") == ["failed a.txt: cannot write its result: "
+                                             "No space left on device; trying again in 5 s"]
+    full.unlink()
+    watcher.wait_for(lambda: "a.txt" in results(inbox), timeout=30, what="the result")
+    assert results(inbox)["a.txt"]["chunks"] == filter_chunks(inbox / "a.txt")
+    assert not [p for p in inbox.iterdir() if p.name.endswith(".chunkd-tmp")]
+    assert watcher.stop() == 0
+
+
+def test_an_unreadable_file_gets_one_complete_error_result_and_is_not_retried(inbox, watch):
+    (inbox / "locked-unreadable.txt").write_text("No one may read me.", encoding="utf-8")
+    watcher = watch(inbox, "--rescan", "1", "-v", faults={"eacces_suffix": "unreadable.txt"})
+    target = inbox / "locked-unreadable.txt.error.json"
+    watcher.wait_for(target.exists, what="the error result")
+    watcher.rescans_pass(3)
+    error = orjson.loads(target.read_bytes())
+    assert error["error"] == "cannot open: Permission denied"
+    assert error["size"] == 19 and error["sha256"] is None
+    assert error["stat"]["inode"] == (inbox / "locked-unreadable.txt").stat().st_ino
+    assert len(watcher.lines("error locked-unreadable.txt")) == 1
+    assert len(watcher.lines("chunking locked-unreadable.txt")) == 1
+    assert watcher.stop() == 0
+
+
+def test_a_file_that_kills_its_worker_gets_an_error_and_the_rest_goes_on(inbox, watch):
+    (inbox / "poison-crash.txt").write_text("Kills the worker that reads it.", encoding="utf-8")
+    watcher = watch(inbox, "--rescan", "1", "-v", faults={"crash_suffix": "crash.txt"})
+    target = inbox / "poison-crash.txt.error.json"
+    watcher.wait_for(target.exists, timeout=90, what="the error result")
+    assert orjson.loads(target.read_bytes())["error"] == \
+        "chunking it made a worker process die, twice"
+    (inbox / "after.txt").write_text("Chunked by the new workers.", encoding="utf-8")
+    watcher.wait_for(lambda: "after.txt" in results(inbox), what="the next file")
+    watcher.rescans_pass(2)
+    assert len(watcher.lines("a worker process died")) == 2
+    assert watcher.stop() == 0
+
+
+def test_followed_links_are_not_requeued_at_every_rescan(inbox, tmp_path, watch):
+    (tmp_path / "target.txt").write_text("Reached through a link.", encoding="utf-8")
+    (inbox / "link.txt").symlink_to(tmp_path / "target.txt")
+    watcher = watch(inbox, "--follow-symlinks", "--rescan", "1", "-v")
+    watcher.wait_for(lambda: "link.txt" in results(inbox), what="the link's result")
+    watcher.rescans_pass(3)
+    assert len(watcher.lines("chunking link.txt")) == 1
+    assert watcher.stop() == 0
+
+
+def caught(pid: int, number: int) -> bool:
+    """Whether process ``pid`` has a handler for signal ``number`` (its SigCgt mask)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            mask = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    except FileNotFoundError:
+        return False
+    return bool(int(mask, 16) >> (number - 1) & 1)
+
+
+def test_sighup_during_start_up_does_not_kill_the_daemon(inbox, tmp_path):
+    """The handlers are installed before the slow part of start-up (imports, folders,
+    workers and their tokenizer, catch-up); signals sent then are not fatal."""
+    (inbox / "a.txt").write_text("Chunked after an early reload.", encoding="utf-8")
+    log = tmp_path / "log"
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen([chunkd_command(), "watch", str(inbox), "--settle", "0.2",
+                                    "--tokens", "100"], stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 30
+        while not caught(process.pid, signal.SIGHUP):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.002)
+        for _ in range(5):
+            process.send_signal(signal.SIGHUP)
+            time.sleep(0.01)
+        assert "files to catch up" not in log.read_text()  # it was still starting
+        deadline = time.monotonic() + 60
+        while not (inbox / "a.txt.chunks.json").exists() and time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.05)
+        assert (inbox / "a.txt.chunks.json").exists()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_restart_confirms_current_results_without_reading_the_inputs(inbox, watch):
+    texts = {f"c{n:03}.md": p.read_text(encoding="utf-8")
+             for n, p in enumerate(corpus_documents()[:200])}
+    for name, text in texts.items():
+        (inbox / name).write_text(text, encoding="utf-8")
+    watcher = watch(inbox)
+    watcher.wait_for(lambda: len(results(inbox)) == 200, timeout=120, what="200 results")
+    assert watcher.stop() == 0
+    watcher = watch(inbox, "--rescan", "1", "-v", faults={"eacces_suffix": ".md"})
+    watcher.rescans_pass(2)               # an input read now would fail with EACCES
+    assert watcher.lines("chunking ") == [] and watcher.lines("error ") == []
+    assert len(results(inbox)) == 200
+    assert watcher.stop() == 0
