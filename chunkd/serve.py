@@ -6,8 +6,8 @@
 The page (``chunkd.web``) posts a document to ``/api/split`` with the settings as query
 parameters spelled like the command-line options (``?strategy=recursive&tokens=300&
 overlap=15%25&parent-tokens=1200``); they are parsed by the same option parser as the
-filter's, so they mean the same and are refused with the same message. The answer is a report: the filter's
-records for that document, with exact token counts, and a summary.
+filter's, so they mean the same and are refused with the same message. The answer is a
+report: the filter's records for that document, with exact token counts, and a summary.
 
 Safety, for a page that holds the user's documents: it listens on the loopback
 address unless ``--host`` says otherwise; it answers only requests whose Host names

@@ -146,7 +146,7 @@ def shown_segments(page) -> list[tuple[int, int, str, str]]:
 
 def details(page) -> dict[str, str]:
     return dict(page.eval_on_selector_all(
-        "#details [data-fact]", "facts => facts.map(fact => [fact.dataset.fact, fact.textContent])"))
+        "#details [data-fact]", "facts => facts.map(f => [f.dataset.fact, f.textContent])"))
 
 
 def number(value: int) -> str:
@@ -189,11 +189,13 @@ def check_details(page, record: dict, unit: str, previous: dict | None) -> None:
     parent = record.get("parent")
     assert details(page) == {
         "Index": str(record["index"]),
-        "Range": f"{record['start']}–{record['end']} ({number(record['end'] - record['start'])} code points)",
+        "Range": f"{record['start']}–{record['end']} "
+                 f"({number(record['end'] - record['start'])} code points)",
         "Length": f"{number(record['length'])} {unit}",
         "Tokens": f"{number(record['tokens'])} (cl100k_base)",
         "Estimated tokens": "—",
-        **({"Parent": f"#{parent['index']}, {parent['start']}–{parent['end']}"} if parent else {}),
+        **({"Parent": f"#{parent['index']}, {parent['start']}–{parent['end']}"}
+           if parent else {}),
         "Shared with the previous": f"{number(shared)} code points" if shared else "nothing",
     }
     assert page.text_content("#details .chunk-text") == record["text"]
@@ -214,7 +216,8 @@ def check_jsonl(page, expected: str, filename: str) -> None:
 
 def test_split_shows_what_the_filter_writes(page, server):
     text = ENGLISH.read_text(encoding="utf-8")
-    expected = run_chunkd("--count-tokens", "--tokens", "200", "--overlap", "40", input=text.encode())
+    expected = run_chunkd("--count-tokens", "--tokens", "200", "--overlap", "40",
+                          input=text.encode())
     records = ndjson(expected.stdout)
     assert any(a["end"] > b["start"] for a, b in zip(records, records[1:])), "no overlap to see"
     assert len(text.encode("utf-16-le")) // 2 > len(text), "no emoji to shift offsets"
@@ -230,7 +233,8 @@ def test_split_shows_what_the_filter_writes(page, server):
     assert sum(kind == "overlap" for _, _, kind, _ in segments) >= 1
     check_jsonl(page, expected.stdout.decode(), "document.chunks.jsonl")
     tiles = dict(page.eval_on_selector_all(
-        "#totals [data-fact]", "tiles => tiles.map(t => [t.dataset.fact, t.firstChild.textContent])"))
+        "#totals [data-fact]", "tiles => tiles.map(t => [t.dataset.fact, t.firstChild.textContent])"
+    ))
     assert tiles["Chunks"] == number(len(records))
     assert tiles["Tokens"] == number(sum(r["tokens"] for r in records))
     check_histogram(page, records, 200)
@@ -253,7 +257,8 @@ def check_histogram(page, records: list[dict], size: int) -> None:
 
 def test_selecting_a_chunk_shows_its_details(page, server):
     text = CHINESE.read_text(encoding="utf-8")
-    expected = run_chunkd("--count-tokens", "--chars", "200", "--overlap", "15%", input=text.encode())
+    expected = run_chunkd("--count-tokens", "--chars", "200", "--overlap", "15%",
+                          input=text.encode())
     records = ndjson(expected.stdout)
     open_server_page(page, server.url)
     paste(page, text)
@@ -286,7 +291,7 @@ def test_selecting_a_chunk_shows_its_details(page, server):
     check_details(page, previous, "chars", records[3])
     overlap.click()
     check_details(page, target, "chars", previous)
-    selected = page.eval_on_selector_all("#view .sel", "spans => spans.map(s => s.textContent).join('')")
+    selected = page.eval_on_selector_all("#view .sel", "s => s.map(x => x.textContent).join('')")
     assert selected == target["text"]
 
 
@@ -320,7 +325,8 @@ def test_an_overlap_not_smaller_than_the_size_is_refused_on_the_page(page, serve
     choose(page, "recursive", "chars", "100", "100")
     page.click("#split")
     expect(page.locator("#message")).to_be_visible()
-    assert f"chunkd: error: {page.text_content('#message')}" == refused.stderr.decode().splitlines()[-1]
+    message = refused.stderr.decode().splitlines()[-1]
+    assert f"chunkd: error: {page.text_content('#message')}" == message
     assert page.text_content("#message") == "the overlap (100) must be smaller than the size (100)"
     assert page.locator(".row").count() == 0
 
@@ -335,7 +341,8 @@ def test_markup_in_a_document_is_shown_as_text(page, server):
 
 def check_hostile_text_shown(page, text: str) -> None:
     page.evaluate(FRAMES)
-    assert "".join(page.eval_on_selector_all("#view .seg", "s => s.map(x => x.textContent)")) == text
+    shown = page.eval_on_selector_all("#view .seg", "s => s.map(x => x.textContent).join('')")
+    assert shown == text
     markup = page.eval_on_selector_all(
         "#view *, #list *, #details *, #totals *, #fixed-settings *",
         "nodes => nodes.map(n => n.tagName.toLowerCase())")
@@ -407,7 +414,8 @@ def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy,
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         open_server_page(page, f"http://127.0.0.1:{server.server_address[1]}/")
-        assert "test-lines" in page.eval_on_selector_all("#strategy option", "o => o.map(x => x.value)")
+        offered = page.eval_on_selector_all("#strategy option", "o => o.map(x => x.value)")
+        assert "test-lines" in offered
         page.select_option("#strategy", "test-lines")
         assert page.input_value("#size") == "4"  # its default
         assert page.eval_on_selector_all("#unit option", "o => o.map(x => x.value)") == ["lines"]
@@ -462,8 +470,8 @@ def test_a_10_mb_document_stays_light(page, server, tmp_path):
     open_server_page(page, server.url)
     choose(page, "recursive", "chars", "300", "")
     page.set_input_files("#file", str(tmp_path / "big.md"))  # opening a file splits it
-    expect(page.locator("#action-status")).to_contain_text(f"{number(len(records))} chunks, shown in",
-                                                          timeout=60_000)
+    expect(page.locator("#action-status")).to_contain_text(
+        f"{number(len(records))} chunks, shown in", timeout=60_000)
 
     def light() -> None:  # only what is in sight is in the page
         assert page.locator(".row").count() < 60
@@ -474,7 +482,7 @@ def test_a_10_mb_document_stays_light(page, server, tmp_path):
     page.keyboard.press("End")
     check_details(page, records[-1], "chars", records[-2])
     page.evaluate(FRAMES)
-    selected = page.eval_on_selector_all("#view .sel", "spans => spans.map(s => s.textContent).join('')")
+    selected = page.eval_on_selector_all("#view .sel", "s => s.map(x => x.textContent).join('')")
     assert selected == records[-1]["text"]
     light()
 
@@ -523,10 +531,11 @@ def test_a_preview_file_shows_what_the_filter_writes(page, tmp_path):
 
 def test_a_preview_file_shows_markup_as_text(page, tmp_path):
     name = '<img src=x onerror="alert(5)">.md'
-    (tmp_path / name).write_text(HOSTILE + "</script><script>window.pwned=1</script>", encoding="utf-8")
+    hostile = HOSTILE + "</script><script>window.pwned=1</script>"
+    (tmp_path / name).write_text(hostile, encoding="utf-8")
     made = run_chunkd("preview", name, "--chars", "60", "-o", "report.html", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     page.goto((tmp_path / "report.html").as_uri())
     expect(page.locator("#fixed-settings strong")).to_have_text(name)
     assert page.title() == f"{name} — chunkd preview"
-    check_hostile_text_shown(page, HOSTILE + "</script><script>window.pwned=1</script>")
+    check_hostile_text_shown(page, hostile)

@@ -20,6 +20,11 @@ def inline(page: str, tag: str, attributes: str = "") -> list[str]:
     return re.findall(rf"<{tag}{attributes}>(.*?)</{tag}>", page, re.S)
 
 
+def report(page: str) -> dict:
+    """The data a page holds."""
+    return json.loads(inline(page, "script", ' id="report" type="application/json"')[0])
+
+
 def test_the_page_is_self_contained_and_holds_the_filters_records(tmp_path):
     result = run_chunkd("preview", str(DOCUMENT), "--tokens", "150", "--overlap", "20%",
                         "-o", str(tmp_path / "report.html"))
@@ -30,7 +35,7 @@ def test_the_page_is_self_contained_and_holds_the_filters_records(tmp_path):
     assert not re.search(r"(https?:)?//[\w.-]+\.\w+/", page.split("<script id=")[0])
     # The policy allows exactly the inline style and script, by hash.
     styles, scripts = inline(page, "style"), inline(page, "script")
-    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page).group(1)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
 
     def digest(code: str) -> str:
         return "'sha256-" + base64.b64encode(hashlib.sha256(code.encode()).digest()).decode() + "'"
@@ -39,7 +44,7 @@ def test_the_page_is_self_contained_and_holds_the_filters_records(tmp_path):
     assert f"script-src {digest(scripts[0])};" in policy
     assert "default-src 'none'" in policy
     # The data: the filter's records for the same options, byte for byte.
-    data = json.loads(inline(page, "script", ' id="report" type="application/json"')[0])
+    data = report(page)
     expected = run_chunkd("--count-tokens", str(DOCUMENT), "--tokens", "150", "--overlap", "20%")
     assert data["jsonl"] == expected.stdout.decode()
     assert data["text"] == DOCUMENT.read_text(encoding="utf-8")
@@ -56,7 +61,7 @@ def test_markup_in_the_document_cannot_end_the_data_element(tmp_path):
     assert result.returncode == 0
     assert page.count("</script>") == 2 and page.count("<script") == 2  # the page's own
     assert "<!--" not in page
-    data = json.loads(inline(page, "script", ' id="report" type="application/json"')[0])
+    data = report(page)
     assert data["text"] == text
 
 
@@ -64,9 +69,10 @@ def test_stdin_to_stdout():
     text = DOCUMENT.read_bytes()
     result = run_chunkd("preview", "-", "--chars", "400", input=text)
     assert result.returncode == 0
-    data = json.loads(inline(result.stdout.decode(), "script", ' id="report" type="application/json"')[0])
+    data = report(result.stdout.decode())
     assert data["doc"] is None
-    assert data["jsonl"] == run_chunkd("--count-tokens", "--chars", "400", input=text).stdout.decode()
+    expected = run_chunkd("--count-tokens", "--chars", "400", input=text)
+    assert data["jsonl"] == expected.stdout.decode()
 
 
 @pytest.mark.parametrize("args, status, message", [
@@ -91,5 +97,5 @@ def test_errors_are_one_line(tmp_path, args, status, message):
 def test_errors_replace_substitutes(tmp_path):
     (tmp_path / "bad.txt").write_bytes(b"ok \xff")
     result = run_chunkd("preview", "bad.txt", "--errors", "replace", cwd=tmp_path)
-    data = json.loads(inline(result.stdout.decode(), "script", ' id="report" type="application/json"')[0])
+    data = report(result.stdout.decode())
     assert result.returncode == 0 and data["text"] == "ok \ufffd"

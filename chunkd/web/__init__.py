@@ -68,9 +68,10 @@ def report(settings: Settings, text: str, name: str | None = None) -> dict:
     writer.begin(name, {})
     writer.write(chunks)
     writer.end()
-    return {"chunker": f"chunkd {__version__}", "doc": name_value(name), "settings": settings.as_dict(),
-            "fields": list(settings.record_fields()), "summary": summary(chunks, len(text)),
-            "text": text, "jsonl": out.getvalue().decode("utf-8")}
+    return {"chunker": f"chunkd {__version__}", "doc": name_value(name),
+            "settings": settings.as_dict(), "fields": list(settings.record_fields()),
+            "summary": summary(chunks, len(text)), "text": text,
+            "jsonl": out.getvalue().decode("utf-8")}
 
 
 def summary(chunks: list[Chunk], text_length: int) -> dict:
@@ -119,8 +120,8 @@ def standalone_html(data: dict) -> bytes:
     policy = ("default-src 'none'; "
               f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
               "base-uri 'none'; form-action 'none'").encode()
-    page = _replace_once(asset("index.html"), _CHARSET, _CHARSET
-                         + b'\n<meta http-equiv="Content-Security-Policy" content="' + policy + b'">')
+    meta = b'<meta http-equiv="Content-Security-Policy" content="' + policy + b'">'
+    page = _replace_once(asset("index.html"), _CHARSET, _CHARSET + b"\n" + meta)
     page = _replace_once(page, _STYLE_LINK, b"<style>" + style + b"</style>")
     return _replace_once(page, _SCRIPT_TAG,
                          b'<script id="report" type="application/json">' + script_json(data)
