@@ -1,7 +1,15 @@
-"""Build the compiled kernel; the metadata lives in pyproject.toml."""
+"""Build the compiled kernel and the pre-tokenizer's character table; the metadata
+lives in pyproject.toml."""
+
+import runpy
+from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+
+# Computed here once rather than at every run that counts tokens (chunkd/pretoken_classes.py).
+classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classes.py"))
+(Path(__file__).parent / "chunkd" / classes["FILE"]).write_bytes(classes["build"]())
 
 setup(
     ext_modules=cythonize(

@@ -23,46 +23,14 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
 
 from chunkd import __version__
+from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress
-from chunkd.readers import (Document, FileBlocks, InputError, OnBytes, display_name,
-                            file_document, ndjson_documents, stream_document)
+from chunkd.readers import Document, FileBlocks, InputError, documents
 from chunkd.settings import Settings, add_settings_options, parse_with_settings
 from chunkd.strategies import Chunker, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class OutputError(Exception):
-    """The output cannot be written (a full disk, a closed descriptor)."""
-
-
-class Output:
-    """stdout as the writers see it: a write that fails is an ``OutputError`` naming
-    stdout, except a reader that went away (``BrokenPipeError``), which ends quietly."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-
-    def write(self, data: bytes) -> None:
-        try:
-            self.stream.write(data)
-        except BrokenPipeError:
-            raise
-        except OSError as error:
-            raise OutputError(f"stdout: {error.strerror or error}") from None
-
-    def flush(self) -> None:
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as error:
-            raise OutputError(f"stdout: {error.strerror or error}") from None
-
 
 def build_parser() -> argparse.ArgumentParser:
     from chunkd.cli import COMMANDS
@@ -98,28 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress line (shown on stderr only when it is a terminal)")
     parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
     return parser
-
-
-def documents(args: argparse.Namespace, on_bytes: OnBytes) -> Iterator[Document | InputError]:
-    """The documents the arguments name, in order; unreadable ones as ``InputError``."""
-    for path in args.files or ["-"]:
-        if args.input == "ndjson":
-            if path == "-":
-                yield from ndjson_documents(sys.stdin.buffer, args.errors, on_bytes=on_bytes)
-                continue
-            try:
-                with open(path, "rb") as stream:
-                    yield from ndjson_documents(stream, args.errors, display_name(path), on_bytes)
-            except OSError as error:
-                yield InputError(f"{display_name(path)}: {error.strerror or error}")
-        elif path == "-":
-            yield stream_document(sys.stdin.buffer, args.errors, on_bytes)
-        else:
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                size = None  # reading it reports the problem
-            yield file_document(path, args.errors, None if args.parallel else on_bytes, size)
 
 
 def write_document(document: Document, chunker: Chunker, writer: Writer,
@@ -248,7 +194,8 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         except InputError as error:
             report(error)
 
-    items = documents(args, progress.add)
+    items = documents(args.files, args.input, args.errors, progress.add,
+                      workers_read_files=args.parallel)
     if args.parallel:
         for item in in_order(items, args.jobs, settings, args.format, named):
             if isinstance(item, Document):
@@ -273,21 +220,7 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    if sys.stdout is None:  # started with stdout closed (>&-)
-        print("chunkd: stdout: not open (Bad file descriptor)", file=sys.stderr)
-        return EXIT_FAILED
     # Workers render whole documents, so stdin (a stream) is never one of theirs.
     many = args.input == "ndjson" or (len(args.files) > 1 and "-" not in args.files)
     args.parallel = many and args.jobs > 1
-    try:
-        return run(args, settings, Output(sys.stdout.buffer))
-    except BrokenPipeError:
-        # The reader went away (`| head`): end quietly, as a filter should.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except OutputError as error:
-        print(f"chunkd: {error}", file=sys.stderr)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    return run_writing("chunkd", lambda out: run(args, settings, out))

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -219,3 +221,29 @@ def _record_problem(record: object) -> str | None:
         except orjson.JSONEncodeError:
             return "fields nested too deeply to copy into chunk records (at most 254 levels)"
     return None
+
+
+def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = None,
+              workers_read_files: bool = False) -> Iterator[Document | InputError]:
+    """The documents the command line names, in order: each FILE (``-``, or none:
+    stdin) is one document, or with ``input="ndjson"`` each of its lines; an unreadable
+    one comes as an ``InputError``. ``workers_read_files``: files are read later by
+    ``--jobs`` workers, so their bytes are not seen here."""
+    for path in paths or ["-"]:
+        if input == "ndjson":
+            if path == "-":
+                yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes)
+                continue
+            try:
+                with open(path, "rb") as stream:
+                    yield from ndjson_documents(stream, errors, display_name(path), on_bytes)
+            except OSError as error:
+                yield InputError(f"{display_name(path)}: {error.strerror or error}")
+        elif path == "-":
+            yield stream_document(sys.stdin.buffer, errors, on_bytes)
+        else:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = None  # reading it reports the problem
+            yield file_document(path, errors, None if workers_read_files else on_bytes, size)

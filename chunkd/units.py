@@ -9,30 +9,6 @@ from __future__ import annotations
 
 import functools
 
-# Unicode White_Space, which is what \s means in tiktoken's (Rust) regex; Python's
-# str.isspace() differs (it also takes U+001C..U+001F).
-_WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
-                (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
-                (0x3000, 0x3000)]
-
-
-def _pretoken_classes() -> bytes:
-    """One byte per code point: 1 = \\p{L}, 2 = \\p{N}, 4 = \\s, as in cl100k's pattern.
-
-    Categories come from ``unicodedata2`` pinned at Unicode 16.0, the version of the
-    Rust regex tables inside tiktoken: with Python's own ``unicodedata`` (14.0 in
-    Python 3.11) or a newer one, letters assigned in other versions are counted wrong.
-    """
-    import unicodedata2
-
-    category = unicodedata2.category
-    flags = {"L": 1, "N": 2}
-    table = bytearray(flags.get(category(chr(cp))[0], 0) for cp in range(0x110000))
-    for first, last in _WHITE_SPACE:
-        table[first:last + 1] = b"\x04" * (last - first + 1)
-    return bytes(table)
-
-
 @functools.lru_cache(maxsize=None)
 def encoding():
     """chunkd's own cl100k_base ``tiktoken.Encoding``, loaded offline."""
@@ -49,11 +25,12 @@ def encoding():
 @functools.lru_cache(maxsize=None)
 def token_counter():
     """The shared exact cl100k_base counter used by the kernel."""
+    from chunkd import pretoken_classes
     from chunkd._kernel import TokenCounter
 
     enc = encoding()
     longest = max(len(token) for token in enc.token_byte_values())
-    return TokenCounter(enc.encode_ordinary, _pretoken_classes(), longest)
+    return TokenCounter(enc.encode_ordinary, pretoken_classes.load(), longest)
 
 
 #: Length units of the recursive strategies: a unit's name to its counter factory

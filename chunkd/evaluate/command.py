@@ -18,10 +18,10 @@ import time
 from collections.abc import Sequence
 
 from chunkd import __version__
+from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.settings import SettingsError, add_settings_options
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXTRA = "pip install 'chunkd[eval]'"
 
 
@@ -111,14 +111,10 @@ class Problems:
 def load_documents(args: argparse.Namespace, problems: Problems):
     """The documents the arguments name, read whole (references are found in them)."""
     from chunkd.evaluate.questions import Documents
-    from chunkd.filter import documents
-    from chunkd.readers import InputError
+    from chunkd.readers import InputError, documents
 
-    # The filter's reader of FILEs and NDJSON lines, in this process (no --jobs here).
-    source = argparse.Namespace(files=args.files, input=args.input, errors=args.errors,
-                                parallel=False)
     library = Documents()
-    for document in documents(source, None):
+    for document in documents(args.files, args.input, args.errors):
         if isinstance(document, InputError):
             problems.report(document)
             continue
@@ -156,12 +152,11 @@ def load_questions(path: str, library, problems: Problems) -> list:
     return resolved
 
 
-def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) -> int:
     from chunkd.evaluate import report
     from chunkd.evaluate.evaluation import evaluate
     from chunkd.evaluate.grid import grid
     from chunkd.evaluate.retrieval import RETRIEVERS
-    from chunkd.filter import Output
     from chunkd.readers import display_name
 
     try:
@@ -189,7 +184,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     results = report.ranked(results, args.rank)
     scope = report.Scope(args.k, args.rank, args.retriever, len(questions),
                          tuple(library.names))
-    out = Output(sys.stdout.buffer)  # a failed write is an OutputError naming stdout
     out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
               else report.records_bytes(results, args.format, scope))
     out.flush()
@@ -208,7 +202,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: Sequence[str]) -> int:
     """Run ``chunkd eval``; returns the exit status."""
     from chunkd.evaluate.report import CHARTS
-    from chunkd.filter import OutputError
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
@@ -228,18 +221,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"chunkd eval: needs the eval extra ({missing} is not installed): {EXTRA}",
               file=sys.stderr)
         return EXIT_USAGE
-    try:
-        return run(args, parser)
-    except BrokenPipeError:
-        # The reader went away (`| head`): end quietly, as the filter does.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except OutputError as error:
-        print(f"chunkd eval: {error}", file=sys.stderr)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    return run_writing("chunkd eval", lambda out: run(args, parser, out))
 
 
 def _missing_extra(chart: bool) -> str | None:

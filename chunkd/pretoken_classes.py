@@ -1,0 +1,43 @@
+"""The character classes of cl100k_base's pre-tokenizer: one byte per code point,
+1 = ``\\p{L}``, 2 = ``\\p{N}``, 4 = ``\\s`` (as in the pattern the kernel translates).
+
+Built once, when the package is built (``setup.py`` runs ``build``; building takes
+half a second, which every run counting tokens would otherwise pay), and loaded from
+the package at run time. This module imports nothing from chunkd, so that the build
+can run it before the package exists.
+
+Categories come from ``unicodedata2`` pinned at Unicode 16.0, the version of the Rust
+regex tables inside tiktoken: with Python's own ``unicodedata`` (14.0 in Python 3.11)
+or a newer one, letters assigned in other versions are counted wrong. The tests sweep
+every code point against tiktoken itself.
+"""
+
+from __future__ import annotations
+
+import zlib
+from importlib import resources
+
+FILE = "_pretoken_classes.zlib"
+
+#: Unicode White_Space, which is what \\s means in tiktoken's (Rust) regex; Python's
+#: str.isspace() differs (it also takes U+001C..U+001F).
+WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
+               (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+               (0x3000, 0x3000)]
+
+
+def build() -> bytes:
+    """The table, computed from the Unicode database (zlib-compressed: 3 KB)."""
+    import unicodedata2
+
+    category = unicodedata2.category
+    flags = {"L": 1, "N": 2}
+    table = bytearray(flags.get(category(chr(cp))[0], 0) for cp in range(0x110000))
+    for first, last in WHITE_SPACE:
+        table[first:last + 1] = b"\x04" * (last - first + 1)
+    return zlib.compress(bytes(table), 9)
+
+
+def load() -> bytes:
+    """The table, as the package ships it."""
+    return zlib.decompress(resources.files("chunkd").joinpath(FILE).read_bytes())
