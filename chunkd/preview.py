@@ -11,14 +11,12 @@ written, 2 usage error.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.readers import FileBlocks, InputError, display_name, stream_document
 from chunkd.settings import add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,17 +50,17 @@ def main(argv: list[str]) -> int:
         print(f"chunkd preview: {error}", file=sys.stderr)
         return EXIT_FAILED
     page = standalone_html(report(settings, text, name))
+    if args.output == "-":
+        def write(out: Output) -> int:
+            out.write(page)
+            out.flush()
+            return EXIT_OK
+        return run_writing("chunkd preview", write)
     try:
-        if args.output == "-":
-            sys.stdout.buffer.write(page)
-            sys.stdout.buffer.flush()
-        else:
-            with open(args.output, "wb") as out:
-                out.write(page)
-    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the filter
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with open(args.output, "wb") as out:
+            out.write(page)
     except OSError as error:
-        where = "stdout" if args.output == "-" else display_name(args.output)
-        print(f"chunkd preview: {where}: {error.strerror or error}", file=sys.stderr)
+        print(f"chunkd preview: {display_name(args.output)}: {error.strerror or error}",
+              file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK

@@ -35,13 +35,13 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from chunkd import __version__
+from chunkd.output import EXIT_OK, EXIT_USAGE
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (Settings, SettingsError, add_settings_options,
                              parse_with_settings, settings_from_args)
 from chunkd.strategies import build
 from chunkd.web import ASSETS, asset, report, strategy_descriptions, with_token_counts
 
-EXIT_OK, EXIT_CONFIG = 0, 2
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BYTES = 64 * 2**20
 
@@ -338,7 +338,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         reason = getattr(error, "strerror", None) or error
         print(f"chunkd serve: cannot listen on {args.host} port {args.port}: {reason}",
               file=sys.stderr)
-        return EXIT_CONFIG
+        return EXIT_USAGE
     with server:
         bound = server.server_address[0]
         everywhere = ipaddress.ip_address(bound).is_unspecified

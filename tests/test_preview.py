@@ -7,10 +7,11 @@ import base64
 import hashlib
 import json
 import re
+import subprocess
 
 import pytest
 
-from command import run_chunkd
+from command import chunkd_command, run_chunkd
 from oracle import corpus_documents
 
 DOCUMENT = next(p for p in corpus_documents() if p.parent.name == "zh-vuedocs")
@@ -99,3 +100,17 @@ def test_errors_replace_substitutes(tmp_path):
     result = run_chunkd("preview", "bad.txt", "--errors", "replace", cwd=tmp_path)
     data = report(result.stdout.decode())
     assert result.returncode == 0 and data["text"] == "ok \ufffd"
+
+
+def test_stdout_that_fails_is_one_line_and_a_closed_pipe_ends_quietly(tmp_path):
+    (tmp_path / "doc.md").write_text("fine text " * 100)
+    command = [chunkd_command(), "preview", "doc.md"]
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, cwd=tmp_path,
+                                timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == b"chunkd preview: stdout: No space left on device\n"
+    reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=tmp_path)
+    reader.stdout.close()  # the reader goes away before the page is written
+    assert reader.wait(timeout=60) == 0 and reader.stderr.read() == b""
