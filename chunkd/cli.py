@@ -15,6 +15,8 @@ import sys
 #: Subcommand name -> (module, one-line summary).
 COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
+    "serve": ("chunkd.serve", "a local page to try settings on your documents and see the chunks"),
+    "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
     "eval": ("chunkd.evaluate.command",
              "measure which settings retrieve best on your own questions, offline"),
 }

@@ -1,0 +1,66 @@
+"""``chunkd preview``: the preview page for one document and one setting, as a single
+self-contained HTML file (styles, script and data inline) that opens from disk.
+
+    chunkd preview handbook.md --tokens 300 --overlap 30 -o report.html
+
+Its "Copy JSONL" gives exactly what ``chunkd --count-tokens [the same options] FILE``
+writes. Exit status: 0 written, 1 the document could not be read or the report not
+written, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
+from chunkd.readers import FileBlocks, InputError, display_name, stream_document
+from chunkd.settings import add_settings_options, parse_with_settings
+from chunkd.web import report, standalone_html, with_token_counts
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chunkd preview",
+        description="Write one document's chunks as a self-contained HTML page: the "
+                    "document with each chunk's range and the overlap marked, every chunk's "
+                    "details (range, length, exact cl100k_base tokens), totals, a histogram "
+                    "of lengths, and the JSONL the filter writes (with --count-tokens) to "
+                    "copy or download. The file opens from disk and loads nothing.",
+        epilog="Exit status: 0 written, 1 the document could not be read or the report "
+               "not written, 2 usage error.")
+    parser.add_argument("file", metavar="FILE", help="the document ('-' reads stdin)")
+    parser.add_argument("-o", "--output", metavar="HTML", default="-",
+                        help="where to write the page (default: stdout)")
+    add_settings_options(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``chunkd preview``; returns the exit status."""
+    args, settings = parse_with_settings(build_parser(), argv)
+    settings = with_token_counts(settings)
+    if args.file == "-":
+        name, blocks = None, stream_document(sys.stdin.buffer, settings.errors).blocks
+    else:
+        name, blocks = args.file, FileBlocks(args.file, settings.errors)
+    try:
+        text = "".join(blocks)
+    except InputError as error:
+        print(f"chunkd preview: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    page = standalone_html(report(settings, text, name))
+    if args.output == "-":
+        def write(out: Output) -> int:
+            out.write(page)
+            out.flush()
+            return EXIT_OK
+        return run_writing("chunkd preview", write)
+    try:
+        with open(args.output, "wb") as out:
+            out.write(page)
+    except OSError as error:
+        print(f"chunkd preview: {display_name(args.output)}: {error.strerror or error}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

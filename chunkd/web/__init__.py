@@ -1,0 +1,138 @@
+"""The preview page that ``chunkd serve`` serves and ``chunkd preview`` writes to a file.
+
+One page (``index.html``, ``style.css``, ``app.js`` beside this module, shipped as
+package data) shows one *report*: a document, the records the ``chunkd`` filter writes
+for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
+copies exactly the filter's output), and a summary. The report is computed here, from
+``chunkd.strategies.build`` and ``chunkd.writers``; the page's JavaScript only lays it
+out. ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
+the styles and the script into a single HTML file.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import importlib.resources
+import io
+import statistics
+
+import orjson
+
+from chunkd import __version__
+from chunkd.chunk import Chunk
+from chunkd.settings import Settings
+from chunkd.strategies import REGISTRY, build
+from chunkd.writers import make_writer, name_value
+
+#: The page's files, as the server serves them.
+ASSETS = {"/": ("index.html", "text/html; charset=utf-8"),
+          "/style.css": ("style.css", "text/css; charset=utf-8"),
+          "/app.js": ("app.js", "text/javascript; charset=utf-8")}
+
+#: Where index.html declares its encoding (a policy follows it in a standalone page), and
+#: loads its style and script (``standalone_html`` inlines them there).
+_CHARSET = b'<meta charset="utf-8">'
+_STYLE_LINK = b'<link rel="stylesheet" href="style.css">'
+_SCRIPT_TAG = b'<script src="app.js"></script>'
+
+
+def asset(name: str) -> bytes:
+    """One of the page's files, from the installed package."""
+    return importlib.resources.files(__name__).joinpath(name).read_bytes()
+
+
+def with_token_counts(settings: Settings) -> Settings:
+    """The page always shows each chunk's exact cl100k_base count."""
+    return dataclasses.replace(settings, count_tokens=True)
+
+
+def strategy_descriptions() -> list[dict]:
+    """Every registered strategy as the page's settings form offers it: a window
+    strategy takes a size in its own unit, the others in one of their units; a
+    strategy with ``parents`` also takes a parent size."""
+    return [{"name": name, "units": list(kind.units), "window": kind.window,
+             "default_size": kind.default_size, "parents": kind.parents,
+             "summary": " ".join((kind.__doc__ or "").split("\n\n")[0].split())}
+            for name, kind in REGISTRY.items()]
+
+
+def report(settings: Settings, text: str, name: str | None = None) -> dict:
+    """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
+    same settings (with ``doc`` when the document has a ``name``, as for a FILE)."""
+    chunker = build(settings)
+    chunks = chunker.feed(text) + chunker.finish()
+    out = io.BytesIO()
+    writer = make_writer("ndjson", out, named=name is not None)
+    writer.begin(name, {})
+    writer.write(chunks)
+    writer.end()
+    return {"chunker": f"chunkd {__version__}", "doc": name_value(name),
+            "settings": settings.as_dict(), "fields": list(settings.record_fields()),
+            "summary": summary(chunks, len(text)), "text": text,
+            "jsonl": out.getvalue().decode("utf-8")}
+
+
+def summary(chunks: list[Chunk], text_length: int) -> dict:
+    """Totals over a document's chunks: their count; the least, median and greatest
+    length (in the unit); the token counts they carry, summed; and ``repeated``, the
+    code points that the overlap puts in more than one chunk (the chunks' sizes added
+    up, less the size of the text they cover)."""
+    lengths = [chunk.length for chunk in chunks]
+    covered, reach = 0, 0
+    for chunk in sorted(chunks, key=lambda chunk: chunk.start):
+        covered += max(0, chunk.end - max(chunk.start, reach))
+        reach = max(reach, chunk.end)
+    return {
+        "chunks": len(chunks),
+        "min": min(lengths, default=None),
+        "median": statistics.median(lengths) if lengths else None,
+        "max": max(lengths, default=None),
+        "tokens": _total(chunk.tokens for chunk in chunks),
+        "estimated_tokens": _total(chunk.estimated_tokens for chunk in chunks),
+        "repeated": sum(chunk.end - chunk.start for chunk in chunks) - covered,
+        "code_points": text_length,
+    }
+
+
+def _total(counts) -> int | None:
+    """The sum of counts the chunks carry; None when they carry none."""
+    counts = [count for count in counts if count is not None]
+    return sum(counts) if counts else None
+
+
+def script_json(data: object) -> bytes:
+    """``data`` as JSON that can sit inside a ``<script>`` element: ``<`` occurs in
+    JSON only inside strings, where ``\\u003c`` means the same to ``JSON.parse``, and
+    without it no ``</script>`` or ``<!--`` in a document can end the element."""
+    return orjson.dumps(data).replace(b"<", b"\\u003c")
+
+
+def standalone_html(data: dict) -> bytes:
+    """The page with its style, script and one report inline: a single file that
+    opens from disk, loads nothing and sends nothing (its Content-Security-Policy
+    allows only these inline style and script, by hash)."""
+    style, script = asset("style.css"), asset("app.js")
+    for code, markup in ((style, b"</style"), (script, b"</script"), (script, b"<!--")):
+        if markup in code.lower():  # it would end its element early, or hide its end
+            raise ValueError(f"the page's asset contains {markup.decode()}")
+    policy = ("default-src 'none'; "
+              f"style-src '{_sha256(style)}'; script-src '{_sha256(script)}'; "
+              "base-uri 'none'; form-action 'none'").encode()
+    meta = b'<meta http-equiv="Content-Security-Policy" content="' + policy + b'">'
+    page = _replace_once(asset("index.html"), _CHARSET, _CHARSET + b"\n" + meta)
+    page = _replace_once(page, _STYLE_LINK, b"<style>" + style + b"</style>")
+    return _replace_once(page, _SCRIPT_TAG,
+                         b'<script id="report" type="application/json">' + script_json(data)
+                         + b"</script>\n<script>" + script + b"</script>")
+
+
+def _sha256(code: bytes) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(code).digest()).decode("ascii")
+
+
+def _replace_once(page: bytes, old: bytes, new: bytes) -> bytes:
+    if page.count(old) != 1:
+        raise ValueError(f"index.html must hold {old.decode()} once")
+    return page.replace(old, new)

@@ -1,0 +1,661 @@
+// chunkd's preview page. It lays out a report that chunkd computed (the filter's
+// records for one document, as JSONL, and a summary); it never cuts text itself.
+// The report comes from `chunkd serve` (POST /api/split) or, in a file written by
+// `chunkd preview`, from the JSON in the element #report. Document text is only ever
+// put into the page as text nodes (textContent), never parsed as HTML.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const count = new Intl.NumberFormat("en");
+  const percent = new Intl.NumberFormat("en", { maximumFractionDigits: 1 });
+  const seconds = new Intl.NumberFormat("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+  /** An element with a class and text (as text, never as HTML). */
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  const mebibytes = new Intl.NumberFormat("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+  /** A size as the server's messages write it. */
+  function byteSize(bytes) {
+    return bytes >= 1048576 ? `${mebibytes.format(bytes / 1048576)} MiB` : `${count.format(bytes)} bytes`;
+  }
+
+  // --- the report being shown ---------------------------------------------------------
+
+  const shown = {
+    report: null,
+    records: [],
+    unit: "",
+    toUnits: (offset) => offset, // code-point offset -> UTF-16 index into report.text
+    segments: null,              // the text cut at every chunk boundary (see segmentsOf)
+    selected: -1,
+  };
+
+  /** Offsets in records count code points (Python's str); JavaScript strings count
+   * UTF-16 units. Returns the conversion, a binary search over the astral characters. */
+  function codePointsToUnits(text) {
+    const astral = [];
+    for (let unit = 0, point = 0; unit < text.length; unit++, point++) {
+      const high = text.charCodeAt(unit);
+      if (high >= 0xd800 && high <= 0xdbff && unit + 1 < text.length) {
+        const low = text.charCodeAt(unit + 1);
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          astral.push(point);
+          unit++;
+        }
+      }
+    }
+    if (astral.length === 0) return (offset) => offset;
+    return (offset) => offset + lowerBound(astral, offset);
+  }
+
+  /** The number of items of a sorted array below `value`. */
+  function lowerBound(sorted, value) {
+    let low = 0, high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (sorted[middle] < value) low = middle + 1; else high = middle;
+    }
+    return low;
+  }
+
+  /** The document cut at every chunk start and end: for each segment its start, end,
+   * how many chunks cover it and the first of them (-1: none). */
+  function segmentsOf(records, length) {
+    const cuts = new Float64Array(records.length * 2 + 2);
+    records.forEach((record, i) => { cuts[2 * i] = record.start; cuts[2 * i + 1] = record.end; });
+    cuts[cuts.length - 2] = 0;
+    cuts[cuts.length - 1] = length;
+    cuts.sort();
+    // Chunks by start (children of overlapping parents may start before the previous
+    // parent's last children); the chunks covering a point are then a short list.
+    const order = records.map((_, i) => i);
+    if (records.some((record, i) => i && record.start < records[i - 1].start)) {
+      order.sort((a, b) => records[a].start - records[b].start || a - b);
+    }
+    const starts = [], ends = [], cover = [], owner = [];
+    let next = 0, active = [];
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      const from = cuts[k], to = cuts[k + 1];
+      if (from === to) continue;
+      while (next < order.length && records[order[next]].start <= from) active.push(order[next++]);
+      active = active.filter((i) => records[i].end > from);
+      starts.push(from); ends.push(to); cover.push(active.length);
+      owner.push(active.length ? active.reduce((a, b) => Math.min(a, b)) : -1);
+    }
+    return { starts, ends, cover, owner };
+  }
+
+  // --- the document, chunk by chunk (built a page at a time, as it scrolls into view) --
+
+  const view = $("view");
+  const PAGE_POINTS = 12000; // code points a page of the view holds at most,
+  const PAGE_PIECES = 1000;  // and pieces (spans): tiny chunks make many
+  let pages = [];            // {pieces: [[segment, from, to], ...], element, built}
+  let pageObserver = null;
+
+  function buildView() {
+    if (pageObserver) pageObserver.disconnect();
+    view.replaceChildren();
+    pages = [];
+    const { starts, ends } = shown.segments;
+    let page = { pieces: [], points: 0 };
+    for (let s = 0; s < starts.length; s++) {
+      for (let from = starts[s]; from < ends[s];) {
+        const to = Math.min(ends[s], from + PAGE_POINTS - page.points);
+        page.pieces.push([s, from, to]);
+        page.points += to - from;
+        from = to;
+        if (page.points >= PAGE_POINTS || page.pieces.length >= PAGE_PIECES) {
+          pages.push(page);
+          page = { pieces: [], points: 0 };
+        }
+      }
+    }
+    if (page.pieces.length) pages.push(page);
+    const metrics = textMetrics();
+    pageObserver = new IntersectionObserver(onPagesSeen, { root: view, rootMargin: "1200px 0px" });
+    for (const [number, page] of pages.entries()) {
+      page.element = element("div", "page");
+      page.element.dataset.page = number;
+      page.element.style.height = `${estimatedHeight(page, metrics)}px`;
+      page.built = false;
+      view.append(page.element);
+      pageObserver.observe(page.element);
+    }
+  }
+
+  /** The width of a character and the height of a line in the view, for the height of
+   * pages not built yet. */
+  function textMetrics() {
+    const probe = element("span", "", "0".repeat(100));
+    view.append(probe);
+    const width = probe.getBoundingClientRect().width / 100 || 8;
+    probe.remove();
+    const style = getComputedStyle(view);
+    const line = parseFloat(style.lineHeight) || 22;
+    const inner = view.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return { perLine: Math.max(20, Math.floor(inner / width)), line };
+  }
+
+  function estimatedHeight(page, metrics) {
+    const text = shown.report.text, units = shown.toUnits;
+    const first = page.pieces[0], last = page.pieces[page.pieces.length - 1];
+    const slice = text.slice(units(first[1]), units(last[2]));
+    let lines = 0;
+    for (let at = 0; at <= slice.length;) {
+      let end = slice.indexOf("\n", at);
+      if (end < 0) end = slice.length;
+      lines += Math.max(1, Math.ceil((end - at) / metrics.perLine));
+      at = end + 1;
+    }
+    return lines * metrics.line;
+  }
+
+  function onPagesSeen(entries) {
+    for (const entry of entries) {
+      const page = pages[entry.target.dataset.page];
+      if (entry.isIntersecting) fillPage(page);
+      else if (page.built) emptyPage(page, entry.boundingClientRect.height);
+    }
+  }
+
+  function fillPage(page) {
+    if (page.built) return;
+    const text = shown.report.text, units = shown.toUnits;
+    const { cover, owner } = shown.segments;
+    const range = selectedSegments();
+    const spans = page.pieces.map(([s, from, to]) => {
+      const kind = cover[s] === 0 ? "gap" : cover[s] > 1 ? "overlap" : `c${owner[s] % 2}`;
+      const span = element("span", `seg ${kind}`, text.slice(units(from), units(to)));
+      span.dataset.seg = s;
+      span.dataset.start = from;
+      span.dataset.end = to;
+      if (s >= range[0] && s < range[1]) span.classList.add("sel");
+      return span;
+    });
+    page.element.replaceChildren(...spans);
+    page.element.style.height = "";
+    page.built = true;
+  }
+
+  /** Far out of sight: keep the page's height, drop its nodes. */
+  function emptyPage(page, height) {
+    page.element.style.height = `${height}px`;
+    page.element.replaceChildren();
+    page.built = false;
+  }
+
+  /** The segments [first, last) of the selected chunk. */
+  function selectedSegments() {
+    if (shown.selected < 0) return [0, 0];
+    const record = shown.records[shown.selected];
+    const { starts } = shown.segments;
+    return [lowerBound(starts, record.start), lowerBound(starts, record.end)];
+  }
+
+  function markSelection() {
+    for (const span of view.querySelectorAll(".sel")) span.classList.remove("sel");
+    const [first, last] = selectedSegments();
+    for (const span of view.querySelectorAll(".seg")) {
+      const s = Number(span.dataset.seg);
+      if (s >= first && s < last) span.classList.add("sel");
+    }
+  }
+
+  function scrollViewTo(index) {
+    if (view.hidden || !pages.length) return;
+    const segment = lowerBound(shown.segments.starts, shown.records[index].start);
+    const page = pages.find((page) => page.pieces[page.pieces.length - 1][0] >= segment);
+    fillPage(page);
+    const span = page.element.querySelector(`[data-seg="${segment}"]`);
+    if (!span) return;
+    // Scroll the view alone (scrollIntoView would scroll the window too, on a narrow
+    // screen away from the list in use).
+    const offset = span.getBoundingClientRect().top - view.getBoundingClientRect().top;
+    if (offset < 0 || offset > view.clientHeight - 40) view.scrollTop += offset - view.clientHeight / 4;
+  }
+
+  view.addEventListener("click", (event) => {
+    const span = event.target.closest(".seg");
+    if (!span) return;
+    const from = Number(span.dataset.start), to = Number(span.dataset.end);
+    const covering = [];
+    shown.records.forEach((record, i) => {
+      if (record.start <= from && to <= record.end) covering.push(i);
+    });
+    if (!covering.length) return;
+    // In an overlap, clicking again selects the next chunk that covers it.
+    const at = covering.indexOf(shown.selected);
+    select(covering[(at + 1) % covering.length], { view: false });
+  });
+
+  // --- the list of chunks (only the rows in sight exist) -------------------------------
+
+  const list = $("list");
+  const space = $("list-space");
+  const ROW = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--row")) || 30;
+  const MAX_SPACE = 8e6; // px; browsers cap an element's height near 16-33 million
+
+  function listScale() {
+    const full = shown.records.length * ROW, sight = list.clientHeight;
+    return full <= MAX_SPACE ? 1 : (MAX_SPACE - sight) / Math.max(1, full - sight);
+  }
+
+  function renderList() {
+    const records = shown.records, scale = listScale();
+    space.style.height = `${Math.min(records.length * ROW, MAX_SPACE)}px`;
+    const top = list.scrollTop / scale / ROW;            // the row at the top, fractional
+    const first = Math.max(0, Math.floor(top) - 5);
+    const last = Math.min(records.length, Math.ceil(top + list.clientHeight / ROW) + 5);
+    const rows = [];
+    for (let i = first; i < last; i++) {
+      const record = records[i];
+      const row = element("div", `row ${i % 2 ? "odd" : "even"}`);
+      row.id = `row-${i}`;
+      row.setAttribute("role", "option");
+      row.setAttribute("aria-selected", String(i === shown.selected));
+      row.dataset.index = i;
+      row.style.top = `${list.scrollTop + (i - top) * ROW}px`;
+      const tokens = record.tokens !== undefined && shown.unit !== "tokens"
+        ? ` · ${count.format(record.tokens)} tok` : "";
+      row.append(element("span", "num", `#${record.index}`),
+                 element("span", "range", `${record.start}–${record.end}`),
+                 element("span", "len", `${count.format(record.length)} ${shown.unit}${tokens}`),
+                 element("span", "text", opening(record.text)));
+      rows.push(row);
+    }
+    space.replaceChildren(...rows);
+    if (shown.selected >= first && shown.selected < last) {
+      list.setAttribute("aria-activedescendant", `row-${shown.selected}`);
+    } else {
+      list.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  /** The start of a chunk's text on one line, not ending inside a surrogate pair. */
+  function opening(text) {
+    let end = Math.min(text.length, 160);
+    if (end < text.length && /[\ud800-\udbff]/.test(text[end - 1])) end--;
+    return text.slice(0, end).replace(/\s+/g, " ");
+  }
+
+  let listFrame = 0;
+  list.addEventListener("scroll", () => {
+    if (!listFrame) listFrame = requestAnimationFrame(() => { listFrame = 0; renderList(); });
+  });
+  new ResizeObserver(() => renderList()).observe(list);
+
+  function scrollListTo(index) {
+    const scale = listScale(), sight = list.clientHeight;
+    const top = list.scrollTop / scale;
+    // scrollTop is whole pixels: round so that the row stays whole when scaled.
+    if (index * ROW < top) list.scrollTop = Math.floor(index * ROW * scale);
+    else if ((index + 1) * ROW > top + sight) list.scrollTop = Math.ceil(((index + 1) * ROW - sight) * scale);
+  }
+
+  list.addEventListener("click", (event) => {
+    const row = event.target.closest(".row");
+    if (row) select(Number(row.dataset.index));
+  });
+
+  list.addEventListener("keydown", (event) => {
+    const last = shown.records.length - 1, page = Math.max(1, Math.floor(list.clientHeight / ROW) - 1);
+    const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page };
+    let target;
+    if (event.key in moves) target = Math.max(0, shown.selected) + moves[event.key];
+    else if (event.key === "Home") target = 0;
+    else if (event.key === "End") target = last;
+    else return;
+    event.preventDefault();
+    if (last >= 0) select(Math.min(last, Math.max(0, target)));
+  });
+
+  // --- the selected chunk ---------------------------------------------------------------
+
+  function select(index, { view: moveView = true } = {}) {
+    shown.selected = index;
+    if (index >= 0) {
+      scrollListTo(index);
+      if (moveView) scrollViewTo(index);
+    }
+    renderList();
+    markSelection();
+    renderDetails();
+  }
+
+  function renderDetails() {
+    const details = $("details");
+    if (shown.selected < 0) {
+      details.replaceChildren(element("p", "muted", shown.records.length
+        ? "Select a chunk in the list or in the document." : "No chunk."));
+      return;
+    }
+    const record = shown.records[shown.selected];
+    const previous = shown.records[shown.selected - 1];
+    const facts = [
+      ["Index", String(record.index)],
+      ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
+      ["Length", `${count.format(record.length)} ${shown.unit}`],
+    ];
+    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (cl100k_base)`]);
+    facts.push(["Estimated tokens", record.estimated_tokens !== undefined
+      ? count.format(record.estimated_tokens) : "—"]);
+    if (record.headings !== undefined) {
+      facts.push(["Heading path", record.headings.length ? record.headings.join(" › ") : "(none)"]);
+    }
+    if (record.parent !== undefined) {
+      facts.push(["Parent", `#${record.parent.index}, ${record.parent.start}–${record.parent.end}`]);
+    }
+    const shared = previous
+      ? Math.max(0, Math.min(previous.end, record.end) - Math.max(previous.start, record.start)) : 0;
+    facts.push(["Shared with the previous", shared
+      ? `${count.format(shared)} code points` : "nothing"]);
+    details.replaceChildren(factList(facts), element("pre", "chunk-text", record.text));
+  }
+
+  function factList(facts) {
+    const list = element("dl", "facts");
+    for (const [term, value] of facts) {
+      const dt = element("dt", "", term), dd = element("dd", "", value);
+      dd.dataset.fact = term;
+      list.append(dt, dd);
+    }
+    return list;
+  }
+
+  // --- totals and the histogram -----------------------------------------------------------
+
+  function renderTotals() {
+    const { summary, settings } = shown.report;
+    const unit = shown.unit;
+    const tiles = [["Chunks", count.format(summary.chunks), "chunks"]];
+    if (summary.chunks) {
+      tiles.push(["Length", count.format(summary.median), `median ${unit}; min `
+        + `${count.format(summary.min)}, max ${count.format(summary.max)}, size ${count.format(settings.size)}`]);
+    }
+    if (summary.tokens !== null) {
+      tiles.push(["Tokens", count.format(summary.tokens), "cl100k_base tokens in all chunks"]);
+    }
+    if (summary.estimated_tokens !== null) {
+      tiles.push(["Estimated tokens", count.format(summary.estimated_tokens), "estimated tokens in all chunks"]);
+    }
+    const share = summary.code_points ? summary.repeated / summary.code_points * 100 : 0;
+    tiles.push(["Repeated", `${count.format(summary.repeated)}`, `code points repeated by the overlap, `
+      + `${percent.format(share)} % of ${count.format(summary.code_points)}`]);
+    $("totals").replaceChildren(...tiles.map(([name, value, label]) => {
+      const tile = element("div", "stat");
+      tile.dataset.fact = name;
+      tile.append(element("span", "value", value), element("span", "label", label));
+      return tile;
+    }));
+    renderHistogram();
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attributes, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  /** How many chunks have each length, against the size (a dashed line). */
+  function renderHistogram() {
+    const box = $("histogram");
+    if (!shown.records.length) { box.replaceChildren(); return; }
+    const size = shown.report.settings.size;
+    const top = Math.max(size, shown.report.summary.max);
+    const bins = Math.min(30, top + 1);  // over the lengths 0 to top, both included
+    const width = (top + 1) / bins, counts = new Array(bins).fill(0);
+    for (const { length } of shown.records) counts[Math.min(bins - 1, Math.floor(length / width))]++;
+    const most = counts.reduce((a, b) => Math.max(a, b));
+    const W = 480, H = 64, left = 4, bottom = 12, plot = H - bottom - 12;
+    const picture = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
+      "aria-label": `Chunk lengths from 0 to ${top} ${shown.unit}; the size is ${size}` });
+    const step = (W - 2 * left) / bins;
+    counts.forEach((n, i) => {
+      if (!n) return;
+      const height = Math.max(1, n / most * plot);
+      const low = Math.ceil(i * width), high = Math.ceil((i + 1) * width) - 1;
+      const bar = svg("rect", { class: low > size ? "bar over" : "bar", x: left + i * step + 0.5,
+        y: H - bottom - height, width: Math.max(1, step - 1), height });
+      const lengths = low === high ? `${low}` : `${low}–${high}`;
+      bar.append(svg("title", {}, `${lengths} ${shown.unit}: ${count.format(n)} chunks`));
+      picture.append(bar);
+    });
+    const x = left + (size + 1) / (top + 1) * (W - 2 * left);  // lengths up to the size on its left
+    picture.append(svg("line", { class: "limit", x1: x, x2: x, y1: 4, y2: H - bottom }),
+      svg("text", { x: left, y: H - 2 }, "0"),
+      svg("text", { x: Math.min(x + 3, W - 60), y: H - 2 }, `size ${size}`),
+      svg("text", { x: left, y: 10 }, `${count.format(most)} chunks`));
+    box.replaceChildren(picture);
+  }
+
+  // --- Copy JSONL, Download JSONL ------------------------------------------------------
+
+  function status(text) { $("action-status").textContent = text; }
+
+  $("copy").addEventListener("click", async () => {
+    const jsonl = shown.report.jsonl;
+    try {
+      await navigator.clipboard.writeText(jsonl);
+    } catch {
+      const scratch = element("textarea");
+      scratch.value = jsonl;
+      document.body.append(scratch);
+      scratch.select();
+      const copied = document.execCommand("copy");
+      scratch.remove();
+      if (!copied) { status("The browser refused to copy; use Download JSONL."); return; }
+    }
+    status(`Copied ${count.format(shown.records.length)} records.`);
+  });
+
+  $("download").addEventListener("click", () => {
+    const doc = shown.report.doc;
+    const base = typeof doc === "string" ? doc.split(/[\\/]/).pop() : "document";
+    const link = element("a");
+    link.href = URL.createObjectURL(new Blob([shown.report.jsonl], { type: "application/x-ndjson" }));
+    link.download = `${base}.chunks.jsonl`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  });
+
+  // --- showing a report -------------------------------------------------------------------
+
+  function show(report) {
+    shown.report = report;
+    shown.records = report.jsonl ? report.jsonl.replace(/\n$/, "").split("\n").map((line) => JSON.parse(line)) : [];
+    shown.unit = report.settings.unit;
+    shown.toUnits = codePointsToUnits(report.text);
+    shown.segments = segmentsOf(shown.records, report.summary.code_points);
+    shown.selected = -1;
+    showTab("view");
+    buildView();
+    view.scrollTop = 0;
+    list.scrollTop = 0;
+    renderTotals();
+    select(shown.records.length ? 0 : -1, { view: false });
+    $("copy").disabled = $("download").disabled = !shown.records.length;
+  }
+
+  function showMessage(text) {
+    const message = $("message");
+    message.textContent = text;
+    message.hidden = !text;
+  }
+
+  function describe(settings) {
+    const overlap = settings.overlap ? `, overlap ${count.format(settings.overlap)}` : ", no overlap";
+    const parents = settings.parent_size === undefined ? ""
+      : `, parents of ${count.format(settings.parent_size)} (overlap ${count.format(settings.parent_overlap)})`;
+    return `${settings.strategy}, ${count.format(settings.size)} ${settings.unit}${overlap}${parents}`;
+  }
+
+  function showTab(name) {
+    const editing = name === "edit";
+    $("editor").hidden = !editing;
+    view.hidden = editing;
+    $("tab-edit").setAttribute("aria-selected", String(editing));
+    $("tab-view").setAttribute("aria-selected", String(!editing));
+    $("tab-view").disabled = !shown.report;
+  }
+
+  $("tab-edit").addEventListener("click", () => { showTab("edit"); $("editor").focus(); });
+  $("tab-view").addEventListener("click", () => { showTab("view"); view.focus(); });
+  for (const tab of document.querySelectorAll("[role=tab]")) {
+    tab.addEventListener("keydown", (event) => {
+      if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+      const other = tab.id === "tab-edit" ? $("tab-view") : $("tab-edit");
+      if (!other.disabled && !other.hidden) { other.click(); other.focus(); }
+    });
+  }
+
+  // --- a file written by `chunkd preview` -----------------------------------------------
+
+  const embedded = $("report");
+  if (embedded) {
+    const report = JSON.parse(embedded.textContent);
+    const name = typeof report.doc === "string" ? report.doc : "stdin";
+    document.title = `${name} — chunkd preview`;
+    $("title").textContent = "preview";
+    const fixed = $("fixed-settings");
+    fixed.append(element("strong", "", name), ` · ${describe(report.settings)} · ${report.chunker}`);
+    fixed.hidden = false;
+    $("tab-edit").hidden = $("open-file").hidden = true;
+    show(report);
+    return;
+  }
+
+  // --- `chunkd serve`: the settings form ------------------------------------------------
+
+  const form = $("settings"), editor = $("editor");
+  let strategies = new Map();
+  let source = null;  // an opened file: {name, bytes}; null: the editor's text
+  let asked = 0;      // the latest split asked for; older answers are dropped
+  let maxBytes = Infinity;
+
+  function setStrategy(name) {
+    const kind = strategies.get(name);
+    $("strategy").value = name;
+    const unit = $("unit");
+    unit.replaceChildren(...kind.units.map((u) => element("option", "", u)));
+    unit.disabled = kind.units.length < 2;
+    $("size").value = kind.default_size;
+    $("overlap").value = "";
+    const parents = kind.parents && !kind.window;
+    $("parent-size-label").hidden = $("parent-overlap-label").hidden = !parents;
+    $("parent-size").value = $("parent-overlap").value = "";
+  }
+
+  /** The query of a split: the settings as the command line spells them. */
+  function query() {
+    const kind = strategies.get($("strategy").value);
+    const params = new URLSearchParams({ strategy: kind.name });
+    params.set(kind.window ? "size" : $("unit").value, $("size").value.trim());
+    const overlap = $("overlap").value.trim();
+    if (overlap) params.set("overlap", overlap);
+    const parentSize = $("parent-size").value.trim(), parentOverlap = $("parent-overlap").value.trim();
+    if (!$("parent-size-label").hidden && parentSize) {
+      params.set(`parent-${$("unit").value}`, parentSize);  // parents count in the chunks' unit
+      if (parentOverlap) params.set("parent-overlap", parentOverlap);
+    }
+    params.set("errors", $("errors").value);
+    if (source) params.set("doc", source.name);
+    return params;
+  }
+
+  async function split() {
+    const body = source ? source.bytes : editor.value;
+    const ticket = ++asked, began = performance.now();
+    const size = source ? source.bytes.byteLength : body.length;
+    showMessage("");
+    status(size > 1e6 ? `Splitting ${byteSize(size)}…` : "Splitting…");
+    $("split").disabled = true;
+    let answer, text;
+    try {
+      answer = await fetch(`/api/split?${query()}`, {
+        method: "POST", body, headers: { "Content-Type": "text/plain; charset=utf-8" } });
+      text = await answer.text();
+    } catch {
+      answer = null;
+    }
+    if (ticket !== asked) return;  // a newer split was asked for meanwhile
+    $("split").disabled = false;
+    status("");
+    if (!answer) {
+      showMessage("chunkd serve did not answer: is it still running?");
+      return;
+    }
+    let report;
+    try { report = JSON.parse(text); } catch { report = { error: text.trim() || answer.statusText }; }
+    if (!answer.ok || report.error) {
+      showMessage(report.error || `chunkd serve answered ${answer.status}`);
+      return;
+    }
+    show(report);
+    status(`${count.format(shown.records.length)} chunks, shown in `
+      + `${seconds.format((performance.now() - began) / 1000)} s.`);
+  }
+
+  async function open(file) {
+    if (file.size > maxBytes) {  // not worth sending: the server would refuse it
+      showMessage(`${file.name} is ${byteSize(file.size)}, more than this chunkd serve takes `
+        + `(${byteSize(maxBytes)}); start it with a larger --max-bytes`);
+      return;
+    }
+    status(`Reading ${file.name}…`);
+    source = { name: file.name, bytes: await file.arrayBuffer() };
+    editor.value = "";
+    editor.placeholder = `${file.name} (${byteSize(file.size)}) is open. `
+      + "Paste or type here to split other text instead.";
+    split();
+  }
+
+  form.addEventListener("submit", (event) => { event.preventDefault(); split(); });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); split(); }
+  });
+  $("strategy").addEventListener("change", (event) => setStrategy(event.target.value));
+  $("file").addEventListener("change", (event) => {
+    if (event.target.files.length) open(event.target.files[0]);
+    event.target.value = "";
+  });
+  editor.addEventListener("input", () => { source = null; });
+  const pane = document.querySelector(".document-pane");
+  pane.addEventListener("dragover", (event) => event.preventDefault());
+  pane.addEventListener("drop", (event) => {
+    event.preventDefault();
+    if (event.dataTransfer.files.length) open(event.dataTransfer.files[0]);
+  });
+
+  fetch("/api/config").then((answer) => answer.json()).then((config) => {
+    strategies = new Map(config.strategies.map((kind) => [kind.name, kind]));
+    maxBytes = config.max_bytes;
+    $("strategy").replaceChildren(...config.strategies.map((kind) => {
+      const option = element("option", "", kind.name);
+      option.title = kind.summary;
+      return option;
+    }));
+    const first = config.initial;
+    setStrategy(first.strategy || "recursive");
+    if (first.tokens !== null) $("unit").value = "tokens";
+    const size = first.tokens ?? first.chars ?? first.size;
+    if (size !== null) $("size").value = size;
+    if (first.overlap !== null) $("overlap").value = first.overlap;
+    const parentSize = first.parent_tokens ?? first.parent_chars;
+    if (parentSize !== null) $("parent-size").value = parentSize;
+    if (first.parent_overlap !== null) $("parent-overlap").value = first.parent_overlap;
+    $("errors").value = first.errors;
+    form.hidden = false;
+    editor.focus();
+  }).catch(() => showMessage("chunkd serve did not answer: is it still running?"));
+})();

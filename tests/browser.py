@@ -1,0 +1,63 @@
+"""Real parts for the page tests: Debian's Chromium driven by Playwright, and
+``chunkd serve`` run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import tempfile
+
+from command import chunkd_command
+
+#: Debian's Chromium (``apt-get install chromium``; ``.ci/run`` installs it).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def launch(playwright):
+    """Chromium from Debian's package, never a browser Playwright would download."""
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium"
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+class Serve:
+    """``chunkd serve --port 0 ARGS`` in a subprocess; ``url`` is the address it prints."""
+
+    def __init__(self, *args: str) -> None:
+        # Its log goes to a file: a pipe nobody reads would fill and stop the server.
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([chunkd_command(), "serve", "--port", "0", *args],
+                                        stdout=subprocess.PIPE, stderr=self.log)
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        assert ready, "chunkd serve printed no address within 60 s"
+        self.banner = self.process.stdout.readline().decode()
+        found = re.search(r"http://(\S+?):(\d+)/", self.banner)
+        assert found, f"no address in {self.banner!r}: {self.stderr()}"
+        self.url = found.group(0)
+        self.host, self.port = found.group(1).strip("[]"), int(found.group(2))
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
+        """Stop it with ``signum``; its exit status and what it wrote on stderr."""
+        self.process.send_signal(signum)
+        try:
+            self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise
+        return self.process.returncode, self.stderr()
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode()
+
+    def __enter__(self) -> Serve:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process.poll() is None:
+            status, stderr = self.stop()
+            assert status == 0, f"chunkd serve exited {status} on SIGTERM: {stderr}"
