@@ -25,3 +25,22 @@ def run_chunkd(*args: str, input: bytes = b"", cwd=None) -> subprocess.Completed
 
 def ndjson(stdout: bytes) -> list[dict]:
     return [orjson.loads(line) for line in stdout.splitlines()]
+
+
+def records_with_jobs(*args: str) -> list[dict]:
+    """The installed chunkd's NDJSON records for ``args``; with --jobs 1 and 2 alike."""
+    one = run_chunkd(*args, "--jobs", "1")
+    two = run_chunkd(*args, "--jobs", "2")
+    assert one.returncode == two.returncode == 0, one.stderr
+    assert one.stdout == two.stdout
+    return ndjson(one.stdout)
+
+
+def copied(documents, folder) -> list[str]:
+    """Copies of ``documents`` in ``folder`` (short names), as paths."""
+    paths = []
+    for number, source in enumerate(documents):
+        path = folder / f"{number}{source.suffix}"
+        path.write_bytes(source.read_bytes())
+        paths.append(str(path))
+    return paths

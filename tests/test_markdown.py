@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import chunkd
 import windows_reference as reference
-from command import ndjson, run_chunkd
+from command import copied, ndjson, records_with_jobs, run_chunkd
 from oracle import corpus_documents, langchain_chunks, random_cuts
 from test_memory import STREAM_BYTES, stream_through_chunkd
 from test_windows import HealthCheck, cut, documents
@@ -87,16 +87,9 @@ def test_a_gigantic_section_streams_in_bounded_memory():
 
 
 def test_the_filter_with_every_format_and_jobs(tmp_path):
-    paths = []
-    for number, source in enumerate(corpus_documents()[::50]):
-        path = tmp_path / f"{number}.md"
-        path.write_bytes(source.read_bytes())
-        paths.append(str(path))
+    paths = copied(corpus_documents()[::50], tmp_path)
     options = ["--strategy", "markdown", "--tokens", "128", "--embed-text", "--count-tokens"]
-    one = run_chunkd(*options, "--jobs", "1", *paths)
-    two = run_chunkd(*options, "--jobs", "2", *paths)
-    assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
-    records = ndjson(one.stdout)
+    records = records_with_jobs(*options, *paths)
     for path in paths:
         text = open(path, encoding="utf-8").read()
         mine = [r for r in records if r["doc"] == path]

@@ -11,7 +11,6 @@ import math
 import re
 import threading
 
-import orjson
 import pytest
 from playwright.sync_api import expect, sync_playwright
 

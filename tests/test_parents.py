@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkd
-from command import ndjson, run_chunkd
+from command import copied, ndjson, records_with_jobs, run_chunkd
 from oracle import corpus_documents, langchain_chunks, random_cuts, token_length
 from test_properties import documents as generated_documents
 from watching import filter_documents, results
@@ -72,16 +72,9 @@ def test_generated_text(text, size, data, unit):
 
 
 def test_records_in_every_format_and_with_jobs(tmp_path):
-    paths = []
-    for number, source in enumerate(corpus_documents()[:6]):
-        path = tmp_path / f"{number}.md"
-        path.write_bytes(source.read_bytes())
-        paths.append(str(path))
+    paths = copied(corpus_documents()[:6], tmp_path)
     options = ["--tokens", "64", "--overlap", "8", "--parent-tokens", "300", "--parent-overlap", "10%"]
-    one = run_chunkd(*options, "--jobs", "1", *paths)
-    two = run_chunkd(*options, "--jobs", "2", *paths)
-    assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
-    records = ndjson(one.stdout)
+    records = records_with_jobs(*options, *paths)
     for path in paths:
         text = open(path, encoding="utf-8").read()
         mine = [r for r in records if r["doc"] == path]
