@@ -326,7 +326,8 @@ def test_an_overlap_not_smaller_than_the_size_is_refused_on_the_page(page, serve
     expect(page.locator("#message")).to_be_visible()
     message = refused.stderr.decode().splitlines()[-1]
     assert f"chunkd: error: {page.text_content('#message')}" == message
-    assert page.text_content("#message") == "the overlap (100) must be smaller than the size (100)"
+    assert page.text_content("#message") == ("--overlap 100 is not smaller than the size (100 "
+                                             "chars); write --overlap 99 or less, or a larger --chars")
     assert page.locator(".row").count() == 0
 
 

@@ -83,7 +83,8 @@ def test_stdin_to_stdout():
     (["good.txt", "-o", "no/such/folder/report.html"], 1,
      "chunkd preview: no/such/folder/report.html: No such file or directory\n"),
     (["good.txt", "--chars", "50", "--overlap", "50"], 2,
-     "chunkd preview: error: the overlap (50) must be smaller than the size (50)\n"),
+     "chunkd preview: error: --overlap 50 is not smaller than the size (50 chars); "
+     "write --overlap 49 or less, or a larger --chars\n"),
     ([], 2, "chunkd preview: error: the following arguments are required: FILE\n"),
 ])
 def test_errors_are_one_line(tmp_path, args, status, message):
