@@ -16,13 +16,16 @@ kernel holds the GIL), and a worker that crashes cannot take the daemon with it.
 from __future__ import annotations
 
 import argparse
+import errno
 import fcntl
 import heapq
 import logging
+import math
 import multiprocessing
 import os
 import queue
 import signal
+import stat
 import sys
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -43,8 +46,13 @@ log = logging.getLogger("chunkd")
 
 #: Back-off after a failure of the environment (a full disk...): doubling, capped.
 RETRY_FIRST, RETRY_MOST = 5.0, 300.0
-#: A file whose chunking killed a worker process this many times gets an error result.
-CRASHES_TO_FAIL = 2
+#: A file found changed while read this many times in a row is backed off like a failure
+#: (a file that changes whenever it is read, such as a link to /proc, must not loop).
+CHANGES_TO_BACK_OFF = 3
+#: The one-daemon lock: a file in the inbox (and output folder) that only the daemon's
+#: user can open, so that no producer can take it (a lock on the shared folder itself
+#: could be taken by any member of its group, and keep the service from starting).
+LOCK_NAME = ".chunkd-lock"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,7 +194,11 @@ class Daemon:
         self.known: dict[str, Signature] = {}        # files whose result is current
         self.reported: dict[str, tuple] = {}         # what was last logged of a file
         self.backoff: dict[str, float] = {}          # the delay after a failure
-        self.crashes: dict[str, int] = {}            # worker deaths with the file in hand
+        self.changes: dict[str, int] = {}            # "changed while read", in a row
+        #: Files in hand when a worker died: each is tried again alone, and one that
+        #: kills a worker alone gets an error result.
+        self.suspects: set[str] = set()
+        self.dirty: set[str] = set()                 # events while the file was in hand
         self.deaths_in_a_row = 0                     # worker deaths with no outcome since
         self.counts = {"processed": 0, "error": 0}
         self.observer = None
@@ -266,7 +278,7 @@ class Daemon:
             present.add(relative)
             queued += self.consider(relative, st)
         # Forget files that are gone (moved out, deleted): a long run must not grow.
-        for memory in (self.known, self.reported, self.backoff, self.crashes):
+        for memory in (self.known, self.reported, self.backoff, self.changes):
             for relative in [p for p in memory if p not in present]:
                 del memory[relative]
         log.debug("rescanned (%s): %d files queued in %.3f s", why, queued,
@@ -275,7 +287,10 @@ class Daemon:
     def note(self, relative: str) -> None:
         """A path an event named: a file that may be new or changed, or a folder moved
         in (whose files are looked at now)."""
-        if relative in self.waiting or relative in self.running:
+        if relative in self.running:
+            self.dirty.add(relative)      # looked at again once its outcome is in
+            return
+        if relative in self.waiting:
             return
         if not self.inbox.wants(relative):
             for path, st in self.inbox.scan_folder(relative):  # a folder moved in
@@ -311,7 +326,9 @@ class Daemon:
 
     def room(self) -> bool:
         """Whether another file may be handed to the pool (a few per worker are queued,
-        so that a worker never waits for the scheduler)."""
+        so that a worker never waits for the scheduler; a suspect runs alone)."""
+        if self.suspects and not self.suspects.isdisjoint(self.running):
+            return False
         return len(self.running) < 16 * self.args.workers
 
     def dispatch_due(self) -> None:
@@ -328,6 +345,9 @@ class Daemon:
             if signature(st) != seen:
                 self.wait(relative, signature(st), now + self.args.settle)
                 continue
+            if relative in self.suspects and self.running:
+                self.wait(relative, seen, now)  # it runs alone: once the others are done
+                return
             del self.waiting[relative]
             log.debug("chunking %s (%d bytes)", display_name(relative), st.st_size)
             self.submit(relative)
@@ -346,10 +366,15 @@ class Daemon:
             self.counts["error"] += 1
             return
         self.record(relative, outcome)
+        if relative in self.dirty:        # events came while it was in hand
+            self.dirty.discard(relative)
+            self.note(relative)
 
     def worker_died(self, relative: str, generation: int) -> None:
-        """A worker process died (killed, out of memory, a crash): every file in hand
-        is tried again, and one that has been in hand at two deaths gets an error."""
+        """A worker process died (killed, out of memory, a crash), failing every file
+        handed to its pool: each is tried again alone (a suspect), so that the file
+        that kills a worker alone is known and gets an error result, and the others,
+        which were only queued or unlucky, are not blamed."""
         if generation == self.generation and not self.requests.stop.is_set():
             self.deaths_in_a_row += 1
             if self.deaths_in_a_row > 3:  # they cannot even start (see their stderr)
@@ -357,14 +382,17 @@ class Daemon:
             log.error("a worker process died; starting new ones")
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.start_pool()
-        self.crashes[relative] = self.crashes.get(relative, 0) + 1
         st = self.inbox.stat(relative)
         if st is None:
+            self.suspects.discard(relative)
             return
-        if self.crashes[relative] >= CRASHES_TO_FAIL:
+        if relative in self.suspects:     # it ran alone: it is the one
+            self.suspects.discard(relative)
             self.record(relative, self.inbox.fail(
-                relative, st, "chunking it made a worker process die, twice"))
+                relative, st, "chunking it made a worker process die (twice, the second "
+                              "time alone)"))
         else:
+            self.suspects.add(relative)
             self.wait(relative, signature(st), time.monotonic())
 
     def record(self, relative: str, outcome: Outcome) -> None:
@@ -372,11 +400,18 @@ class Daemon:
         kind = outcome.kind
         if kind == "abandoned":
             return
-        if kind == "changed":
-            log.debug("changed %s: %s; waiting for it to settle", name, outcome.message)
-            self.wait(relative, outcome.signature, time.monotonic() + self.args.settle)
-            return
+        self.suspects.discard(relative)
         self.deaths_in_a_row = 0
+        if kind == "changed":
+            self.changes[relative] = self.changes.get(relative, 0) + 1
+            if self.changes[relative] < CHANGES_TO_BACK_OFF:
+                log.debug("changed %s: %s; waiting for it to settle", name, outcome.message)
+                self.wait(relative, outcome.signature, time.monotonic() + self.args.settle)
+                return
+            kind, outcome = "failed", Outcome("failed", f"{outcome.message}, "
+                                                        f"{self.changes[relative]} times in a row")
+        else:
+            self.changes.pop(relative, None)
         if kind == "failed":              # the environment's fault: back off, log once
             delay = min(2 * self.backoff.get(relative, RETRY_FIRST / 2), RETRY_MOST)
             self.backoff[relative] = delay
@@ -387,7 +422,6 @@ class Daemon:
                 self.wait(relative, signature(st), time.monotonic() + delay)
             return
         self.backoff.pop(relative, None)
-        self.crashes.pop(relative, None)
         if kind == "gone":
             self.known.pop(relative, None)
         elif outcome.signature is not None:
@@ -430,9 +464,12 @@ class Daemon:
     # --- the loop --------------------------------------------------------------------
 
     def run(self) -> int:
-        removed = self.inbox.remove_stale_temporaries()
+        removed, stranded = self.inbox.remove_stale_temporaries()
         if removed:
             log.info("removed %d temporary files left by an interrupted run", removed)
+        for path in stranded:
+            log.warning("an input left under a hidden name by a run stopped while moving it "
+                        "to --move-done: %s; give it its name back", display_name(path))
         self.start_pool()
         self.start_observer()
         self.rescan("start")
@@ -492,6 +529,20 @@ class Daemon:
         return EXIT_OK
 
 
+class OverflowRescans(logging.Handler):
+    """watchdog says only in its log that inotify's queue overflowed (events were lost,
+    as in a burst of thousands of files): then the folder is rescanned at once, rather
+    than at the next periodic rescan."""
+
+    def __init__(self, requests: Requests) -> None:
+        super().__init__(logging.WARNING)
+        self.requests = requests
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Inotify queue overflowed"):
+            self.requests.rescan_soon()
+
+
 # --- start-up --------------------------------------------------------------------------
 
 def check_folder(path: Path, what: str, create: bool = False) -> str | None:
@@ -513,17 +564,54 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+#: The lock files' descriptors: held, and so locked, for the daemon's life.
+_locks: list[int] = []
+
+
 def lock(inbox: Inbox) -> str | None:
-    """Take the inbox (and output folder) for this daemon alone; why not, or None."""
+    """Take the inbox (and the output folder, if another) for this daemon alone: an
+    exclusive lock on ``LOCK_NAME`` in each; why not, or None."""
+    folders = {}
     for fd, what in ((inbox.root, "inbox"), (inbox.output, "output folder")):
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return (f"another chunkd watch is already using this {what}; "
-                    "stop it first (one daemon per inbox)")
-        except OSError as error:
-            return f"cannot lock the {what}: {error.strerror}"
+        st = os.fstat(fd)
+        folders.setdefault((st.st_dev, st.st_ino), (fd, what))
+    for fd, what in folders.values():
+        problem = _lock_in(fd, what)
+        if problem:
+            return problem
     return None
+
+
+def _lock_in(folder: int, what: str) -> str | None:
+    """Lock ``LOCK_NAME`` in ``folder``: a regular file of this user's, mode 0600 (one
+    that is not, a producer's, is replaced: a producer must not hold the lock)."""
+    for _ in range(3):
+        try:
+            fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | os.O_CLOEXEC, 0o600, dir_fd=folder)
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                return f"cannot create the lock file {LOCK_NAME} in the {what}: {error.strerror}"
+            fd = None
+        if fd is not None:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() \
+                    and not st.st_mode & 0o077:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    return (f"another chunkd watch is already using this {what}; "
+                            "stop it first (one daemon per inbox)")
+                _locks.append(fd)
+                return None
+            os.close(fd)
+        try:  # not chunkd's: remove it and make ours
+            os.unlink(LOCK_NAME, dir_fd=folder)
+        except OSError as error:
+            return (f"cannot replace {LOCK_NAME} in the {what}, which is not this user's: "
+                    f"{error.strerror}")
+    return f"cannot take the lock file {LOCK_NAME} in the {what}: it keeps being replaced"
 
 
 def main(argv: list[str], requests: Requests | None = None) -> int:
@@ -534,15 +622,19 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         requests.install()
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
-    if args.workers < 1 or args.max_bytes < 1 or args.settle < 0 or args.rescan <= 0 \
-            or (args.poll is not None and args.poll <= 0):
-        parser.error("--workers, --max-bytes, --rescan and --poll must be positive, "
-                     "--settle not negative")
+    durations = [args.settle, args.rescan] + ([] if args.poll is None else [args.poll])
+    if not all(math.isfinite(seconds) for seconds in durations) or args.settle < 0 \
+            or args.rescan <= 0 or (args.poll is not None and args.poll <= 0):
+        parser.error("--settle must be a number of seconds, 0 or more; --rescan and --poll "
+                     "more than 0")
+    if not 1 <= args.workers <= 1024 or args.max_bytes < 1:
+        parser.error("--workers must be from 1 to 1024, --max-bytes at least 1")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JournalFormatter())
     log.addHandler(handler)
     log.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
     logging.getLogger("watchdog").setLevel(logging.WARNING)
+    logging.getLogger("watchdog").addHandler(OverflowRescans(requests))
     root = args.dir.resolve()
     output = args.output_dir.resolve() if args.output_dir else None
     done = args.move_done.resolve() if args.move_done else None
@@ -551,7 +643,9 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         problems.append(check_folder(output, "output folder", create=True))
     if done is not None:
         problems.append(check_folder(done, "--move-done folder", create=True))
-        if _inside(done, root) and (args.recursive or done == root):
+        if done == root:
+            problems.append("--move-done folder is the inbox itself; name another folder")
+        elif _inside(done, root) and args.recursive:
             problems.append("--move-done folder is inside the inbox, which --recursive "
                             "watches: files would be taken again; put it outside")
     for problem in filter(None, problems):

@@ -113,7 +113,8 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
 
 
 def _is_local(item: Document | InputError) -> bool:
-    return isinstance(item, Document) and (item.size or 0) > LOCAL_BYTES
+    """Whether a document is streamed here: large, or of unknown size (a pipe)."""
+    return isinstance(item, Document) and (item.size is None or item.size > LOCAL_BYTES)
 
 
 def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settings,
@@ -218,8 +219,8 @@ def main(argv: list[str]) -> int:
     """Run the filter; returns the exit status."""
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
-    if args.jobs < 1:
-        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if not 1 <= args.jobs <= 1024:
+        parser.error(f"--jobs must be from 1 to 1024, got {args.jobs}")
     # Workers render whole documents, so stdin (a stream) is never one of theirs.
     many = args.input == "ndjson" or (len(args.files) > 1 and "-" not in args.files)
     args.parallel = many and args.jobs > 1

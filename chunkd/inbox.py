@@ -21,6 +21,7 @@ import errno
 import fnmatch
 import hashlib
 import os
+import re
 import secrets
 import stat
 import time
@@ -42,7 +43,12 @@ IGNORED = (".*", "*.tmp", "*.part", "*.crdownload", "*.swp", "*~")
 RESULT_SUFFIX = {"json": ".chunks.json", "msgpack": ".chunks.msgpack"}
 ERROR_SUFFIX = ".error.json"
 TEMP_SUFFIX = ".chunkd-tmp"
-OUTPUT_SUFFIXES = (*RESULT_SUFFIX.values(), ERROR_SUFFIX, TEMP_SUFFIX)
+#: chunkd's own temporary names (``write_atomically``); a producer's look-alike stays.
+TEMPORARY = re.compile(r"\.[0-9a-f]{16}\.chunkd-tmp")
+#: An input on its way to --move-done (``move_to_done``), for an instant.
+MOVING_SUFFIX = ".chunkd-moving"
+MOVING = re.compile(r"\.[0-9a-f]{16}\.chunkd-moving")
+OUTPUT_SUFFIXES = (*RESULT_SUFFIX.values(), ERROR_SUFFIX, TEMP_SUFFIX, MOVING_SUFFIX)
 #: The longest file name Linux file systems take, in bytes.
 NAME_MAX = 255
 
@@ -64,6 +70,10 @@ def _stat_record(st: os.stat_result) -> dict:
 
 class Abandoned(Exception):
     """The daemon is stopping: the file in hand is dropped, nothing half-written."""
+
+
+class Grown(Exception):
+    """The file grew past --max-bytes while it was read."""
 
 
 @dataclass
@@ -117,16 +127,20 @@ def open_folder(path: str, expected: tuple[int, int] | None = None) -> int:
 def open_subfolder(base: int, parts: list[str], create: bool = False) -> int:
     """A descriptor of the folder ``base/parts...``, opened one component at a time,
     never through a symbolic link (``ELOOP``/``ENOTDIR`` if one is on the way);
-    created if asked."""
+    created if asked, with its parent's permissions."""
     fd = os.dup(base)
     try:
         for part in parts:
+            made = False
             if create:
                 try:
-                    os.mkdir(part, 0o777, dir_fd=fd)
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                    made = True
                 except FileExistsError:
                     pass
             child = os.open(part, DIRECTORY_FLAGS, dir_fd=fd)
+            if made:  # as open as its parent (the service's umask would close it to the group)
+                os.fchmod(child, stat.S_IMODE(os.fstat(fd).st_mode))
             os.close(fd)
             fd = child
     except BaseException:
@@ -245,9 +259,13 @@ class Inbox:
         parts, name = _split(relative)
         try:
             with subfolder(self.output, parts) as folder:
-                fd = os.open(name + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             dir_fd=folder)
-                with open(fd, "rb") as stream:
+                # Non-blocking, and regular files only: a FIFO planted at a result's
+                # name must not hang the daemon.
+                fd = os.open(name + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                             | os.O_CLOEXEC, dir_fd=folder)
+                with open(fd, "rb", buffering=0) as stream:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        return None
                     header = _read_header(stream, suffix)
         except Exception:  # missing, unreadable or not ours: not current
             return None
@@ -266,11 +284,12 @@ class Inbox:
         return False
 
     def remove_results(self, relative: str) -> None:
-        """Remove the input's results: they belong to a file that is no longer there."""
+        """Remove the input's results, in every format: they belong to a file that is
+        no longer there (or was chunked with other settings)."""
         parts, name = _split(relative)
         try:
             with subfolder(self.output, parts) as folder:
-                for suffix in (self.result_suffix, ERROR_SUFFIX):
+                for suffix in (*RESULT_SUFFIX.values(), ERROR_SUFFIX):
                     try:
                         os.unlink(name + suffix, dir_fd=folder)
                     except FileNotFoundError:
@@ -278,27 +297,31 @@ class Inbox:
         except OSError:
             pass
 
-    def remove_stale_temporaries(self) -> int:
-        """Delete the temporary files a killed run left (only chunkd's own)."""
-        removed = 0
+    def remove_stale_temporaries(self) -> tuple[int, list[str]]:
+        """Delete the temporary files a killed run left (only chunkd's own); and the
+        inputs a run killed in the middle of a --move-done left under a hidden name
+        (they are not deleted: an operator must give them a name back)."""
+        removed, stranded = 0, []
         folders = [[]]
         while folders:
             parts = folders.pop()
             try:
                 with subfolder(self.output, parts) as folder:
                     for entry in list(os.scandir(folder)):
-                        if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                        if TEMPORARY.fullmatch(entry.name):
                             try:
                                 os.unlink(entry.name, dir_fd=folder)
                                 removed += 1
                             except FileNotFoundError:
                                 pass
+                        elif MOVING.fullmatch(entry.name):
+                            stranded.append("/".join([*parts, entry.name]))
                         elif (self.options.recursive and not entry.name.startswith(".")
                               and entry.is_dir(follow_symlinks=False)):
                             folders.append(parts + [entry.name])
             except OSError:
                 continue
-        return removed
+        return removed, stranded
 
     # --- one file --------------------------------------------------------------------
 
@@ -363,8 +386,9 @@ class Inbox:
             return self.fail(relative, st, f"cannot open: {error.strerror}")
         with open(fd, "rb", buffering=0) as stream:
             before = os.fstat(fd)
-            if _file_kind(before.st_mode) != "regular file":  # swapped since the stat
-                return Outcome("skipped", _file_kind(before.st_mode), signature(before))
+            if signature(before) != signature(st):  # swapped or written to since the stat
+                return Outcome("changed", "replaced or changed before it was read",
+                               signature(before))
             digest = hashlib.sha256()
             read = 0
 
@@ -372,8 +396,10 @@ class Inbox:
                 nonlocal read
                 if stopping():
                     raise Abandoned()
-                digest.update(data)
                 read += len(data)
+                if read > self.options.max_bytes:  # it grows: no more than the limit in memory
+                    raise Grown()
+                digest.update(data)
                 beat()
 
             records = DocumentRecords()
@@ -391,9 +417,12 @@ class Inbox:
             except OSError as error:
                 self.chunker = None
                 return self.fail(relative, before, f"read failed: {error.strerror}")
-            except Abandoned:
+            except (Abandoned, Grown) as stop:
                 self.chunker = None
-                raise
+                if isinstance(stop, Abandoned):
+                    raise
+                return Outcome("changed", "grew past --max-bytes while it was read",
+                               signature(os.fstat(fd)))
         # The file at its name now must be the one read, unchanged: no result for a
         # file deleted, replaced or written to meanwhile.
         try:
@@ -404,6 +433,8 @@ class Inbox:
             return Outcome("changed", "changed while it was read", signature(after))
         if stopping():
             return Outcome("abandoned")
+        if not self._in_inbox(folder, relative):
+            return Outcome("gone", "its folder left the inbox while it was read")
         document = records.document(self.header(relative, after, digest.hexdigest()))
         written = self.write_result(relative, self.result_suffix,
                                     encode_document(self.options.format, document))
@@ -412,8 +443,22 @@ class Inbox:
         message = (f"{len(records.chunks)} chunks, {after.st_size} bytes, "
                    f"{time.monotonic() - started:.3f} s")
         if self.done is not None:
-            message += self.move_to_done(folder, relative, name)
+            message += self.move_to_done(folder, relative, name, after)
         return Outcome("processed", message, signature(after))
+
+    def _in_inbox(self, folder: int, relative: str) -> bool:
+        """Whether ``folder``, opened for ``relative``, is still that folder of the
+        inbox: a folder moved out while a file in it was read must get no result, and
+        its file must not be moved."""
+        parts, _ = _split(relative)
+        if not parts:
+            return True
+        try:
+            with subfolder(self.root, parts) as now:
+                here, there = os.fstat(now), os.fstat(folder)
+        except OSError:
+            return False
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
     def header(self, relative: str, st: os.stat_result | None, sha256: str | None) -> dict:
         return {"source": name_value(relative, self.options.format == "msgpack"),
@@ -429,7 +474,7 @@ class Inbox:
         if folder is not None:
             try:
                 sha256 = self._sha256(folder, _split(relative)[1])
-            except OSError:
+            except (OSError, Grown):
                 pass
         document = self.header(relative, st, sha256) | {"error": reason}
         written = self.write_result(relative, ERROR_SUFFIX, orjson.dumps(document))
@@ -448,28 +493,65 @@ class Inbox:
                     pass
                 write_atomically(folder, name + suffix, data)
         except OSError as error:
-            where = "a folder on its output path is a symbolic link" if error.errno in (
-                errno.ELOOP, errno.ENOTDIR) else error.strerror
+            # O_NOFOLLOW | O_DIRECTORY: a link and a file answer alike (ENOTDIR or ELOOP).
+            where = ("a symbolic link or a file is on its output path, where a folder "
+                     "should be" if error.errno in (errno.ELOOP, errno.ENOTDIR)
+                     else error.strerror)
             return Outcome("failed", f"cannot write its result: {where}")
         return None
 
-    def move_to_done(self, folder: int, relative: str, name: str) -> str:
-        """Move the input under --move-done, never over a file already there: a hard
-        link then an unlink (a rename would replace an earlier file of that name)."""
+    def move_to_done(self, folder: int, relative: str, name: str,
+                     chunked: os.stat_result) -> str:
+        """Move the input under --move-done: exactly the file that was chunked, and
+        never over a file already there. It is first renamed to a hidden name in its
+        folder (atomic, whatever is at its name now); if that is not the file chunked
+        (replaced meanwhile) it is put back; else it is linked into DONE (a link fails
+        where a rename would replace) and the hidden name is removed."""
         parts, _ = _split(relative)
+        hidden = f".{secrets.token_hex(8)}{MOVING_SUFFIX}"
+        if not self._in_inbox(folder, relative):
+            return "; not moved: its folder left the inbox"
+        try:  # checked first, so that the usual refusal does not touch the input
+            with subfolder(self.done, parts) as target:
+                os.stat(name, dir_fd=target, follow_symlinks=False)
+            return "; not moved: a file of that name is already in --move-done"
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+                return f"; not moved to --move-done: {error.strerror}"
         try:
-            with subfolder(self.done, parts, create=True) as target:
-                try:
-                    os.link(name, name, src_dir_fd=folder, dst_dir_fd=target,
-                            follow_symlinks=False)
-                except FileExistsError:
-                    return "; not moved: a file of that name is already in --move-done"
-                os.unlink(name, dir_fd=folder)
-                os.fsync(target)
-                os.fsync(folder)
+            os.rename(name, hidden, src_dir_fd=folder, dst_dir_fd=folder)
         except OSError as error:
             return f"; not moved to --move-done: {error.strerror}"
+        moved = os.stat(hidden, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
+        if (moved.st_dev, moved.st_ino) != (chunked.st_dev, chunked.st_ino):
+            return "; not moved: replaced since it was read" + self._put_back(folder, hidden, name)
+        try:
+            with subfolder(self.done, parts, create=True) as target:
+                os.link(hidden, name, src_dir_fd=folder, dst_dir_fd=target,
+                        follow_symlinks=False)
+                os.unlink(hidden, dir_fd=folder)
+                os.fsync(target)
+                os.fsync(folder)
+        except FileExistsError:
+            return ("; not moved: a file of that name is already in --move-done"
+                    + self._put_back(folder, hidden, name))
+        except OSError as error:
+            return (f"; not moved to --move-done: {error.strerror}"
+                    + self._put_back(folder, hidden, name))
         return "; moved to --move-done"
+
+    @staticmethod
+    def _put_back(folder: int, hidden: str, name: str) -> str:
+        """Give a file its name back, unless a newer file took the name meanwhile
+        (then it stays under its hidden name, and the message says which)."""
+        try:
+            os.link(hidden, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+            os.unlink(hidden, dir_fd=folder)
+            return ""
+        except OSError as error:
+            return f" (it could not have its name back: {error.strerror}; it is kept as {hidden})"
 
     def _sha256(self, folder: int, name: str) -> str:
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
@@ -479,19 +561,29 @@ class Inbox:
         with open(os.open(name, flags, dir_fd=folder), "rb", buffering=0) as stream:
             if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                 raise OSError(errno.EINVAL, "not a regular file")
+            read = 0
             for data in read_blocks(stream):
+                read += len(data)
+                if read > self.options.max_bytes:
+                    raise Grown()
                 digest.update(data)
         return digest.hexdigest()
 
 
+#: The most of a result's head read to find its metadata: results write their chunks
+#: last, and an error result is small; a larger head is not chunkd's.
+HEADER_BYTES = 1 << 16
+
+
 def _read_header(stream, suffix: str) -> object:
-    """A result's metadata without its chunks: results write their chunks last, so
-    the head of the file is enough (a ``,"chunks":`` outside a JSON string cannot
-    occur inside one, where every quote is escaped)."""
+    """A result's metadata without its chunks, from at most ``HEADER_BYTES`` of its head
+    (a ``,"chunks":`` outside a JSON string cannot occur inside one, where every quote
+    is escaped); a file planted at a result's name is never read whole."""
     if suffix.endswith(".msgpack"):
         import msgpack
 
-        unpacker = msgpack.Unpacker(stream, read_size=1 << 16)
+        unpacker = msgpack.Unpacker(stream, read_size=HEADER_BYTES,
+                                    max_buffer_size=HEADER_BYTES)
         header = {}
         for _ in range(unpacker.read_map_header()):
             key = unpacker.unpack()
@@ -499,11 +591,11 @@ def _read_header(stream, suffix: str) -> object:
                 break
             header[key] = unpacker.unpack()
         return header
-    head = stream.read(1 << 16)
+    head = stream.read(HEADER_BYTES + 1)
     cut = head.find(b',"chunks":')
-    if cut < 0:
-        return orjson.loads(head + stream.read())  # an error result, or a long head
-    return orjson.loads(head[:cut] + b"}")
+    if cut >= 0:
+        return orjson.loads(head[:cut] + b"}")
+    return orjson.loads(head) if len(head) <= HEADER_BYTES else None
 
 
 def _file_kind(mode: int) -> str:

@@ -13,9 +13,9 @@ class Progress:
 
     INTERVAL = 0.25
 
-    def __init__(self, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
-        self.stream = stream
-        self.enabled = enabled and stream.isatty()
+    def __init__(self, stream: TextIO | None = None, enabled: bool = True) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and self.stream.isatty()
         self.started = self.drawn = time.monotonic()
         self.total = 0
         self.shown = False

@@ -15,6 +15,7 @@ import codecs
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ BLOCK_SIZE = 1 << 18
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
 RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", "tokens",
-                           "estimated_tokens", "headings", "parent"})
+                           "estimated_tokens", "headings", "parent", "embed_text",
+                           "chunks", "parents"})  # the last two: --format json's documents
 
 #: Integers a record can carry exactly: JSON tools commonly read 64 bits, no more.
 INT_RANGE = range(-2**63, 2**64)
@@ -51,7 +53,7 @@ class Document:
     """One input document: its name (None for stdin), its text blocks, and the
     extra fields of its NDJSON line, which are copied into every chunk record.
     ``size`` is its length in bytes or code points where known before reading (it
-    decides whether ``--jobs`` hands it to a worker), else None."""
+    decides whether ``--jobs`` hands it to a worker), else None (a pipe, a device)."""
 
     name: str | int | None
     blocks: Iterable[str]
@@ -182,7 +184,10 @@ _LONG_INTEGER = re.compile(rb"[:\[,]\s*-?\d{19}")
 def _parse_line(line: bytes, errors: str) -> object:
     record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
     if _LONG_INTEGER.search(line):     # rare: parse again, keeping integers exact
-        record = json.loads(line.decode("utf-8", errors), parse_int=_int64)
+        try:
+            record = json.loads(line.decode("utf-8", errors), parse_int=_int64)
+        except RecursionError:
+            raise ValueError("nested too deeply (at most 254 levels)") from None
     return record
 
 
@@ -230,6 +235,9 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
     one comes as an ``InputError``. ``workers_read_files``: files are read later by
     ``--jobs`` workers, so their bytes are not seen here."""
     for path in paths or ["-"]:
+        if path == "-" and sys.stdin is None:  # started with stdin closed (<&-)
+            yield InputError("stdin: not open (Bad file descriptor)")
+            continue
         if input == "ndjson":
             if path == "-":
                 yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes)
@@ -243,7 +251,8 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
             yield stream_document(sys.stdin.buffer, errors, on_bytes)
         else:
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
+                size = st.st_size if stat.S_ISREG(st.st_mode) else None  # a pipe: unknown
             except OSError:
                 size = None  # reading it reports the problem
             yield file_document(path, errors, None if workers_read_files else on_bytes, size)

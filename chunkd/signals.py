@@ -22,16 +22,18 @@ class Requests:
         self.wake: queue.SimpleQueue | None = None  # the scheduler's, once it runs
 
     def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._stop)
-        signal.signal(signal.SIGINT, self._stop)
-        signal.signal(signal.SIGHUP, self._rescan)
+        signal.signal(signal.SIGTERM, self.stop_soon)
+        signal.signal(signal.SIGINT, self.stop_soon)
+        signal.signal(signal.SIGHUP, self.rescan_soon)
 
-    def _stop(self, *_) -> None:
+    def stop_soon(self, *_) -> None:
         self.stop.set()
-        if self.wake is not None:
-            self.wake.put(("wake", ""))
+        self._wake()
 
-    def _rescan(self, *_) -> None:
+    def rescan_soon(self, *_) -> None:
         self.rescan.set()
-        if self.wake is not None:
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.wake is not None:  # SimpleQueue.put may be called from a signal handler
             self.wake.put(("wake", ""))

@@ -106,7 +106,7 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_1(where, tmp_path):
     (["--chars", "100", "--overlap", str(2**64)], "--overlap 18446744073709551616 is not smaller "
                                                    "than the size (100 chars); write --overlap 99"),
     (["--chars", str(2**64), "--overlap", str(2**63)], "the size must be at most 1000000000000"),
-    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--jobs", "0"], "--jobs must be from 1 to 1024, got 0"),
     (["--size", "10"], "--size is for the window strategies; with --strategy recursive "
                        "write --chars N or --tokens N"),
     (["--strategy", "nope"], "--strategy nope: unknown; choose one of recursive, graphemes, "

@@ -72,8 +72,8 @@ def test_a_link_inside_the_output_folder_is_not_written_through(tmp_path, watch)
     watcher.rescans_pass(3)
     assert everything_under(elsewhere) == {}
     failures = watcher.lines("failed sub/a.txt")
-    assert failures == ["failed sub/a.txt: cannot write its result: a folder on its output "
-                        "path is a symbolic link; trying again in 5 s"]  # once, backing off
+    assert failures == ["failed sub/a.txt: cannot write its result: a symbolic link or a file "
+                        "is on its output path, where a folder should be; trying again in 5 s"]
     assert watcher.stop() == 0
 
 
@@ -216,7 +216,7 @@ def test_no_result_for_a_file_deleted_while_it_is_chunked(inbox, watch):
     (inbox / "big.md").unlink()
     watcher.wait_for(lambda: watcher.lines("gone big.md"), timeout=120, what="the outcome")
     assert watcher.lines("gone big.md") == ["gone big.md: deleted while it was read"]
-    assert list(inbox.iterdir()) == []
+    assert [p.name for p in inbox.iterdir()] == [".chunkd-lock"]
     assert watcher.stop() == 0
 
 
@@ -257,7 +257,7 @@ def test_a_file_that_kills_its_worker_gets_an_error_and_the_rest_goes_on(inbox, 
     target = inbox / "poison-crash.txt.error.json"
     watcher.wait_for(target.exists, timeout=90, what="the error result")
     assert orjson.loads(target.read_bytes())["error"] == \
-        "chunking it made a worker process die, twice"
+        "chunking it made a worker process die (twice, the second time alone)"
     (inbox / "after.txt").write_text("Chunked by the new workers.", encoding="utf-8")
     watcher.wait_for(lambda: "after.txt" in results(inbox), what="the next file")
     watcher.rescans_pass(2)
@@ -327,4 +327,55 @@ def test_a_restart_confirms_current_results_without_reading_the_inputs(inbox, wa
     watcher.rescans_pass(2)               # an input read now would fail with EACCES
     assert watcher.lines("chunking ") == [] and watcher.lines("error ") == []
     assert len(results(inbox)) == 200
+    assert watcher.stop() == 0
+
+
+def test_a_file_that_changes_whenever_it_is_read_backs_off(inbox, watch):
+    """A followed link to /proc: its size is 0 and it reads as more, every time."""
+    (inbox / "status.txt").symlink_to("/proc/self/status")
+    watcher = watch(inbox, "--follow-symlinks", "-v", settle="0.2")
+    watcher.wait_for(lambda: watcher.lines("failed status.txt"), what="the back-off")
+    time.sleep(3)                                     # within the 5 s back-off
+    assert len(watcher.lines("chunking status.txt")) == 3
+    assert watcher.lines("failed status.txt") == [
+        "failed status.txt: changed while it was read, 3 times in a row; trying again in 5 s"]
+    assert watcher.stop() == 0
+
+
+def test_a_producers_look_alike_lock_file_does_not_keep_the_daemon_down(inbox, watch):
+    (inbox / ".chunkd-lock").write_text("a producer's", encoding="utf-8")
+    (inbox / ".chunkd-lock").chmod(0o666)
+    holder = subprocess.Popen(["flock", str(inbox / ".chunkd-lock"), "sleep", "600"])
+    try:
+        time.sleep(0.3)
+        (inbox / "a.txt").write_text("Chunked all the same.", encoding="utf-8")
+        watcher = watch(inbox)
+        watcher.wait_for(lambda: "a.txt" in results(inbox), what="the result")
+        assert (inbox / ".chunkd-lock").stat().st_mode & 0o777 == 0o600
+        second = subprocess.run([chunkd_command(), "watch", str(inbox)], capture_output=True,
+                                timeout=60)
+        assert second.returncode == 2 and b"another chunkd watch" in second.stderr
+        assert watcher.stop() == 0
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_events_watchdog_says_were_lost_make_a_rescan_at_once(inbox, watch):
+    watcher = watch(inbox, "--rescan", "3600", faults={"lose_events": True})
+    watcher.started()
+    (inbox / "a.txt").write_text("Its events are lost; a rescan finds it.", encoding="utf-8")
+    watcher.wait_for(lambda: "a.txt" in results(inbox), timeout=30, what="the result")
+    assert watcher.stop() == 0
+
+
+def test_an_input_stranded_by_an_interrupted_move_is_reported_at_start(inbox, tmp_path, watch):
+    stranded = inbox / ".0123456789abcdef.chunkd-moving"
+    stranded.write_text("An input whose move was interrupted.", encoding="utf-8")
+    watcher = watch(inbox, "--move-done", str(tmp_path / "done"))
+    watcher.started()
+    assert watcher.lines("an input left under a hidden name") == [
+        "an input left under a hidden name by a run stopped while moving it to --move-done: "
+        ".0123456789abcdef.chunkd-moving; give it its name back"]
+    assert stranded.exists()
     assert watcher.stop() == 0

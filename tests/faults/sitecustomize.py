@@ -7,7 +7,9 @@ and in each of its worker processes. Faults:
 - "inotify": the inotify observer cannot start, as when the instance limit is reached;
 - "enospc_while": a path; while it exists, writing a result fails with ENOSPC;
 - "eacces_suffix": opening an input whose name ends so fails with EACCES;
-- "crash_suffix": a worker chunking an input whose name ends so dies (SIGKILL).
+- "crash_suffix": a worker chunking an input whose name ends so dies (SIGKILL);
+- "lose_events": inotify's events are lost, and watchdog's logger says its queue
+  overflowed, as watchdog does when the kernel drops events.
 """
 
 import errno
@@ -60,3 +62,14 @@ if faults.get("crash_suffix"):
         return real_chunk(self, folder, relative, *args, **kwargs)
 
     chunkd.inbox.Inbox.chunk_file = crashing_chunk
+
+if faults.get("lose_events"):
+    import logging
+
+    import watchdog.observers.api
+
+    def lose(self, event):
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost")
+
+    watchdog.observers.api.EventEmitter.queue_event = lose
