@@ -27,6 +27,7 @@ that text ends.  Positions are code-point offsets into the document;
 needs, starting at document offset ``base``.
 """
 
+import functools
 import re
 
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
@@ -73,6 +74,7 @@ cdef enum:
     BY_PATTERN = 2      # a regular expression, run once its whole scope has arrived
 
 
+@functools.lru_cache(maxsize=1024)  # splitters are built per call: parse each pattern once
 def literal_text(pattern) -> str | None:
     """The text a compiled regular expression matches, if it is a plain literal
     (``"\\nclass "``, ``"\\nsetClass\\("``), else None.

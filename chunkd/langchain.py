@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Collection, Set
+import threading
+from collections.abc import Callable, Collection, Set
 from typing import Any, Literal
 
 try:
@@ -76,6 +77,27 @@ class TiktokenLength:
         return self.cl100k and self._special.search(text) is None
 
 
+#: Per thread, kernel splitters already built, by their arguments: one is ready for the
+#: next document after ``finish``, and building one costs more than splitting a page.
+_built = threading.local()
+CACHED_SPLITTERS = 32
+
+
+def _reused(key: tuple, build: Callable[[], object]):
+    """The kernel splitter for ``key``, taken out of this thread's cache while in use
+    (an exception midway drops it); ``_put_back`` returns it."""
+    splitters = _built.__dict__.setdefault("splitters", {})
+    splitter = splitters.pop(key, None)
+    return build() if splitter is None else splitter
+
+
+def _put_back(key: tuple, splitter: object) -> None:
+    splitters = _built.__dict__.setdefault("splitters", {})
+    if len(splitters) >= CACHED_SPLITTERS:
+        splitters.clear()
+    splitters[key] = splitter
+
+
 def _keep(keep_separator: bool | str) -> bool | str:
     """LangChain's reading of keep_separator: "end", else any true value is "start"."""
     return "end" if keep_separator == "end" else "start" if keep_separator else False
@@ -85,28 +107,43 @@ class _Kernel:
     """What chunkd changes in LangChain's splitters: the chunks come from its splitter,
     with their offsets."""
 
+    def _separator_settings(self) -> tuple:
+        """The attributes that choose the separators, as a hashable key."""
+        raise NotImplementedError
+
     def _separator_arguments(self) -> dict:
         """The splitter's separator arguments for this LangChain splitter."""
         raise NotImplementedError
 
     def _chunks(self, text: str) -> list[Chunk]:
         """``text``'s chunks, with offsets, as LangChain would split it."""
-        from chunkd import fallback
-
         size, overlap, length = self._chunk_size, self._chunk_overlap, self._length_function
-        arguments = dict(self._separator_arguments(), strip_whitespace=self._strip_whitespace)
         compiled = isinstance(size, int) and isinstance(overlap, int)
         if compiled and length is len:
-            from chunkd._kernel import RecursiveSplitter
-            splitter = RecursiveSplitter(size, overlap, **arguments)
+            unit = "chars"
         elif compiled and isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
-            from chunkd._kernel import RecursiveSplitter
-            from chunkd.units import token_counter
-            splitter = RecursiveSplitter(size, overlap, counter=token_counter(), **arguments)
+            unit = "tokens"
         else:
-            splitter = fallback.RecursiveSplitter(size, overlap, length_function=length,
-                                                  **arguments)
-        return splitter.feed(text) + splitter.finish()
+            from chunkd import fallback
+            splitter = fallback.RecursiveSplitter(
+                size, overlap, length_function=length, strip_whitespace=self._strip_whitespace,
+                **self._separator_arguments())
+            return splitter.feed(text) + splitter.finish()
+        key = (type(self), unit, size, overlap, self._strip_whitespace,
+               self._separator_settings())
+        splitter = _reused(key, lambda: self._kernel_splitter(unit))
+        chunks = splitter.feed(text) + splitter.finish()
+        _put_back(key, splitter)
+        return chunks
+
+    def _kernel_splitter(self, unit: str):
+        from chunkd._kernel import RecursiveSplitter
+        from chunkd.units import token_counter
+
+        return RecursiveSplitter(self._chunk_size, self._chunk_overlap,
+                                 counter=token_counter() if unit == "tokens" else None,
+                                 strip_whitespace=self._strip_whitespace,
+                                 **self._separator_arguments())
 
     def split_text(self, text: str) -> list[str]:
         """Split ``text`` into chunks (LangChain's, one for one)."""
@@ -147,6 +184,9 @@ class _Kernel:
 class RecursiveCharacterTextSplitter(_Kernel, _langchain.RecursiveCharacterTextSplitter):
     """LangChain's ``RecursiveCharacterTextSplitter``, compiled and streaming."""
 
+    def _separator_settings(self) -> tuple:
+        return tuple(self._separators), self._is_separator_regex, _keep(self._keep_separator)
+
     def _separator_arguments(self) -> dict:
         regex = self._is_separator_regex
         return {"separators": [re.compile(s) if regex and s else s for s in self._separators],
@@ -155,6 +195,9 @@ class RecursiveCharacterTextSplitter(_Kernel, _langchain.RecursiveCharacterTextS
 
 class CharacterTextSplitter(_Kernel, _langchain.CharacterTextSplitter):
     """LangChain's ``CharacterTextSplitter``, compiled: one separator, every piece merged."""
+
+    def _separator_settings(self) -> tuple:
+        return self._separator, self._is_separator_regex, _keep(self._keep_separator)
 
     def _separator_arguments(self) -> dict:
         separator, regex = self._separator, self._is_separator_regex

@@ -411,3 +411,16 @@ def test_the_extra_is_needed_and_named():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert "pip install 'chunkd[langchain]'" in result.stdout, result.stderr
+
+
+def test_threads_share_a_splitter_safely():
+    """Kernel splitters are reused per thread (chunkd.langchain); one splitter object
+    used from eight threads at once gives each the chunks it gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [p.read_text(encoding="utf-8") for p in corpus_documents()[:16]]
+    splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+        encoding_name="cl100k_base", chunk_size=100, chunk_overlap=10)
+    alone = [splitter.split_text(text) for text in texts]
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(splitter.split_text, texts * 4)) == alone * 4
