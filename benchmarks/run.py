@@ -180,6 +180,22 @@ def measure_in_child(split: Callable[[str, str], list[str]], text: str, unit: st
     return result
 
 
+def result_rows(first_cells: str, results: dict, reference: str, mb: float) -> list[str]:
+    """Table rows ``| first_cells | name | MB/s | x reference | chunks | = reference |``
+    for ``measure_in_child`` results (a string: why there is no measurement)."""
+    base, rows = results[reference], []
+    for name, result in results.items():
+        if isinstance(result, str):
+            rows.append(f"| {first_cells} | {name} | {result} | | | |")
+            continue
+        seconds, count, digest = result
+        ratio = "" if isinstance(base, str) else f"{base[0] / seconds:.2f}"
+        equal = "" if isinstance(base, str) else "yes" if digest == base[2] else "no"
+        rows.append(f"| {first_cells} | {name} | {mb / seconds:.1f} | {ratio} | {count} | "
+                    f"{equal} |")
+    return rows
+
+
 def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
     warm_up = "Imports, tokenizers and caches load here, not in the timed runs. " * 50
     for split in PEERS.values():
@@ -204,15 +220,7 @@ def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
             results = {peer: measure_in_child(split, text, unit, runs)
                        for peer, split in PEERS.items()}
             reference = results["langchain"]
-            for peer, result in results.items():
-                if isinstance(result, str):
-                    out.append(f"| {label} | {unit} | {peer} | {result} | | | |")
-                    continue
-                seconds, count, digest = result
-                ratio = f"{reference[0] / seconds:.2f}" if not isinstance(reference, str) else ""
-                equal = "" if isinstance(reference, str) else "yes" if digest == reference[2] else "no"
-                out.append(f"| {label} | {unit} | {peer} | {mb / seconds:.1f} | {ratio} | "
-                           f"{count} | {equal} |")
+            out.extend(result_rows(f"{label} | {unit}", results, "langchain", mb))
             for limit, action in reference_limits(text).items():
                 seconds, _ = median_seconds(action, runs)
                 ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
@@ -406,16 +414,7 @@ def drop_in(big: str, runs: int, out: list[str]) -> None:
             run(module, "warm up: imports and tokenizer tables load here. " * 20)
         results = {name: measure_in_child(lambda text, _, m=module: run(m, text), given, "",
                                           runs) for name, module in modules.items()}
-        reference = results["langchain_text_splitters"]
-        for name, result in results.items():
-            if isinstance(result, str):
-                out.append(f"| {case} ({mb:.1f} MB) | {name} | {result} | | | |")
-                continue
-            seconds, count, digest = result
-            ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
-            equal = "" if isinstance(reference, str) else "yes" if digest == reference[2] else "no"
-            out.append(f"| {case} ({mb:.1f} MB) | {name} | {mb / seconds:.1f} | {ratio} | "
-                       f"{count} | {equal} |")
+        out.extend(result_rows(f"{case} ({mb:.1f} MB)", results, "langchain_text_splitters", mb))
         print("\n".join(out[-2:]), flush=True)
     documents = {name: module.RecursiveCharacterTextSplitter(
         chunk_size=1000, chunk_overlap=100, add_start_index=True).create_documents([big])
