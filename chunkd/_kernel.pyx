@@ -30,6 +30,7 @@ needs, starting at document offset ``base``.
 import functools
 import re
 
+cimport cython
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memset
@@ -74,7 +75,7 @@ cdef enum:
     BY_PATTERN = 2      # a regular expression, run once its whole scope has arrived
 
 
-@functools.lru_cache(maxsize=1024)  # splitters are built per call: parse each pattern once
+@functools.lru_cache(maxsize=1024)  # splitters are built often: parse each pattern once
 def literal_text(pattern) -> str | None:
     """The text a compiled regular expression matches, if it is a plain literal
     (``"\\nclass "``, ``"\\nsetClass\\("``), else None.
@@ -165,17 +166,18 @@ cdef Py_ssize_t _find(int kind, void* data, Py_ssize_t start, Py_ssize_t end,
     cdef Py_ssize_t i = start, last = end - sep_len, k
     while i <= last:
         i = _find_unit(kind, data, i, last + 1, sep[0])
-        if i < 0:
-            return -1
-        k = 1
-        while k < sep_len and PyUnicode_READ(kind, data, i + k) == sep[k]:
-            k += 1
-        if k == sep_len:
+        if i < 0 or sep_len == 1:
             return i
+        k = 1
+        while PyUnicode_READ(kind, data, i + k) == sep[k]:
+            k += 1
+            if k == sep_len:
+                return i
         i += 1
     return -1
 
 
+@cython.final  # final classes: methods are called directly, and can be inlined
 cdef class TokenCounter:
     """Exact cl100k_base token counts: ``count(s) == len(encode_ordinary(s))``.
 
@@ -376,6 +378,7 @@ cdef class TokenCounter:
         return out
 
 
+@cython.final
 cdef class _Level:
     """One separator's pass over its scope: cutting pieces, merging, delegating."""
     cdef RecursiveSplitter sp
@@ -401,9 +404,9 @@ cdef class _Level:
 
     def __cinit__(self, RecursiveSplitter sp, separator, _Level child, str join):
         """``separator``: a literal ``str`` or a compiled ``re.Pattern`` without
-        capturing groups; ``join``:
-        what merged pieces are joined with when the separator is dropped (None: the
-        separator's own text, a pattern's source, as LangChain joins them)."""
+        capturing groups; ``join``: what merged pieces are joined with when the
+        separator is dropped (None: the separator's own text, a pattern's source, as
+        LangChain joins them)."""
         self.sp = sp
         self.child = child
         if isinstance(separator, str):
@@ -569,11 +572,11 @@ cdef class _Level:
         cdef TokenCounter counter = sp.counter
         cdef int kind
         cdef void* data
-        cdef Py_ssize_t i, j, n, p0, p1, tail, pending
-        cdef Py_ssize_t stop = PY_SSIZE_T_MAX if sp.merge_long else sp.chunk_size
+        cdef Py_ssize_t i, j, n, p0, p1, tail, pending, stop
         if counter is None:
             self.piece_len = end - self.piece_start
             return self.piece_len >= sp.chunk_size
+        stop = PY_SSIZE_T_MAX if sp.merge_long else sp.chunk_size
         kind = PyUnicode_KIND(sp.buf)
         data = PyUnicode_DATA(sp.buf)
         i = self.counted_pos - sp.base
@@ -628,23 +631,27 @@ cdef class _Level:
         """Add a piece, emitting a chunk when it does not fit (``_merge_splits``; the
         join between pieces counts when the separator is dropped)."""
         cdef RecursiveSplitter sp = self.sp
-        cdef Py_ssize_t join = self.join_length
-        if self.m_count and self.m_total + length + join > sp.chunk_size:
+        cdef Py_ssize_t join = self.join_length   # 0 unless the separator is dropped
+        # With the join counted for a piece that follows another: the room it takes.
+        cdef Py_ssize_t needed = length + join
+        if self.m_count and self.m_total + needed > sp.chunk_size:
             self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
             while self.m_count and (self.m_total > sp.chunk_overlap or
-                                    self.m_total + length + join > sp.chunk_size):
-                self.m_total -= self.m_len[self.m_head] + (join if self.m_count > 1 else 0)
+                                    self.m_total + needed > sp.chunk_size):
+                self.m_total -= self.m_len[self.m_head]
                 self.m_head += 1
                 self.m_count -= 1
+                if self.m_count:
+                    self.m_total -= join
         if self.m_head + self.m_count == self.m_cap:
             self.make_room()
         cdef Py_ssize_t at = self.m_head + self.m_count
         self.m_start[at] = start
         self.m_end[at] = end
         self.m_len[at] = length
+        self.m_total += needed if self.m_count else length
         self.m_count += 1
-        self.m_total += length + (join if self.m_count > 1 else 0)
         return 0
 
     cdef int make_room(self) except -1:
@@ -705,6 +712,7 @@ cdef void* _grow(void* block, Py_ssize_t count) except NULL:
     return grown
 
 
+@cython.final
 cdef class RecursiveSplitter:
     """Incremental recursive splitter, chunk for chunk identical to LangChain's
     ``RecursiveCharacterTextSplitter`` (or, with ``merge_long``, its
