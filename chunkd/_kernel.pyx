@@ -37,6 +37,7 @@ from libc.string cimport memchr, memset
 from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd.chunk import Chunk
+from chunkd.fallback import SEPARATORS, checked_arguments, joined_chunk
 
 try:
     from re import _parser as _regex_parser      # Python 3.11 and later
@@ -52,9 +53,6 @@ cdef extern from "Python.h":
     bint Py_UNICODE_ISSPACE(unsigned int ch) nogil
     void PyObject_GC_UnTrack(object op)
     const Py_ssize_t PY_SSIZE_T_MAX
-
-#: chunkd's separators, coarsest first; "" splits into code points.
-SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:
@@ -752,8 +750,6 @@ cdef class RecursiveSplitter:
 
         Built whole here, so that no instance can exist half-initialised
         (``RecursiveSplitter.__new__`` runs this too)."""
-        from chunkd.fallback import checked_arguments
-
         keep, used = checked_arguments(chunk_size, chunk_overlap, separators, keep_separator,
                                        merge_long)
         self.keep = KEEP_START if keep == "start" else KEEP_END if keep == "end" else KEEP_NONE
@@ -839,8 +835,6 @@ cdef class RecursiveSplitter:
     cdef int emit_joined(self, list spans, str join) except -1:
         """Make the chunk of the document pieces ``spans`` joined with ``join`` (a
         dropped separator that the document does not have exactly between them)."""
-        from chunkd.fallback import joined_chunk
-
         made = joined_chunk(self.buf, self.base, spans, join, self.strip)
         if made is not None:
             start, end, chunk_text = made

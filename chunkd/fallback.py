@@ -3,7 +3,7 @@
 ``chunkd._kernel.RecursiveSplitter`` is this algorithm compiled; the tests compare the
 two on every setting, whole and in random pieces, and both with LangChain. This one
 also takes any length function (the kernel counts code points and cl100k_base tokens
-only), which is what ``chunkd.langchain`` runs for other ``length_function``\\ s.
+only): ``chunkd.langchain`` runs it for the other length functions.
 
 LangChain-identical recursive splitting on a stream
 ---------------------------------------------------
@@ -86,7 +86,7 @@ from collections.abc import Callable, Iterable
 
 from chunkd.chunk import Chunk
 
-#: chunkd's separators, coarsest first (the kernel's ``SEPARATORS``).
+#: chunkd's separators, coarsest first; "" splits into code points (``chunkd.SEPARATORS``).
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
 
 Length = Callable[[str], "int | float"]
