@@ -419,8 +419,8 @@ def drop_in(big: str, runs: int, out: list[str]) -> None:
     documents = {name: module.RecursiveCharacterTextSplitter(
         chunk_size=1000, chunk_overlap=100, add_start_index=True).create_documents([big])
         for name, module in modules.items()}
-    wrong = sum(big[d.metadata["start_index"]:][:len(d.page_content)] != d.page_content
-                for d in documents["langchain_text_splitters"])
+    wrong = sum(big[d.metadata["start_index"]:d.metadata["start_index"] + len(d.page_content)]
+                != d.page_content for d in documents["langchain_text_splitters"])
     differ = sum(a.metadata != b.metadata for a, b in zip(*documents.values()))
     out.append(f"\nWith `add_start_index=True`, {differ} of {len(documents['chunkd.langchain'])} "
                f"start_index values differ; at {wrong} of them LangChain's does not point at "
