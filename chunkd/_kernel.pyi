@@ -1,10 +1,14 @@
 """Type stubs for the compiled kernel (chunkd/_kernel.pyx)."""
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
+from typing import Literal
 
 from chunkd.chunk import Chunk
 
 SEPARATORS: tuple[str, ...]
+
+def literal_text(pattern: re.Pattern[str]) -> str | None: ...
 
 class TokenCounter:
     max_token_chars: int
@@ -17,7 +21,11 @@ class RecursiveSplitter:
     chunk_size: int
     chunk_overlap: int
     counter: TokenCounter | None
+    merge_long: bool
     def __init__(self, chunk_size: int, chunk_overlap: int, *,
-                 counter: TokenCounter | None = None) -> None: ...
+                 separators: Iterable[str | re.Pattern[str]] = ...,
+                 keep_separator: bool | Literal["start", "end"] = ...,
+                 strip_whitespace: bool = ..., merge_long: bool = ...,
+                 join: str | None = ..., counter: TokenCounter | None = None) -> None: ...
     def feed(self, text: str) -> list[Chunk]: ...
     def finish(self) -> list[Chunk]: ...

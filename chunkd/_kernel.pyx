@@ -2,30 +2,47 @@
 """The compiled core: LangChain's recursive character splitting, run on a stream.
 
 LangChain's ``_split_text(text, seps)`` picks the first separator found anywhere in
-``text``, splits on it (keeping it at the end of each piece), merges the short pieces
-greedily and recurses into the long ones with the remaining separators.  Here each
-separator is one ``_Level``; a level reads the stream once, left to right, and
+``text``, splits on it, merges the short pieces greedily and recurses into the long
+ones with the remaining separators.  Here each separator is one ``_Level``; a level
+reads the stream once, left to right, and
 
-* cuts a piece at each occurrence of its separator: a short piece goes to the level's
-  merger, a long one (length >= chunk size) to the child level (the next separator);
+* cuts a piece at each occurrence of its separator (which stays at the end of the
+  piece before it, at the start of the piece after it, or is dropped): a short piece
+  goes to the level's merger, a long one (length >= chunk size) to the child level
+  (the next separator);
 * hands its text to the child as soon as the piece in hand is known to end up long,
-  whether or not the separator was seen yet (``shared/notes/streaming-parity.md``
-  explains why that keeps the output identical);
+  whether or not the separator was seen yet;
 * at the end of its scope, if its separator never occurred, gives everything to the
   child: LangChain skips a separator the text does not contain.
 
-So each level holds at most one unfinished short piece and one chunk in progress, and
-memory is bounded by the chunk size and the separator depth, not by the document.
-Positions are code-point offsets into the document; ``RecursiveSplitter.buf`` holds the window
-of the document that some level still needs, starting at document offset ``base``.
+Why that gives LangChain's chunks exactly, on any cutting of the input, is explained
+in ``chunkd/fallback.py``, the same algorithm in plain Python, which the tests
+compare with this one.  Literal separators (and regular expressions that are plain
+literals, like most of ``from_language``'s) stream: each level holds at most one
+unfinished piece and one chunk in progress, so memory is bounded by the chunk size
+and the separator depth, not by the document.  A real regular expression is run,
+as LangChain runs it, on the whole text its level is given, which it holds until
+that text ends.  Positions are code-point offsets into the document;
+``RecursiveSplitter.buf`` holds the window of the document that some level still
+needs, starting at document offset ``base``.
 """
 
+import functools
+import re
+
+cimport cython
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memset
 from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
+from chunkd.fallback import SEPARATORS, checked_arguments, joined_chunk
+
+try:
+    from re import _parser as _regex_parser      # Python 3.11 and later
+except ImportError:
+    import sre_parse as _regex_parser            # Python 3.10
 
 _new_tuple = tuple.__new__
 
@@ -35,15 +52,47 @@ cdef extern from "Python.h":
     unsigned int PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
     bint Py_UNICODE_ISSPACE(unsigned int ch) nogil
     void PyObject_GC_UnTrack(object op)
-
-#: The contract's separators, coarsest first; "" splits into code points.
-SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
+    const Py_ssize_t PY_SSIZE_T_MAX
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:
     LETTER = 1   # \p{L}
     NUMBER = 2   # \p{N}
     SPACE = 4    # \s (Unicode White_Space)
+
+# Where a separator goes (LangChain's keep_separator).
+cdef enum:
+    KEEP_NONE = 0    # dropped; merged pieces are joined with it again (False)
+    KEEP_START = 1   # at the start of the piece after it (True, "start")
+    KEEP_END = 2     # at the end of the piece before it ("end")
+
+# How a level finds its separator.
+cdef enum:
+    BY_CODE_POINT = 0   # "": every code point is a piece
+    BY_LITERAL = 1      # a literal string, searched with memchr; streams
+    BY_PATTERN = 2      # a regular expression, run once its whole scope has arrived
+
+
+@functools.lru_cache(maxsize=1024)  # splitters are built often: parse each pattern once
+def literal_text(pattern) -> str | None:
+    """The text a compiled regular expression matches, if it is a plain literal
+    (``"\\nclass "``, ``"\\nsetClass\\("``), else None.
+
+    Such a pattern matches exactly where its text occurs, so its level searches the
+    text with memchr and streams. The pattern is read by Python's own parser, so
+    escapes, ``{`` and non-capturing groups mean what ``re`` makes of them."""
+    if pattern.flags & ~int(re.UNICODE):
+        return None
+    try:
+        parsed = _regex_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # a private module: if it ever changes, use the regex as it is
+        return None
+    codes = []
+    for op, argument in parsed:
+        if op != _regex_parser.LITERAL:
+            return None
+        codes.append(chr(argument))
+    return "".join(codes) or None
 
 
 cdef inline bint _is_crlf(unsigned int c) nogil:
@@ -106,22 +155,27 @@ cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t 
 
 
 cdef Py_ssize_t _find(int kind, void* data, Py_ssize_t start, Py_ssize_t end,
-                      unsigned int first, unsigned int second, Py_ssize_t sep_len) noexcept nogil:
-    """Index of the first separator (one or two code points) within [start, end), or -1.
+                      const uint32_t* sep, Py_ssize_t sep_len) noexcept nogil:
+    """Index of the first occurrence of the separator (``sep_len`` code points) within
+    [start, end), or -1.
 
     Faster than ``str.find`` here: no conversion of the separator to the text's kind
-    per call, and the C library's memchr/wmemchr."""
-    cdef Py_ssize_t i = start, last = end - sep_len
+    per call, and the C library's memchr/wmemchr for its first code point."""
+    cdef Py_ssize_t i = start, last = end - sep_len, k
     while i <= last:
-        i = _find_unit(kind, data, i, last + 1, first)
-        if i < 0:
-            return -1
-        if sep_len == 1 or PyUnicode_READ(kind, data, i + 1) == second:
+        i = _find_unit(kind, data, i, last + 1, sep[0])
+        if i < 0 or sep_len == 1:
             return i
+        k = 1
+        while PyUnicode_READ(kind, data, i + k) == sep[k]:
+            k += 1
+            if k == sep_len:
+                return i
         i += 1
     return -1
 
 
+@cython.final  # final classes: methods are called directly, and can be inlined
 cdef class TokenCounter:
     """Exact cl100k_base token counts: ``count(s) == len(encode_ordinary(s))``.
 
@@ -322,13 +376,17 @@ cdef class TokenCounter:
         return out
 
 
+@cython.final
 cdef class _Level:
     """One separator's pass over its scope: cutting pieces, merging, delegating."""
     cdef RecursiveSplitter sp
-    cdef str sep
+    cdef _Level child             # the next separator's level; None for the last
+    cdef int how                  # BY_CODE_POINT, BY_LITERAL or BY_PATTERN
+    cdef uint32_t* sep            # the literal's code points
     cdef Py_ssize_t sep_len
-    cdef unsigned int sep_first, sep_second
-    cdef _Level child
+    cdef object pattern           # the compiled regular expression (BY_PATTERN)
+    cdef str join                 # put between merged pieces when the separator is dropped
+    cdef Py_ssize_t join_length   # its length in the unit (0 unless the separator is dropped)
     cdef bint delegating          # the piece in hand is being fed to the child
     cdef bint decided             # the separator has occurred in this scope
     cdef Py_ssize_t piece_start   # document offset of the piece in hand
@@ -342,17 +400,39 @@ cdef class _Level:
     cdef Py_ssize_t* m_len
     cdef Py_ssize_t m_head, m_count, m_cap, m_total
 
-    def __cinit__(self, RecursiveSplitter sp, str sep, _Level child):
+    def __cinit__(self, RecursiveSplitter sp, separator, _Level child, str join):
+        """``separator``: a literal ``str`` or a compiled ``re.Pattern`` without
+        capturing groups; ``join``: what merged pieces are joined with when the
+        separator is dropped (None: the separator's own text, a pattern's source, as
+        LangChain joins them)."""
         self.sp = sp
-        self.sep = sep
-        self.sep_len = len(sep)
-        if not 0 <= self.sep_len <= 2:
-            raise ValueError("separators are at most two code points")
-        self.sep_first = ord(sep[0]) if sep else 0
-        self.sep_second = ord(sep[1]) if self.sep_len == 2 else 0
         self.child = child
+        if isinstance(separator, str):
+            source = literal = separator
+        else:                              # a pattern (checked by checked_arguments)
+            source = separator.pattern
+            literal = literal_text(separator) if source else ""
+        if literal is None:
+            self.how = BY_PATTERN
+            self.pattern = separator
+        elif literal:
+            self.how = BY_LITERAL
+            self.sep_len = len(literal)
+            self.sep = <uint32_t*>malloc(self.sep_len * sizeof(uint32_t))
+            if self.sep == NULL:
+                raise MemoryError()
+            for k in range(self.sep_len):
+                self.sep[k] = ord(literal[k])
+        else:
+            self.how = BY_CODE_POINT
+        if sp.keep == KEEP_NONE:
+            self.join = source if join is None else join
+            self.join_length = sp.length_of(self.join)
+        else:
+            self.join = ""
 
     def __dealloc__(self):
+        free(self.sep)
         free(self.m_start)
         free(self.m_end)
         free(self.m_len)
@@ -377,61 +457,101 @@ cdef class _Level:
         """Take the scope's text up to document offset ``limit``; ``final``: it ends there."""
         cdef RecursiveSplitter sp = self.sp
         cdef Py_ssize_t pos
-        if self.sep_len == 0:
+        if self.how == BY_CODE_POINT:
             return self.advance_code_points(limit, final)
+        if self.how == BY_PATTERN:
+            if final:
+                self.split_by_pattern(limit)
+            return 0
         cdef int kind = PyUnicode_KIND(sp.buf)
         cdef void* data = PyUnicode_DATA(sp.buf)
         while True:
             pos = _find(kind, data, self.scan_pos - sp.base, limit - sp.base,
-                        self.sep_first, self.sep_second, self.sep_len)
+                        self.sep, self.sep_len)
             if pos < 0:
                 break
-            self.decided = True
-            self.end_piece(pos + sp.base + self.sep_len)
+            self.cut(pos + sp.base, pos + sp.base + self.sep_len)
         if final:
             self.end_scope(limit)
         else:
             # A separator may straddle this block and the next: search its start again.
-            self.scan_pos = max(self.piece_start, limit - self.sep_len + 1)
-            self.grow_piece(limit)
+            self.scan_pos = max(self.scan_pos, limit - self.sep_len + 1)
+            # The piece in hand ends where its separator starts (so not before
+            # scan_pos), or, with the separator kept at its end, after ``limit``.
+            self.grow_piece(limit if sp.keep == KEEP_END else self.scan_pos)
         return 0
 
-    cdef int end_piece(self, Py_ssize_t end) except -1:
-        """The piece in hand ends (separator included) at ``end``."""
-        if self.delegating:
-            self.child.advance(end, True)
-            self.delegating = False
-        elif self.is_long(end, True):
-            self.flush()
-            self.delegate(end, True)
-        else:
-            self.merge(self.piece_start, end, self.piece_len)
-        self.piece_start = self.scan_pos = self.counted_pos = end
+    cdef int split_by_pattern(self, Py_ssize_t limit) except -1:
+        """A regular expression runs on its whole scope, ending at ``limit``, as
+        LangChain runs it: on that text alone, so that ``^``, ``$``, ``\\b`` and
+        lookarounds see what they see in LangChain."""
+        cdef RecursiveSplitter sp = self.sp
+        cdef Py_ssize_t start = self.piece_start
+        scope = PyUnicode_Substring(sp.buf, start - sp.base, limit - sp.base)
+        for match in self.pattern.finditer(scope):
+            at, after = match.span()
+            self.cut(start + at, start + after)
+        self.end_scope(limit)
+        return 0
+
+    cdef int cut(self, Py_ssize_t at, Py_ssize_t after) except -1:
+        """The separator occurs at [at, after): the piece in hand ends, the next begins."""
+        cdef int keep = self.sp.keep
+        self.decided = True
+        self.end_piece(after if keep == KEEP_END else at)
+        self.piece_start = at if keep == KEEP_START else after
+        self.scan_pos = after
+        self.counted_pos = self.piece_start
         self.counted = 0
         return 0
 
-    cdef int grow_piece(self, Py_ssize_t limit) except -1:
-        """The piece in hand goes on past ``limit``: delegate it once it must be long."""
+    cdef int end_piece(self, Py_ssize_t end) except -1:
+        """The piece in hand ends at ``end``; an empty one is dropped, as in LangChain."""
         if self.delegating:
-            self.child.advance(limit, False)
-        elif limit > self.piece_start and self.is_long(limit, False):
+            self.child.advance(end, True)
+            self.delegating = False
+        elif end > self.piece_start:
+            self.take_piece(end)
+        return 0
+
+    cdef int take_piece(self, Py_ssize_t end) except -1:
+        """A whole piece, ``piece_start`` to ``end``: merge it if short (or if long
+        pieces are merged too), else split it with the next separators."""
+        cdef RecursiveSplitter sp = self.sp
+        if self.is_long(end, True) and not sp.merge_long:
+            self.flush()
+            if self.child is None:
+                sp.emit(self.piece_start, end, False)  # LangChain appends it as it is
+            else:
+                self.delegate(end, True)
+        else:
+            self.merge(self.piece_start, end, self.piece_len)
+        return 0
+
+    cdef int grow_piece(self, Py_ssize_t known_end) except -1:
+        """The piece in hand reaches at least ``known_end``: delegate it once it must
+        be long."""
+        if self.delegating:
+            self.child.advance(known_end, False)
+        elif self.child is not None and known_end > self.piece_start \
+                and self.is_long(known_end, False):
             self.flush()
             self.delegating = True
-            self.delegate(limit, False)
+            self.delegate(known_end, False)
         return 0
 
     cdef int end_scope(self, Py_ssize_t limit) except -1:
-        """The scope ends at ``limit``: the last piece has no separator."""
+        """The scope ends at ``limit``: the last piece has no separator after it."""
         if self.delegating:
             self.child.advance(limit, True)
             self.delegating = False
         elif limit > self.piece_start:
-            if not self.decided or self.is_long(limit, True):
-                # Not decided: the separator never occurred, LangChain skips it.
+            if not self.decided and self.child is not None:
+                # The separator never occurred: LangChain skips it.
                 self.flush()
                 self.delegate(limit, True)
             else:
-                self.merge(self.piece_start, limit, self.piece_len)
+                self.take_piece(limit)
         self.flush()
         self.piece_start = self.scan_pos = self.counted_pos = limit
         return 0
@@ -445,21 +565,22 @@ cdef class _Level:
     cdef bint is_long(self, Py_ssize_t end, bint complete) except -1:
         """Whether the piece in hand, ``piece_start`` to ``end``, is (or, if not
         ``complete``, will surely be) at least the chunk size; if a complete piece is
-        short, its exact length is left in ``piece_len``."""
+        short, or long pieces are merged, its exact length is left in ``piece_len``."""
         cdef RecursiveSplitter sp = self.sp
         cdef TokenCounter counter = sp.counter
         cdef int kind
         cdef void* data
-        cdef Py_ssize_t i, j, n, p0, p1, tail, pending
+        cdef Py_ssize_t i, j, n, p0, p1, tail, pending, stop
         if counter is None:
             self.piece_len = end - self.piece_start
             return self.piece_len >= sp.chunk_size
+        stop = PY_SSIZE_T_MAX if sp.merge_long else sp.chunk_size
         kind = PyUnicode_KIND(sp.buf)
         data = PyUnicode_DATA(sp.buf)
         i = self.counted_pos - sp.base
         n = end - sp.base
         if complete:
-            while i < n and self.counted < sp.chunk_size:
+            while i < n and self.counted < stop:
                 j = counter.pretoken_end(kind, data, i, n)
                 self.counted += counter.pretoken_count(sp.buf, i, j)
                 i = j
@@ -493,7 +614,7 @@ cdef class _Level:
         for pos in range(self.piece_start, limit):
             if counter is not None:
                 length = counter.code_point_count(sp.buf, pos - sp.base)
-            if length < sp.chunk_size:
+            if length < sp.chunk_size or sp.merge_long:
                 self.merge(pos, pos + 1, length)
             else:
                 # LangChain appends such a split as it is, unstripped.
@@ -505,24 +626,30 @@ cdef class _Level:
         return 0
 
     cdef int merge(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t length) except -1:
-        """Add a short piece, emitting a chunk when it does not fit (``_merge_splits``)."""
+        """Add a piece, emitting a chunk when it does not fit (``_merge_splits``; the
+        join between pieces counts when the separator is dropped)."""
         cdef RecursiveSplitter sp = self.sp
-        if self.m_total + length > sp.chunk_size and self.m_count:
+        cdef Py_ssize_t join = self.join_length   # 0 unless the separator is dropped
+        # With the join counted for a piece that follows another: the room it takes.
+        cdef Py_ssize_t needed = length + join
+        if self.m_count and self.m_total + needed > sp.chunk_size:
             self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
             while self.m_count and (self.m_total > sp.chunk_overlap or
-                                    self.m_total + length > sp.chunk_size):
+                                    self.m_total + needed > sp.chunk_size):
                 self.m_total -= self.m_len[self.m_head]
                 self.m_head += 1
                 self.m_count -= 1
+                if self.m_count:
+                    self.m_total -= join
         if self.m_head + self.m_count == self.m_cap:
             self.make_room()
         cdef Py_ssize_t at = self.m_head + self.m_count
         self.m_start[at] = start
         self.m_end[at] = end
         self.m_len[at] = length
+        self.m_total += needed if self.m_count else length
         self.m_count += 1
-        self.m_total += length
         return 0
 
     cdef int make_room(self) except -1:
@@ -544,8 +671,29 @@ cdef class _Level:
 
     cdef int emit_run(self) except -1:
         """Emit the chunk in progress: the merger's pieces, joined and stripped."""
-        return self.sp.emit(self.m_start[self.m_head],
-                            self.m_end[self.m_head + self.m_count - 1], True)
+        cdef Py_ssize_t first = self.m_head, last = self.m_head + self.m_count - 1
+        if self.sp.keep != KEEP_NONE or self.run_is_contiguous():
+            return self.sp.emit(self.m_start[first], self.m_end[last], self.sp.strip)
+        spans = [(self.m_start[k], self.m_end[k]) for k in range(first, last + 1)]
+        return self.sp.emit_joined(spans, self.join)
+
+    cdef bint run_is_contiguous(self) except -1:
+        """Whether the document has exactly ``join`` between the merger's pieces, so
+        that joining them gives a piece of the document (not so where a dropped
+        separator repeats, or a pattern matched other text than its source)."""
+        cdef RecursiveSplitter sp = self.sp
+        cdef int kind = PyUnicode_KIND(sp.buf), join_kind = PyUnicode_KIND(self.join)
+        cdef void* data = PyUnicode_DATA(sp.buf)
+        cdef void* join_data = PyUnicode_DATA(self.join)
+        cdef Py_ssize_t k, j, gap, n = len(self.join)
+        for k in range(self.m_head, self.m_head + self.m_count - 1):
+            gap = self.m_end[k] - sp.base
+            if self.m_start[k + 1] - self.m_end[k] != n:
+                return False
+            for j in range(n):
+                if PyUnicode_READ(kind, data, gap + j) != PyUnicode_READ(join_kind, join_data, j):
+                    return False
+        return True
 
     cdef int flush(self) except -1:
         """End the merger's run: emit the chunk in progress."""
@@ -562,10 +710,11 @@ cdef void* _grow(void* block, Py_ssize_t count) except NULL:
     return grown
 
 
+@cython.final
 cdef class RecursiveSplitter:
     """Incremental recursive splitter, chunk for chunk identical to LangChain's
-    ``RecursiveCharacterTextSplitter`` with chunkd's separators and
-    ``keep_separator="end"``.
+    ``RecursiveCharacterTextSplitter`` (or, with ``merge_long``, its
+    ``CharacterTextSplitter``) with the same settings.
 
     Feed one document in pieces of any size; ``feed`` returns the chunks that are
     final, ``finish`` the rest, after which the splitter is ready for a new document.
@@ -573,57 +722,95 @@ cdef class RecursiveSplitter:
     """
     cdef readonly Py_ssize_t chunk_size, chunk_overlap
     cdef readonly TokenCounter counter
+    cdef readonly bint merge_long
+    cdef int keep                  # KEEP_NONE, KEEP_START or KEEP_END
+    cdef bint strip                # strip merged chunks (strip_whitespace)
     cdef str buf                   # the part of the document still needed
     cdef Py_ssize_t base           # document offset of buf[0]
+    cdef list pending              # text fed but not yet given to the levels
+    cdef Py_ssize_t pending_len
     cdef Py_ssize_t next_index
     cdef list out
     cdef _Level top
 
     def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
-                  TokenCounter counter=None):
+                  separators=SEPARATORS, keep_separator="end", bint strip_whitespace=True,
+                  bint merge_long=False, str join=None, TokenCounter counter=None):
         """``chunk_size`` and ``chunk_overlap`` are in code points, or in cl100k_base
-        tokens when ``counter`` is given. Built whole here, so that no instance can
-        exist half-initialised (``RecursiveSplitter.__new__`` runs this too)."""
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-        if not 0 <= chunk_overlap < chunk_size:
-            raise ValueError(f"chunk_overlap must be at least 0 and smaller than "
-                             f"chunk_size ({chunk_size}), got {chunk_overlap}")
+        tokens when ``counter`` is given.
+
+        ``separators``: coarsest first, each a literal ``str`` or a compiled
+        ``re.Pattern`` (any separators after "" are never used, as in LangChain).
+        ``keep_separator``: "end" keeps a separator at the end of the piece before it,
+        True or "start" at the start of the piece after it, False drops it (merged
+        pieces are then joined with the separator's text, or with ``join``).
+        ``strip_whitespace``: strip merged chunks. ``merge_long``: pieces of any length
+        are merged, none split further (LangChain's CharacterTextSplitter; give one
+        separator).
+
+        Built whole here, so that no instance can exist half-initialised
+        (``RecursiveSplitter.__new__`` runs this too)."""
+        keep, used = checked_arguments(chunk_size, chunk_overlap, separators, keep_separator,
+                                       merge_long)
+        self.keep = KEEP_START if keep == "start" else KEEP_END if keep == "end" else KEEP_NONE
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.counter = counter
+        self.strip = strip_whitespace
+        self.merge_long = merge_long
         cdef _Level level = None
-        for sep in reversed(SEPARATORS):
-            level = _Level(self, sep, level)
+        for separator in reversed(used):
+            level = _Level(self, separator, level, join)
         self.top = level
         self._start_document()
 
     cdef void _start_document(self) noexcept:
         self.buf = ""
         self.base = 0
+        self.pending = []
+        self.pending_len = 0
         self.next_index = 0
         self.out = []
         self.top.reset(0)
 
     def feed(self, str text not None):
         """Take the next piece of the document; return the chunks now final."""
-        cdef Py_ssize_t drop = self.top.needed_from() - self.base
-        self.buf = self.buf[drop:] + text
-        self.base += drop
+        self.pending.append(text)
+        self.pending_len += len(text)
+        # While the levels hold much of the document (a regular expression waits for
+        # all of its text), add new text only once it is as long as what they hold:
+        # the buffer then grows by doubling, in linear time.
+        if self.pending_len < self.base + len(self.buf) - self.top.needed_from():
+            return []
+        self._take_pending()
         self.top.advance(self.base + len(self.buf), False)
         return self._take()
 
     def finish(self):
         """End the document; return its remaining chunks and start a new document."""
+        self._take_pending()
         self.top.advance(self.base + len(self.buf), True)
         chunks = self._take()
         self._start_document()
         return chunks
 
+    cdef int _take_pending(self) except -1:
+        """Drop the text no level needs any more and append the text fed since."""
+        cdef Py_ssize_t drop = self.top.needed_from() - self.base
+        self.buf = self.buf[drop:] + "".join(self.pending)
+        self.base += drop
+        self.pending = []
+        self.pending_len = 0
+        return 0
+
     cdef list _take(self):
         chunks = self.out
         self.out = []
         return chunks
+
+    cdef Py_ssize_t length_of(self, str text) except -1:
+        """The length of ``text`` in the unit."""
+        return len(text) if self.counter is None else self.counter.count(text)
 
     cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
         """Make the chunk document[start:end], stripped of white space if ``strip``."""
@@ -643,6 +830,17 @@ cdef class RecursiveSplitter:
         self.out.append(make_chunk(self.next_index, lo + self.base, hi + self.base,
                                    length, chunk_text))
         self.next_index += 1
+        return 0
+
+    cdef int emit_joined(self, list spans, str join) except -1:
+        """Make the chunk of the document pieces ``spans`` joined with ``join`` (a
+        dropped separator that the document does not have exactly between them)."""
+        made = joined_chunk(self.buf, self.base, spans, join, self.strip)
+        if made is not None:
+            start, end, chunk_text = made
+            self.out.append(make_chunk(self.next_index, start, end,
+                                       self.length_of(chunk_text), chunk_text))
+            self.next_index += 1
         return 0
 
 

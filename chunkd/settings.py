@@ -6,19 +6,23 @@ message everywhere. ``Settings.as_dict()`` is what the daemon records in each re
 and compares to decide whether the result is current.
 
 The command-line options that choose settings (``--strategy``, ``--chars``,
-``--tokens``, ``--size``, ``--overlap``, ...) are defined here too, once, for every
-subcommand that takes them.
+``--tokens``, ``--size``, ``--overlap``, ``--separators``, ...) are defined here too,
+once, for every subcommand that takes them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass, fields, replace
 
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.
 MAX_SIZE = 10**12
 ERRORS = ("strict", "replace")
+#: Where a separator goes: at the "end" of the piece before it, at the "start" of the
+#: piece after it, or nowhere ("none"): LangChain's keep_separator "end", True, False.
+KEEP_SEPARATOR = ("end", "start", "none")
 
 
 class SettingsError(ValueError):
@@ -53,6 +57,19 @@ class Settings:
     count_tokens: bool = False
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
     errors: str = "strict"
+    #: Recursive strategies: the separators, coarsest first (None: chunkd's fourteen,
+    #: ``chunkd.SEPARATORS``); "" splits into code points.
+    separators: tuple[str, ...] | None = None
+    #: The separators are regular expressions (LangChain's ``is_separator_regex``).
+    separator_regex: bool = False
+    #: LangChain's separators for a programming or markup language (``from_language``;
+    #: regular expressions), instead of ``separators``.
+    language: str | None = None
+    #: Where a separator goes (``KEEP_SEPARATOR``); None: "start" with a ``language``,
+    #: as in LangChain's ``from_language``, else "end".
+    keep_separator: str | None = None
+    #: Strip white space around chunks (LangChain's ``strip_whitespace``).
+    strip_whitespace: bool = True
 
     def __post_init__(self) -> None:
         from chunkd.strategies import strategy_class
@@ -84,6 +101,7 @@ class Settings:
             self._check_parents(kind)
         elif self.parent_overlap is not None:
             raise SettingsError("a parent overlap needs a parent size")
+        self._check_separators(kind)
         kind.check(self)
 
     def _check_parents(self, kind) -> None:
@@ -104,6 +122,61 @@ class Settings:
         """The settings that cut the parents (a parent/child setting's other half)."""
         return replace(self, size=self.parent_size, overlap=self.parent_overlap,
                        parent_size=None, parent_overlap=None, count_tokens=False)
+
+    def _check_separators(self, kind) -> None:
+        """Validate the separator settings and resolve ``keep_separator``."""
+        from chunkd.strategies.languages import LANGUAGE_SEPARATORS
+
+        separators = self.separators
+        if separators is not None:
+            if isinstance(separators, str) or not isinstance(separators, (list, tuple)) \
+                    or not separators or not all(isinstance(s, str) for s in separators):
+                raise SettingsError(f"separators must be a non-empty list of strings, "
+                                    f"not {separators!r}")
+            object.__setattr__(self, "separators", tuple(separators))
+        if self.language is not None and self.language not in LANGUAGE_SEPARATORS:
+            if self.language == "perl":
+                raise SettingsError("LangChain has no separators for perl")
+            raise SettingsError(f"unknown language {self.language!r}; choose one of "
+                                f"{', '.join(LANGUAGE_SEPARATORS)}")
+        if separators is not None and self.language is not None:
+            raise SettingsError("give separators or a language, not both")
+        if not isinstance(self.separator_regex, bool):
+            raise SettingsError("separator_regex must be True or False")
+        if self.separator_regex and separators is None:
+            raise SettingsError("separator_regex applies to the separators given: give them "
+                                "too (a language's separators are regular expressions already)")
+        keep = self.keep_default() if self.keep_separator is None else self.keep_separator
+        if keep not in KEEP_SEPARATOR:
+            raise SettingsError(f"keep_separator must be one of {', '.join(KEEP_SEPARATOR)}, "
+                                f"not {keep!r}")
+        object.__setattr__(self, "keep_separator", keep)
+        if not isinstance(self.strip_whitespace, bool):
+            raise SettingsError("strip_whitespace must be True or False")
+        if kind.window and self.separator_fields():
+            raise SettingsError(f"the {self.strategy} strategy takes no separators: they are "
+                                "for the recursive strategies")
+
+    def keep_default(self) -> str:
+        """Where separators go unless told: as LangChain's ``from_language`` puts them
+        for a language (at the start of a piece: ``def`` opens its function), else at
+        the end of a piece (a full stop closes its sentence)."""
+        return "start" if self.language is not None else "end"
+
+    def separator_fields(self) -> dict:
+        """The separator settings that differ from the defaults, as recorded."""
+        recorded = {}
+        if self.separators is not None:
+            recorded["separators"] = list(self.separators)
+        if self.separator_regex:
+            recorded["separator_regex"] = True
+        if self.language is not None:
+            recorded["language"] = self.language
+        if self.keep_separator is not None and self.keep_separator != self.keep_default():
+            recorded["keep_separator"] = self.keep_separator
+        if not self.strip_whitespace:
+            recorded["strip_whitespace"] = False
+        return recorded
 
     @classmethod
     def from_keywords(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
@@ -127,6 +200,7 @@ class Settings:
         for switch in ("strip_headings", "embed_text", "count_tokens"):
             if getattr(self, switch):
                 recorded[switch] = True
+        recorded.update(self.separator_fields())
         return recorded
 
     def record_fields(self) -> tuple[str, ...]:
@@ -175,6 +249,17 @@ def _overlap(text: str) -> int | str:
             raise argparse.ArgumentTypeError(f"a percentage from 0 to under 100, got {text}")
         return text
     return _number(text)
+
+
+def _separators(text: str) -> list[str]:
+    """``--separators``: a JSON list of strings."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+    if not isinstance(value, list) or not value or not all(isinstance(s, str) for s in value):
+        raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {text!r}")
+    return value
 
 
 def _list_of(parse):
@@ -227,6 +312,22 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
     group.add_argument("--errors", choices=ERRORS, default="strict",
                        help="invalid UTF-8: an error naming the byte offset (strict, default) "
                             "or U+FFFD (replace)")
+    group.add_argument("--separators", type=_separators, metavar="JSON",
+                       help="recursive strategies: the separators, coarsest first, as a JSON "
+                            """list ('["\\n\\n", "\\n", " ", ""]'; "" splits into """
+                            "characters); default: chunkd's fourteen")
+    group.add_argument("--separator-regex", action="store_true",
+                       help="the --separators are regular expressions (Python's re)")
+    group.add_argument("--language", metavar="NAME",
+                       help="LangChain's separators for source code or markup "
+                            "(from_language): python, js, markdown, ...")
+    group.add_argument("--keep-separator", choices=KEEP_SEPARATOR,
+                       help="where a separator goes: at the end of the chunk it closes, at "
+                            "the start of the one it opens, or none (default: start with "
+                            "--language, else end)")
+    group.add_argument("--no-strip", dest="strip_whitespace", action="store_false",
+                       help="keep the white space around chunks (LangChain's "
+                            "strip_whitespace=False)")
 
 
 def settings_from_options(strategy: str | None = None, chars: int | None = None,
@@ -235,7 +336,10 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
                           errors: str = "strict", parent_chars: int | None = None,
                           parent_tokens: int | None = None,
                           parent_overlap: int | str | None = None,
-                          strip_headings: bool = False, embed_text: bool = False) -> Settings:
+                          strip_headings: bool = False, embed_text: bool = False,
+                          separators: list[str] | None = None, separator_regex: bool = False,
+                          language: str | None = None, keep_separator: str | None = None,
+                          strip_whitespace: bool = True) -> Settings:
     """Settings from option values, as the command line spells them; a wrong
     combination raises ``SettingsError`` saying what to write instead."""
     from chunkd.strategies import REGISTRY, strategy_class
@@ -282,10 +386,16 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
     if embed_text and "headings" not in kind.fields:
         raise SettingsError(f"--embed-text needs headings: write --strategy markdown or "
                             f"sections (--strategy {strategy} gives none)")
+    if separator_regex and separators is None:
+        raise SettingsError("--separator-regex applies to --separators: give them too")
+    if separators is not None and language is not None:
+        raise SettingsError("--separators and --language exclude each other: give one")
     return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
                     parent_size=parent_size, parent_overlap=parent_overlap,
                     strip_headings=strip_headings, embed_text=embed_text,
-                    count_tokens=count_tokens, errors=errors)
+                    count_tokens=count_tokens, errors=errors, separators=separators,
+                    separator_regex=separator_regex, language=language,
+                    keep_separator=keep_separator, strip_whitespace=strip_whitespace)
 
 
 def _percent_of(overlap: int | str | None, size: int) -> int | None:
@@ -297,10 +407,14 @@ def _percent_of(overlap: int | str | None, size: int) -> int | None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the options of ``add_settings_options`` (without ``grid``)."""
-    return settings_from_options(args.strategy, args.chars, args.tokens, args.size,
-                                 args.overlap, args.count_tokens, args.errors,
-                                 args.parent_chars, args.parent_tokens, args.parent_overlap,
-                                 args.strip_headings, args.embed_text)
+    return settings_from_options(
+        args.strategy, args.chars, args.tokens, args.size, args.overlap,
+        count_tokens=args.count_tokens, errors=args.errors, parent_chars=args.parent_chars,
+        parent_tokens=args.parent_tokens, parent_overlap=args.parent_overlap,
+        strip_headings=args.strip_headings, embed_text=args.embed_text,
+        separators=args.separators, separator_regex=args.separator_regex,
+        language=args.language, keep_separator=args.keep_separator,
+        strip_whitespace=args.strip_whitespace)
 
 
 def parse_with_settings(parser: argparse.ArgumentParser,

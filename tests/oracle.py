@@ -58,6 +58,21 @@ def random_cuts(text: str, rng: random.Random, max_piece: int = 200) -> list[str
     return pieces
 
 
+def cut_in_pieces(documents):
+    """A hypothesis strategy: a document drawn from ``documents`` and a random cutting
+    of it into pieces, as (text, pieces)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def cut(draw):
+        text = draw(documents)
+        cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
+        bounds = [0, *cuts, len(text)]
+        return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    return cut()
+
+
 def chunkd_chunks(pieces: list[str], chunk_size: int, chunk_overlap: int, unit: str):
     splitter = Splitter(chunk_size, chunk_overlap, unit=unit)
     chunks = []

@@ -130,7 +130,7 @@ for attempt in (
     lambda: k.TokenCounter(len, bytes(0x110000), 4, cache_entries=0),
     lambda: k.TokenCounter(len, b"short", 4),
     lambda: k.TokenCounter(None, bytes(0x110000), 4),
-    lambda: k.RecursiveSplitter(10, 10),
+    lambda: k.RecursiveSplitter(10, 11),
     lambda: k.RecursiveSplitter(0, 0),
     lambda: k.RecursiveSplitter(10, 2).feed(None),
     lambda: k.RecursiveSplitter(10, 2, counter="tokens"),

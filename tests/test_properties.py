@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkd.units import token_counter
-from oracle import (SEPARATORS, check_against_langchain, chunkd_chunks, encoding,
-                    langchain_chunks, token_length)
+from oracle import (SEPARATORS, check_against_langchain, chunkd_chunks, cut_in_pieces,
+                    encoding, langchain_chunks, token_length)
 
 FRAGMENTS = [s for s in SEPARATORS if s] + [
     "\n\n\n", "\r\n", "\t", "\u3000", "\u00a0", "\u2028", "\u0085", "\u001c", "\x00",
@@ -19,14 +19,7 @@ FRAGMENTS = [s for s in SEPARATORS if s] + [
 fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
 documents = st.lists(fragment, max_size=120).map("".join)
 
-
-@st.composite
-def cut_document(draw):
-    """A document and a random cutting of it into pieces."""
-    text = draw(documents)
-    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
-    bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+cut_document = cut_in_pieces(documents)
 
 
 @st.composite
@@ -40,14 +33,14 @@ SETTINGS = settings(max_examples=400, deadline=None,
 
 
 @SETTINGS
-@given(cut_document(), size_and_overlap(60))
+@given(cut_document, size_and_overlap(60))
 def test_chars_equal_langchain(doc, sizes):
     text, pieces = doc
     check_against_langchain(text, pieces, *sizes, "chars")
 
 
 @SETTINGS
-@given(cut_document(), size_and_overlap(40))
+@given(cut_document, size_and_overlap(40))
 def test_tokens_equal_langchain(doc, sizes):
     text, pieces = doc
     check_against_langchain(text, pieces, *sizes, "tokens")

@@ -1,0 +1,207 @@
+"""A drop-in for LangChain's text splitters: change one import.
+
+    # from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from chunkd.langchain import RecursiveCharacterTextSplitter
+
+``RecursiveCharacterTextSplitter`` and ``CharacterTextSplitter`` take every argument
+LangChain's take and subclass them (``isinstance`` checks pass, ``from_language``,
+``get_separators_for_language`` and the rest are LangChain's own); ``split_text``,
+``create_documents``, ``split_documents`` and ``transform_documents`` return the same
+chunks, computed by chunkd's compiled kernel when the length function is ``len`` or
+cl100k_base tokens (``from_tiktoken_encoder(encoding_name="cl100k_base")``, counted
+offline), and by its plain-Python twin (``chunkd.fallback``) for any other one. With
+``add_start_index=True``, ``start_index`` is where the chunk really is: LangChain
+finds it with ``str.find``, which can land on an earlier copy of the same text.
+
+Needs LangChain's splitters: ``pip install 'chunkd[langchain]'``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from collections.abc import Callable, Collection, Set
+from typing import Any, Literal
+
+try:
+    import langchain_text_splitters as _langchain
+    from langchain_core.documents import Document
+except ImportError as error:  # the optional extra is missing
+    raise ImportError("chunkd.langchain needs LangChain's text splitters: "
+                      "pip install 'chunkd[langchain]'") from error
+
+from chunkd.chunk import Chunk
+
+__all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TiktokenLength"]
+
+#: Separator patterns that CharacterTextSplitter treats as lookarounds: it joins the
+#: pieces they cut with nothing, even when the separator is dropped.
+LOOKAROUND_PREFIXES = ("(?=", "(?<!", "(?<=", "(?!")
+
+
+class TiktokenLength:
+    """The length function of ``from_tiktoken_encoder``: ``len(encoding.encode(text,
+    allowed_special=..., disallowed_special=...))``, as LangChain's. For cl100k_base
+    (``encoding_name="cl100k_base"`` or a model that uses it) the encoding is chunkd's
+    offline copy, and the kernel counts at compiled speed any text that holds no
+    special token (where ``encode`` and ``encode_ordinary`` agree)."""
+
+    def __init__(self, encoding_name: str = "gpt2", model_name: str | None = None,
+                 allowed_special: Literal["all"] | Set[str] | None = None,
+                 disallowed_special: Literal["all"] | Collection[str] = "all") -> None:
+        import tiktoken
+        import tiktoken.model
+
+        name = (tiktoken.model.encoding_name_for_model(model_name) if model_name is not None
+                else encoding_name)
+        self.cl100k = name == "cl100k_base"
+        if self.cl100k:
+            from chunkd.units import encoding
+            self.encoding = encoding()
+        else:  # tiktoken's own loading, as LangChain does it (network or cache)
+            self.encoding = (tiktoken.encoding_for_model(model_name) if model_name is not None
+                             else tiktoken.get_encoding(encoding_name))
+        self.allowed_special = set() if allowed_special is None else allowed_special
+        self.disallowed_special = disallowed_special
+        self._special = re.compile("|".join(map(re.escape, sorted(
+            self.encoding.special_tokens_set, key=len, reverse=True))))
+
+    def __call__(self, text: str) -> int:
+        return len(self.encoding.encode(text, allowed_special=self.allowed_special,
+                                        disallowed_special=self.disallowed_special))
+
+    def counts_in_kernel(self, text: str) -> bool:
+        """Whether the kernel's cl100k_base counter gives this function's counts on
+        every part of ``text``."""
+        return self.cl100k and self._special.search(text) is None
+
+
+#: Per thread, kernel splitters already built, by their arguments: one is ready for the
+#: next document after ``finish``, and building one costs more than splitting a page.
+_built = threading.local()
+CACHED_SPLITTERS = 32
+
+
+def _reused(key: tuple, build: Callable[[], object]):
+    """The kernel splitter for ``key``, taken out of this thread's cache while in use
+    (an exception midway drops it); ``_put_back`` returns it."""
+    splitters = _built.__dict__.setdefault("splitters", {})
+    splitter = splitters.pop(key, None)
+    return build() if splitter is None else splitter
+
+
+def _put_back(key: tuple, splitter: object) -> None:
+    splitters = _built.__dict__.setdefault("splitters", {})
+    if len(splitters) >= CACHED_SPLITTERS:
+        splitters.clear()
+    splitters[key] = splitter
+
+
+def _keep(keep_separator: bool | str) -> bool | str:
+    """LangChain's reading of keep_separator: "end", else any true value is "start"."""
+    return "end" if keep_separator == "end" else "start" if keep_separator else False
+
+
+class _Kernel:
+    """What chunkd changes in LangChain's splitters: the chunks come from its splitter,
+    with their offsets."""
+
+    def _separator_settings(self) -> tuple:
+        """The attributes that choose the separators, as a hashable key."""
+        raise NotImplementedError
+
+    def _separator_arguments(self) -> dict:
+        """The splitter's separator arguments for this LangChain splitter."""
+        raise NotImplementedError
+
+    def _chunks(self, text: str) -> list[Chunk]:
+        """``text``'s chunks, with offsets, as LangChain would split it."""
+        size, overlap, length = self._chunk_size, self._chunk_overlap, self._length_function
+        compiled = isinstance(size, int) and isinstance(overlap, int)
+        if compiled and length is len:
+            unit = "chars"
+        elif compiled and isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
+            unit = "tokens"
+        else:
+            from chunkd import fallback
+            splitter = fallback.RecursiveSplitter(
+                size, overlap, length_function=length, strip_whitespace=self._strip_whitespace,
+                **self._separator_arguments())
+            return splitter.feed(text) + splitter.finish()
+        key = (type(self), unit, size, overlap, self._strip_whitespace,
+               self._separator_settings())
+        splitter = _reused(key, lambda: self._kernel_splitter(unit))
+        chunks = splitter.feed(text) + splitter.finish()
+        _put_back(key, splitter)
+        return chunks
+
+    def _kernel_splitter(self, unit: str):
+        from chunkd._kernel import RecursiveSplitter
+        from chunkd.units import token_counter
+
+        return RecursiveSplitter(self._chunk_size, self._chunk_overlap,
+                                 counter=token_counter() if unit == "tokens" else None,
+                                 strip_whitespace=self._strip_whitespace,
+                                 **self._separator_arguments())
+
+    def split_text(self, text: str) -> list[str]:
+        """Split ``text`` into chunks (LangChain's, one for one)."""
+        return [chunk.text for chunk in self._chunks(text)]
+
+    def create_documents(self, texts: list[str],
+                         metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
+        """A ``Document`` per chunk of each text, with a copy of the text's metadata and,
+        with ``add_start_index``, the chunk's exact offset as ``start_index``."""
+        metadatas_ = metadatas or [{}] * len(texts)
+        documents = []
+        for i, text in enumerate(texts):
+            for chunk in self._chunks(text):
+                metadata = copy.deepcopy(metadatas_[i])
+                if self._add_start_index:
+                    metadata["start_index"] = chunk.start
+                documents.append(Document(page_content=chunk.text, metadata=metadata))
+        return documents
+
+    @staticmethod
+    def _tiktoken_length_function(
+            encoding_name: str = "gpt2", model_name: str | None = None,
+            allowed_special: Literal["all"] | Set[str] | None = None,
+            disallowed_special: Literal["all"] | Collection[str] = "all") -> TiktokenLength:
+        return TiktokenLength(encoding_name, model_name, allowed_special, disallowed_special)
+
+    @classmethod
+    def from_tiktoken_encoder(cls, encoding_name: str = "gpt2", model_name: str | None = None,
+                              allowed_special: Literal["all"] | Set[str] | None = None,
+                              disallowed_special: Literal["all"] | Collection[str] = "all",
+                              **kwargs: Any):
+        """A splitter counting tiktoken tokens, as LangChain's; cl100k_base is counted
+        offline and, on text without special tokens, by the kernel."""
+        return cls(length_function=TiktokenLength(encoding_name, model_name, allowed_special,
+                                                  disallowed_special), **kwargs)
+
+
+class RecursiveCharacterTextSplitter(_Kernel, _langchain.RecursiveCharacterTextSplitter):
+    """LangChain's ``RecursiveCharacterTextSplitter``, compiled and streaming."""
+
+    def _separator_settings(self) -> tuple:
+        return tuple(self._separators), self._is_separator_regex, _keep(self._keep_separator)
+
+    def _separator_arguments(self) -> dict:
+        regex = self._is_separator_regex
+        return {"separators": [re.compile(s) if regex and s else s for s in self._separators],
+                "keep_separator": _keep(self._keep_separator)}
+
+
+class CharacterTextSplitter(_Kernel, _langchain.CharacterTextSplitter):
+    """LangChain's ``CharacterTextSplitter``, compiled: one separator, every piece merged."""
+
+    def _separator_settings(self) -> tuple:
+        return self._separator, self._is_separator_regex, _keep(self._keep_separator)
+
+    def _separator_arguments(self) -> dict:
+        separator, regex = self._separator, self._is_separator_regex
+        lookaround = regex and separator.startswith(LOOKAROUND_PREFIXES)
+        return {"separators": [re.compile(separator) if regex and separator else separator],
+                "keep_separator": _keep(self._keep_separator), "merge_long": True,
+                "join": "" if lookaround else None}
