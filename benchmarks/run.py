@@ -11,8 +11,9 @@ NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Docume
 ``--jobs`` 1 against 2 on many files. Windows: each window strategy beside LangChain's
 recursive splitter, and 1 GiB streamed with words and sentences. Daemon: a burst of
 small files and a restart. Eval: ``chunkd eval`` over the shared questions. Drop-in: ``chunkd.langchain``
-against LangChain's own classes, as a LangChain user calls them. Peers that cannot be
-imported are reported.
+against LangChain's own classes, as a LangChain user calls them. Engines: documents a second
+through Ray Data (chunkd against LangChain in Ray's own style) and through the filter's
+Parquet input. Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -592,8 +593,143 @@ def drop_in(big: str, runs: int, out: list[str]) -> None:
                "the chunk's text at all.\n")
 
 
+# --- engines: Ray Data and the filter on a Parquet file of documents (issue 12) -------
+
+DOCUMENT_CHARS = 5_000
+
+
+def documents_parquet(folder: str, count: int, files: int = 16) -> tuple[list[str], int]:
+    """``count`` documents of DOCUMENT_CHARS code points (about 5 KB: the corpus mixes
+    English and Chinese) cut from the corpus repeated, as ``files`` Parquet files of
+    (id, text) in ``folder``, as a dataset is stored; their paths and the text's bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*/*.md")))
+    text *= count * DOCUMENT_CHARS // len(text) + 1
+    texts = [text[i * DOCUMENT_CHARS:(i + 1) * DOCUMENT_CHARS] for i in range(count)]
+    table = pa.table({"id": range(count), "text": texts})
+    paths = []
+    os.mkdir(os.path.join(folder, "documents"))
+    for part in range(files):
+        paths.append(os.path.join(folder, "documents", f"part-{part:02}.parquet"))
+        first, last = part * count // files, (part + 1) * count // files
+        pq.write_table(table.slice(first, last - first), paths[-1])
+    return paths, sum(len(t.encode()) for t in texts)
+
+
+def langchain_rows(row: dict):
+    """Ray's document-embedding benchmark's chunker: a splitter per row, a row per
+    chunk (with the contract's separators, so that the chunks are chunkd's)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    size, overlap = SETTINGS["chars"]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap,
+                                              separators=list(SEPARATORS), keep_separator="end")
+    for index, chunk in enumerate(splitter.split_text(row["text"])):
+        yield {"id": row["id"], "index": index, "text": chunk}
+
+
+def ray_pipelines(paths: list[str], folder: str, runs: int) -> dict[str, tuple[float, int]]:
+    """Median seconds and row count of read Parquet -> chunk -> write Parquet on a
+    local Ray cluster of all the cores, for chunkd, for LangChain and without chunking
+    (runs in a spawned process: Ray must not be forked)."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    import pyarrow.parquet as pq
+    import ray
+
+    from chunkd.ray import chunk_dataset
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    # This runs in a spawned process, where this file is "__mp_main__", a module Ray's
+    # workers cannot import: its functions travel by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    size, overlap = SETTINGS["chars"]
+    pipelines = {
+        "chunkd.ray.chunk_dataset":
+            lambda ds: chunk_dataset(ds, chunk_size=size, chunk_overlap=overlap),
+        "LangChain in flat_map (Ray's benchmark style)": lambda ds: ds.flat_map(langchain_rows),
+        "no chunking (read and write only: the engine's cost)": lambda ds: ds,
+    }
+    for chunk in pipelines.values():  # workers start and import: not timed
+        chunk(ray.data.read_parquet(paths[0]).limit(100)).materialize()
+    times: dict[str, list[float]] = {name: [] for name in pipelines}
+    counts: dict[str, int] = {}
+    for run in range(runs):  # interleaved: the machine's noise falls on all alike
+        for number, (name, chunk) in enumerate(pipelines.items()):
+            out = os.path.join(folder, f"ray-{number}-{run}")
+            started = time.perf_counter()
+            chunk(ray.data.read_parquet(os.path.dirname(paths[0]))).write_parquet(out)
+            times[name].append(time.perf_counter() - started)
+            counts[name] = sum(pq.ParquetFile(part).metadata.num_rows
+                               for part in pathlib.Path(out).glob("*.parquet"))
+    results = {name: (statistics.median(times[name]), counts[name]) for name in pipelines}
+    ray.shutdown()
+    return results
+
+
+def chunk_table_one_core(paths: list[str], runs: int) -> tuple[float, int]:
+    """chunkd.arrow.Chunker over the files' record batches, in this process."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from chunkd.arrow import Chunker
+
+    size, overlap = SETTINGS["chars"]
+    chunker = Chunker(chunk_size=size, chunk_overlap=overlap)
+    table = pa.concat_tables(pq.read_table(path) for path in paths)
+
+    def chunk_all() -> int:
+        return sum(chunker(batch).num_rows for batch in table.to_batches(max_chunksize=1024))
+
+    return median_seconds(chunk_all, runs)
+
+
+def engines(runs: int, quick: bool, out: list[str]) -> None:
+    import multiprocessing
+
+    count = 2_000 if quick else 40_000
+    with tempfile.TemporaryDirectory() as folder:
+        paths, size = documents_parquet(folder, count)
+        mb = size / 1e6
+        rows: dict[str, tuple[float, int | None]] = {}
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            rows.update(pool.apply(ray_pipelines, (paths, folder, runs)))
+        size_args = ["--chars", str(SETTINGS["chars"][0]), "--overlap", str(SETTINGS["chars"][1])]
+        commands = {
+            "chunkd --input parquet --jobs 2 (NDJSON)": ["--jobs", "2"],
+            "chunkd --input parquet --jobs 1 (NDJSON)": ["--jobs", "1"],
+            "chunkd --input parquet --format parquet (one process)":
+                ["--format", "parquet", "--output", os.path.join(folder, "filter.parquet")],
+        }
+        for name, extra in commands.items():
+            command = [chunkd_command(), "--input", "parquet", *paths, *size_args, *extra]
+            seconds = statistics.median(measured_run(command, lambda stdin: None)[0]
+                                        for _ in range(runs))
+            rows[name] = (seconds, None)
+        seconds, chunks = chunk_table_one_core(paths, runs)
+        rows["chunkd.arrow.Chunker, one core, in process"] = (seconds, chunks)
+    out.append(f"## Engines: {count} documents of {DOCUMENT_CHARS} code points "
+               f"({mb:.0f} MB) in 16 Parquet files\n")
+    out.append(f"Chars {SETTINGS['chars'][0]}/{SETTINGS['chars'][1]}, median of {runs} runs, "
+               f"{os.cpu_count()} cores. Ray: a local cluster of all the cores, read Parquet, "
+               "chunk, write Parquet (cluster start and worker start-up not timed). The filter: "
+               "wall time of the command (process start included), NDJSON to a pipe the "
+               "benchmark reads. One core: `Chunker` over 1,024-row record batches of the "
+               "table in memory (no I/O).\n")
+    reference = rows["LangChain in flat_map (Ray's benchmark style)"][0]
+    out.append("| pipeline | seconds | documents/s | MB/s | x LangChain on Ray | chunks |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, (seconds, chunks) in rows.items():
+        out.append(f"| {name} | {seconds:.2f} | {count / seconds:,.0f} | {mb / seconds:.1f} | "
+                   f"{reference / seconds:.2f} | {'' if chunks is None else chunks} |")
+    out.append("")
+    print("\n".join(out[-len(rows) - 3:]), flush=True)
+
+
 SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "daemon", "eval",
-            "dropin"]
+            "dropin", "engines"]
 
 
 def main() -> None:
@@ -628,6 +764,8 @@ def main() -> None:
         eval_grid(runs, out)
     if "dropin" in args.sections:
         drop_in(big, runs, out)
+    if "engines" in args.sections:
+        engines(runs, args.quick, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

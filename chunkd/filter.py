@@ -51,13 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="documents to chunk; none or '-' reads stdin")
     add_settings_options(parser)
-    parser.add_argument("--input", choices=("text", "ndjson"), default="text",
+    parser.add_argument("--input", choices=("text", "ndjson", "parquet"), default="text",
                         help="text: each input is one document (default); ndjson: one "
                              'JSON object a line, {"text": ..., "id": ...}; other fields are '
-                             "copied into each chunk record")
-    parser.add_argument("--format", choices=FORMATS, default="ndjson",
+                             "copied into each chunk record; parquet: a document a row")
+    parser.add_argument("--format", choices=(*FORMATS, "parquet"), default="ndjson",
                         help="ndjson: a record a chunk (default); json: one document a line, "
-                             '{"doc": ..., "chunks": [...]}; msgpack: a stream of maps')
+                             '{"doc": ..., "chunks": [...]}; msgpack: a stream of maps; '
+                             "parquet: a row a chunk, into --output FILE")
+    # Parquet (chunkd.parquet, which needs pyarrow: imported only when used).
+    parquet = parser.add_argument_group("Parquet")
+    parquet.add_argument("--text-column", metavar="NAME",
+                         help="--input parquet: the column holding the text (default: text)")
+    parquet.add_argument("--id-column", metavar="NAME",
+                         help="--input parquet: the column naming each document, written as "
+                              "doc (default: id if there is one, else the row's number from 0)")
+    parquet.add_argument("--output", metavar="FILE",
+                         help="--format parquet: the file to write (Parquet is not a stream)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="processes for many documents (several FILEs or --input ndjson); "
                              "output stays in input order (default: the number of cores, "
@@ -176,7 +186,8 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
     named = args.input == "ndjson" or bool(args.files) and args.files != ["-"]
     progress = Progress(enabled=not args.quiet)
     status = EXIT_OK
-    writer = make_writer(args.format, out, named)
+    writer = (args.parquet.writer(settings, named) if args.format == "parquet"
+              else make_writer(args.format, out, named))
     chunker = build(settings)
 
     def report(error: InputError | str) -> None:
@@ -195,8 +206,11 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         except InputError as error:
             report(error)
 
-    items = documents(args.files, args.input, args.errors, progress.add,
-                      workers_read_files=args.parallel)
+    if args.input == "parquet":
+        items = (item for path in args.files or ["-"] for item in args.parquet.documents(path))
+    else:
+        items = documents(args.files, args.input, args.errors, progress.add,
+                          workers_read_files=args.parallel)
     if args.parallel:
         for item in in_order(items, args.jobs, settings, args.format, named):
             if isinstance(item, Document):
@@ -211,6 +225,8 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         for document in items:
             stream(document)
     out.flush()
+    if args.format == "parquet":
+        writer.close()
     progress.close()
     return status
 
@@ -221,7 +237,14 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     if not 1 <= args.jobs <= 1024:
         parser.error(f"--jobs must be from 1 to 1024, got {args.jobs}")
-    # Workers render whole documents, so stdin (a stream) is never one of theirs.
-    many = args.input == "ndjson" or (len(args.files) > 1 and "-" not in args.files)
-    args.parallel = many and args.jobs > 1
+    if "parquet" in (args.input, args.format) or args.output or args.text_column or args.id_column:
+        try:
+            from chunkd.parquet import ParquetFiles
+        except ImportError as error:
+            parser.error(str(error))
+        args.parquet = ParquetFiles.setup(parser, args)
+    # Workers render whole documents, so stdin (a stream) is never one of theirs; and
+    # a Parquet file is written by one process.
+    many = args.input != "text" or (len(args.files) > 1 and "-" not in args.files)
+    args.parallel = many and args.jobs > 1 and args.format != "parquet"
     return run_writing("chunkd", lambda out: run(args, settings, out))

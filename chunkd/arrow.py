@@ -1,0 +1,241 @@
+"""Chunk Arrow tables and record batches: a batch of documents in, a table of chunks out.
+
+    from chunkd.arrow import Chunker, chunk_table
+    chunks = chunk_table(documents, chunk_size=300, unit="tokens")   # a pyarrow.Table
+    chunker = Chunker(chunk_size=300, unit="tokens")   # builds its splitter once
+    for batch in batches: chunks = chunker(batch)
+
+This is the piece every engine takes: Ray Data's ``map_batches(..., batch_format=
+"pyarrow")`` (see ``chunkd.ray``), Spark's ``mapInArrow``, Dask and Daft. The settings
+are ``chunkd.split_text``'s keywords (``chunk_size``, ``chunk_overlap``, ``unit``,
+``strategy``, ``count_tokens``, ...).
+
+A table of chunks has one row per chunk, with the columns of the filter's records, in
+their order: ``doc`` (the id column's values), the other columns of the input (every
+column but the text and the id, repeated on each chunk of their document), ``index``,
+``start``, ``end``, ``length``, the optional fields the settings' records carry
+(``Settings.record_fields()``: ``tokens``, ``estimated_tokens``, ``headings``,
+``parent``), and ``text``. Its schema depends only on the input's schema and the
+settings, so it is the same for every batch, an empty one included. A null text, like
+an empty one, has no chunks.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import TYPE_CHECKING
+
+from chunkd.chunk import OPTIONAL_FIELDS, Chunk
+from chunkd.settings import Settings
+from chunkd.strategies import build
+
+try:
+    import pyarrow as pa
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError("chunkd.arrow needs pyarrow: pip install 'chunkd[arrow]'",
+                      name=error.name) from None
+
+if TYPE_CHECKING:
+    from chunkd.strategies import Chunker as Splitter
+
+#: Output column names that the input's carried columns may not use.
+RESERVED = ("doc", "index", "start", "end", "length", *OPTIONAL_FIELDS, "text")
+
+_INT, _STRING = pa.int64(), pa.string()
+#: The Arrow type of each chunk field (``chunkd.chunk.Chunk``) in a table of chunks.
+FIELD_TYPES: dict[str, pa.DataType] = {
+    "index": _INT, "start": _INT, "end": _INT, "length": _INT, "text": _STRING,
+    "tokens": _INT, "estimated_tokens": _INT, "headings": pa.list_(pa.string()),
+    "parent": pa.struct([("index", _INT), ("start", _INT), ("end", _INT)]),
+    "embed_text": _STRING,
+}
+
+
+def is_text_type(kind: pa.DataType) -> bool:
+    """Whether a column of this type can hold documents: strings, or bytes decoded
+    as UTF-8 (dictionary-encoded or not)."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind) or is_bytes_type(kind))
+
+
+def is_bytes_type(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+            or pa.types.is_binary_view(kind))
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The roles of an input's columns: the text, the id (None: the chunks have no
+    ``doc``) and the carried ones, in their order."""
+
+    text: str
+    id: str | None
+    carried: tuple[str, ...]
+
+    @classmethod
+    def of(cls, schema: pa.Schema, text_column: str, id_column: str | None,
+           id_required: bool = False) -> Columns:
+        """The roles in ``schema``; a missing text column (or, with ``id_required``,
+        id column), a text column that holds no text, or a carried column named like
+        an output column is a ``ValueError`` saying so in one line."""
+        names = schema.names
+        if len(set(names)) != len(names):
+            twice = next(name for name in names if names.count(name) > 1)
+            raise ValueError(f"two columns are named {twice!r}")
+        if text_column not in names:
+            raise ValueError(f"no text column {text_column!r} (columns: {', '.join(names)})")
+        kind = schema.field(text_column).type
+        if not is_text_type(kind):
+            raise ValueError(f"the text column {text_column!r} holds {kind}, not strings")
+        if id_column is not None and id_column not in names:
+            if id_required:
+                raise ValueError(f"no id column {id_column!r} (columns: {', '.join(names)})")
+            id_column = None
+        if id_column == text_column:
+            raise ValueError(f"the column {text_column!r} cannot be both the text and the id")
+        carried = tuple(name for name in names if name not in (text_column, id_column))
+        clashing = [name for name in carried if name in RESERVED]
+        if clashing:
+            raise ValueError(f"column {clashing[0]!r} is reserved for chunk records; rename it")
+        return cls(text_column, id_column, carried)
+
+    def header(self, schema: pa.Schema) -> pa.Schema:
+        """The columns that come before the chunk's own: ``doc`` (the id's type), then
+        the carried ones, with their types."""
+        fields = [schema.field(self.id).with_name("doc")] if self.id is not None else []
+        return pa.schema(fields + [schema.field(name) for name in self.carried])
+
+
+def chunk_schema(header: pa.Schema, fields: tuple[str, ...]) -> pa.Schema:
+    """A table of chunks' schema: ``header``, the chunk's fields and the optional
+    ``fields`` that the settings' records carry (``Settings.record_fields()``)."""
+    return pa.schema([*header, *(pa.field(name, FIELD_TYPES[name])
+                                 for name in _chunk_columns(fields))])
+
+
+def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...]) -> list[pa.Array]:
+    """The columns of ``chunk_schema`` after the header, for these chunks."""
+    values = list(zip(*chunks)) if chunks else [()] * len(Chunk._fields)
+    columns = {name: values[Chunk._fields.index(name)] for name in _chunk_columns(fields)}
+    if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
+        columns["parent"] = [None if parent is None else parent[:3] for parent in columns["parent"]]
+    return [to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
+
+
+def _chunk_columns(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """A record's chunk fields, in order: the optional ones before the text."""
+    return ("index", "start", "end", "length", *fields, "text")
+
+
+def to_arrow(values: Sequence, kind: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array of type ``kind``. Strings and 64-bit integers without
+    nulls are laid into buffers directly: four times faster than ``pa.array`` for
+    strings, and ``pa.array`` imports pandas where it is installed (50 MB)."""
+    if kind == _INT and None not in values:
+        return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(array("q", values))])
+    if kind == _STRING and None not in values:
+        encoded = [text.encode() for text in values]
+        data = b"".join(encoded)
+        if len(data) < 1 << 31:  # beyond, 32-bit offsets overflow
+            offsets = array("i", accumulate(map(len, encoded), initial=0))
+            return pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets),
+                                               pa.py_buffer(data))
+    return pa.array(values, kind)
+
+
+class Chunker:
+    """A callable that chunks a table or record batch of documents (see the module's
+    docstring); its splitter is built once, when it is made or unpickled, so one
+    instance serves every batch of a worker. It pickles as its arguments.
+
+    ``text_column`` holds the documents (strings, or UTF-8 bytes decoded as
+    ``errors`` says); ``id_column`` names them, as ``doc``: None, or a name the input
+    lacks, gives chunks without ``doc``. The other keywords are ``split_text``'s."""
+
+    def __init__(self, text_column: str = "text", id_column: str | None = "id", *,
+                 chunk_size: int | None = None, chunk_overlap: int | None = None,
+                 **settings) -> None:
+        if not isinstance(text_column, str) or not isinstance(id_column, (str, type(None))):
+            raise TypeError("text_column and id_column are column names (the settings are "
+                            "keywords: chunk_size=..., chunk_overlap=...)")
+        self.__setstate__({"text_column": text_column, "id_column": id_column,
+                           "settings": Settings.from_keywords(chunk_size, chunk_overlap,
+                                                              **settings)})
+
+    def __getstate__(self) -> dict:
+        return {"text_column": self.text_column, "id_column": self.id_column,
+                "settings": self.settings}
+
+    def __setstate__(self, state: dict) -> None:
+        self.text_column, self.id_column = state["text_column"], state["id_column"]
+        self.settings: Settings = state["settings"]
+        self.fields = self.settings.record_fields()
+        self._splitter: Splitter = build(self.settings)
+
+    def columns(self, schema: pa.Schema) -> Columns:
+        return Columns.of(schema, self.text_column, self.id_column)
+
+    def schema(self, input_schema: pa.Schema) -> pa.Schema:
+        """The schema of the tables this returns for inputs of ``input_schema`` (for an
+        engine that wants it up front, such as Spark's ``mapInArrow``)."""
+        return chunk_schema(self.columns(input_schema).header(input_schema), self.fields)
+
+    def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        """The chunks of every document in ``batch``, in order."""
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        columns = self.columns(table.schema)
+        chunks: list[Chunk] = []
+        owners: list[int] = []  # the row of each chunk's document
+        for row, text in enumerate(self._texts(table.column(columns.text))):
+            if text:
+                found = self._split(text)
+                chunks += found
+                owners += [row] * len(found)
+        header = table.select([name for name in (columns.id, *columns.carried)
+                               if name is not None]).take(to_arrow(owners, _INT))
+        schema = chunk_schema(columns.header(table.schema), self.fields)
+        return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields)],
+                                    schema=schema)
+
+    def _split(self, text: str) -> list[Chunk]:
+        try:
+            return self._splitter.feed(text) + self._splitter.finish()
+        except BaseException:
+            self._splitter = build(self.settings)  # its half-read document must not carry over
+            raise
+
+    def _texts(self, column: pa.ChunkedArray) -> list[str | None]:
+        values = column.to_pylist()
+        if not is_bytes_type(column.type):
+            return values
+        texts = []
+        for row, value in enumerate(values):
+            try:
+                texts.append(None if value is None else utf8_text(value, self.settings.errors))
+            except ValueError as error:
+                raise ValueError(f"row {row} of the batch: {error} "
+                                 "(errors='replace' substitutes U+FFFD)") from None
+        return texts
+
+
+def utf8_text(value: bytes, errors: str) -> str:
+    """A document given as bytes; invalid UTF-8 is a ``ValueError`` naming the byte
+    (``errors="strict"``) or becomes U+FFFD (``"replace"``)."""
+    try:
+        return value.decode("utf-8", errors)
+    except UnicodeDecodeError as error:
+        raise ValueError(f"invalid UTF-8 at byte {error.start} of its text") from None
+
+
+def chunk_table(batch: pa.Table | pa.RecordBatch, text_column: str = "text",
+                id_column: str | None = "id", **settings) -> pa.Table:
+    """The chunks of every document in ``batch`` (see ``Chunker``; to chunk many
+    batches, make one ``Chunker`` and call it on each)."""
+    return Chunker(text_column, id_column, **settings)(batch)

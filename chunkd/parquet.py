@@ -1,0 +1,339 @@
+"""Parquet for the filter: documents from Parquet files, chunk records into one.
+
+    chunkd --input parquet docs.parquet --text-column body --id-column url
+    chunkd --input parquet part-*.parquet --format parquet --output chunks.parquet
+
+``--input parquet``: each row of each FILE is a document: its text column is the text,
+its id column names it (``doc``; without an id column, the row's number from 0), and
+every other column is copied into each of its chunk records, as the fields of an
+NDJSON line are. Rows are read about a MiB of text at a time, streaming within row
+groups, so memory is bounded by the longest document (a Parquet value is read whole),
+not by the file or its row groups.
+
+``--format parquet --output FILE``: the records the NDJSON output would have, same
+keys and values, as the rows of one Parquet file, with the types of ``chunkd.arrow``
+(carried columns keep their input types; the text is a string), written a row group
+at a time to a hidden file beside FILE and renamed into place at the end. Its columns
+are fixed by the first input read, so every Parquet input must have the same columns;
+NDJSON input, whose lines have no fixed columns, cannot be written as Parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Iterator
+
+# The filter's Arrow memory comes from jemalloc, unless the user chose: pyarrow's
+# default, mimalloc, keeps much of what it freed (1 GB of Parquet to --format parquet
+# peaks at 264 MB with it, 243 MB with the C library's malloc, 211 MB with jemalloc).
+# Arrow reads the variable once, when pyarrow loads: the filter imports this module
+# first. Linux wheels of pyarrow have jemalloc; elsewhere it may be missing.
+if sys.platform == "linux":
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+
+try:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError("Parquet needs pyarrow: pip install 'chunkd[arrow]'",
+                      name=error.name) from None
+
+from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
+                          chunk_schema, is_bytes_type, to_arrow, utf8_text)
+from chunkd.chunk import Chunk  # noqa: E402
+from chunkd.output import OutputError  # noqa: E402
+from chunkd.readers import Document, InputError, TextBlocks, display_name  # noqa: E402
+from chunkd.settings import Settings  # noqa: E402
+
+#: A record batch read holds about this much text: enough to amortize the reader's
+#: per-batch cost, small beside the memory bound.
+BATCH_BYTES = 1 << 20
+#: A long document is fed to the splitter this many code points at a time.
+#: Read buffer within a column chunk; without one, pyarrow reads a whole column chunk
+#: (up to a whole row group's text) at once.
+READ_BUFFER = 1 << 20
+#: Chunks are held as Python objects up to about this much text (or this many
+#: documents), then as Arrow columns up to a row group of about ``ROW_GROUP_BYTES``.
+BLOCK_BYTES, BLOCK_DOCUMENTS = 1 << 20, 4096
+ROW_GROUP_BYTES = 32 << 20
+
+
+class ParquetFiles:
+    """The filter's Parquet options: reads ``--input parquet`` files as documents and
+    makes the ``--format parquet`` writer. ``header`` (the columns before a chunk's
+    own) is fixed by the first Parquet input read, or by the input kind."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.text_column = args.text_column or "text"
+        self.id_column = args.id_column          # None: "id" if the file has one
+        self.errors = args.errors
+        self.from_parquet = args.input == "parquet"
+        self.to_parquet = args.format == "parquet"
+        self.output = args.output
+        self.header: pa.Schema | None = None
+
+    @classmethod
+    def setup(cls, parser: argparse.ArgumentParser, args: argparse.Namespace) -> ParquetFiles:
+        """The Parquet side of the arguments; misuse is a usage error (exit 2)."""
+        if args.format == "parquet" and not args.output:
+            parser.error("--format parquet needs --output FILE (Parquet is not a stream)")
+        if args.output and args.format != "parquet":
+            parser.error("--output is for --format parquet; the other formats write to stdout")
+        if args.input == "parquet" and (not args.files or "-" in args.files):
+            parser.error("--input parquet reads FILEs, not stdin (Parquet keeps its "
+                         "index at the end of the file)")
+        if args.input != "parquet" and (args.text_column or args.id_column):
+            parser.error("--text-column and --id-column are for --input parquet")
+        if args.input == "ndjson" and args.format == "parquet":
+            parser.error("--format parquet takes --input text or parquet: NDJSON lines have "
+                         "no fixed columns (write --input parquet, or --format ndjson)")
+        return cls(args)
+
+    # --- input ----------------------------------------------------------------------
+
+    def documents(self, path: str) -> Iterator[Document | InputError]:
+        """The rows of the Parquet file at ``path`` as documents, in order; a row that
+        cannot be chunked is an ``InputError`` naming it, and the rows after it go on;
+        a file that cannot be read, or whose columns do not fit, is one ``InputError``."""
+        where = display_name(path)
+        try:
+            # Python's open() words the errors as the other readers do; pyarrow's own
+            # file reads without a Python object per read.
+            open(path, "rb").close()
+            source = pa.OSFile(path)
+        except OSError as error:
+            yield InputError(f"{where}: {_reason(error)}")
+            return
+        with source:
+            yield from self._rows(source, where)
+
+    def _rows(self, source: pa.NativeFile, where: str) -> Iterator[Document | InputError]:
+        try:
+            file = pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER)
+            schema = file.schema_arrow
+            columns = Columns.of(schema, self.text_column, self.id_column or "id",
+                                 id_required=self.id_column is not None)
+            self._adopt_header(self._header(columns, schema))
+        except OSError as error:
+            yield InputError(f"{where}: {_reason(error)}")
+            return
+        except (ValueError, pa.ArrowException) as error:  # not Parquet, or wrong columns
+            yield InputError(f"{where}: {_one_line(error)}")
+            return
+        decode = is_bytes_type(schema.field(columns.text).type)
+        row = 0
+        try:
+            for batch in file.iter_batches(batch_size=_batch_rows(file, columns.text),
+                                           columns=[columns.text, *filter(None, [columns.id]),
+                                                    *columns.carried],
+                                           use_threads=False):
+                texts = batch.column(columns.text).to_pylist()
+                names = (batch.column(columns.id).to_pylist() if columns.id is not None
+                         else range(row, row + batch.num_rows))
+                fields = (batch.select(columns.carried).to_pylist() if columns.carried
+                          else [{}] * batch.num_rows)
+                for text, name, carried in zip(texts, names, fields):
+                    yield self._document(text, name, carried, decode, f"{where}: row {row}")
+                    row += 1
+        except OSError as error:
+            yield InputError(f"{where}: read failed at row {row}: {_reason(error)}")
+        except pa.ArrowException as error:
+            yield InputError(f"{where}: unreadable at row {row}: {_one_line(error)}")
+
+    def _document(self, text: str | bytes | None, name: object, fields: dict, decode: bool,
+                  where: str) -> Document | InputError:
+        if text is None:
+            return InputError(f"{where}: the text is null")
+        if decode:
+            try:
+                text = utf8_text(text, self.errors)
+            except ValueError as error:
+                return InputError(f"{where}: {error} (use --errors replace to substitute U+FFFD)")
+        return Document(name, TextBlocks(text), fields, size=len(text))
+
+    def _header(self, columns: Columns, schema: pa.Schema) -> pa.Schema:
+        header = columns.header(schema)
+        if columns.id is None:  # rows are named by their number
+            header = header.insert(0, pa.field("doc", pa.int64()))
+        if not self.to_parquet:
+            for field in header:
+                if not _json_type(field.type):
+                    raise ValueError(f"column {field.name!r} holds {field.type}, which JSON "
+                                     "and msgpack records cannot hold; use --format parquet")
+        return header
+
+    def _adopt_header(self, header: pa.Schema) -> None:
+        """The first file's columns are the output's; later files must match them."""
+        if self.header is None:
+            self.header = header
+        elif self.to_parquet and not header.equals(self.header):
+            raise ValueError("its columns differ from the first file's, which the output "
+                             f"follows ({_columns(self.header)}, not {_columns(header)})")
+
+    # --- output ---------------------------------------------------------------------
+
+    def writer(self, settings: Settings, named: bool) -> ParquetWriter:
+        """The ``--format parquet`` writer. Text input: ``doc`` is the file's path, a
+        string (none for stdin); Parquet input: the first file read decides."""
+        if self.header is None and not self.from_parquet:
+            self.header = pa.schema([("doc", pa.string())] if named else [])
+        return ParquetWriter(self.output, self, settings.record_fields(), named)
+
+
+class ParquetWriter:
+    """Chunk records into a Parquet file (see the module's docstring), with the filter's
+    writer methods: ``begin`` a document, ``write`` its chunks, ``end`` it; ``close``
+    writes the last row group and the footer and puts the file in place.
+
+    Chunks are turned into Arrow columns every ``BLOCK_BYTES`` (Python objects cost
+    several times their text) and written as a row group every ``ROW_GROUP_BYTES``."""
+
+    def __init__(self, path: str, files: ParquetFiles, fields: tuple[str, ...],
+                 named: bool) -> None:
+        self.path, self.files, self.fields, self.named = path, files, fields, named
+        self.headers: list[tuple] = []     # each pending document's header values
+        self.owners: list[int] = []        # each pending chunk's document
+        self.chunks: list[Chunk] = []
+        self.pending = 0                   # bytes of text pending, about
+        self.in_document = False
+        self.blocks: list[pa.RecordBatch] = []   # the row group so far
+        self.writer: pq.ParquetWriter | None = None
+        self.target, self.temporary = self._open()
+        atexit.register(self._discard)
+
+    def _open(self) -> tuple[str, str | None]:
+        """Where the rows go: a hidden file beside a regular (or new) file, renamed at
+        the end; a device or a pipe (``/dev/stdout``) directly."""
+        try:
+            try:
+                if not stat.S_ISREG(os.stat(self.path).st_mode):
+                    return self.path, None
+            except FileNotFoundError:
+                pass
+            folder, name = os.path.split(self.path)
+            temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except OSError as error:
+            raise self._output_error(error) from None
+        return temporary, temporary
+
+    def begin(self, doc: object, fields: dict) -> None:
+        if isinstance(doc, str):
+            try:
+                doc.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{display_name(doc)}: the name is not UTF-8, which the "
+                                 "doc column (a Parquet string) cannot hold") from None
+        self.headers.append(((doc,) if self.named else ()) + tuple(fields.values()))
+        self.in_document = True
+
+    def write(self, chunks: list[Chunk]) -> None:
+        self.chunks += chunks
+        self.owners += [len(self.headers) - 1] * len(chunks)
+        self.pending += sum(len(chunk.text) for chunk in chunks)
+        if self.pending >= BLOCK_BYTES:
+            self._convert()
+
+    def end(self) -> None:
+        self.in_document = False
+        if len(self.headers) >= BLOCK_DOCUMENTS:  # documents without chunks add up too
+            self._convert()
+
+    def _header(self) -> pa.Schema:
+        return self.files.header or pa.schema([])  # None: no input was readable
+
+    def _schema(self) -> pa.Schema:
+        return chunk_schema(self._header(), self.fields)
+
+    def _convert(self) -> None:
+        """The pending chunks as an Arrow block of the row group."""
+        header = self._header()
+        owners = to_arrow(self.owners, pa.int64())
+        values = list(zip(*self.headers)) if self.headers else [()] * len(header)
+        columns = [to_arrow(column, field.type).take(owners)
+                   for column, field in zip(values, header)]
+        self.blocks.append(pa.RecordBatch.from_arrays(
+            [*columns, *chunk_arrays(self.chunks, self.fields)], schema=self._schema()))
+        # The document in progress keeps its header for the chunks still to come.
+        self.headers = self.headers[-1:] if self.in_document else []
+        self.owners, self.chunks, self.pending = [], [], 0
+        if sum(block.nbytes for block in self.blocks) >= ROW_GROUP_BYTES:
+            self._write()
+
+    def _write(self) -> None:
+        """Write the blocks as a row group."""
+        table = pa.Table.from_batches(self.blocks, schema=self._schema())
+        self.blocks = []
+        try:
+            if self.writer is None:
+                self.writer = pq.ParquetWriter(self.target, table.schema, use_dictionary=[
+                    name for name in table.schema.names if name not in FIELD_TYPES])
+            if table.num_rows:
+                self.writer.write_table(table, row_group_size=table.num_rows)
+        except OSError as error:
+            raise self._output_error(error) from None
+
+    def close(self) -> None:
+        """Write what is pending and the footer; put the file in place."""
+        self._convert()
+        self._write()
+        try:
+            self.writer.close()
+            if self.temporary is not None:
+                os.replace(self.temporary, self.path)
+        except OSError as error:
+            raise self._output_error(error) from None
+        self.temporary = None
+
+    def _discard(self) -> None:
+        """At exit, a file never closed (an error, an interrupt) is removed."""
+        if self.temporary is not None:
+            try:
+                os.unlink(self.temporary)
+            except OSError:
+                pass
+
+    def _output_error(self, error: OSError) -> OutputError:
+        return OutputError(f"{display_name(self.path)}: {_reason(error)}")
+
+
+def _batch_rows(file: pq.ParquetFile, text_column: str) -> int:
+    """Rows a record batch, so that it holds about ``BATCH_BYTES`` of text."""
+    meta = file.metadata
+    size = sum(column.total_uncompressed_size
+               for group in range(meta.num_row_groups)
+               for column in map(meta.row_group(group).column, range(meta.num_columns))
+               if column.path_in_schema == text_column)
+    return max(1, min(1 << 16, BATCH_BYTES * max(meta.num_rows, 1) // max(size, 1)))
+
+
+def _json_type(kind: pa.DataType) -> bool:
+    """Whether values of this type are JSON values (and msgpack ones) as they are."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)
+            or pa.types.is_fixed_size_list(kind) or pa.types.is_list_view(kind)):
+        return _json_type(kind.value_type)
+    if pa.types.is_struct(kind):
+        return all(_json_type(kind.field(i).type) for i in range(kind.num_fields))
+    return (pa.types.is_null(kind) or pa.types.is_boolean(kind) or pa.types.is_integer(kind)
+            or pa.types.is_floating(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+
+
+def _columns(schema: pa.Schema) -> str:
+    return ", ".join(f"{field.name} {field.type}" for field in schema)
+
+
+def _reason(error: OSError) -> str:
+    """An I/O error's reason, as the system words it (pyarrow's own messages wrap it)."""
+    return os.strerror(error.errno) if error.errno else _one_line(error)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())

@@ -1,0 +1,273 @@
+"""The filter with Parquet: --input parquet and --format parquet against the filter's own
+NDJSON records, errors and exit codes, and 1 GB chunked in bounded memory."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from command import chunkd_command, ndjson, run_chunkd
+from oracle import langchain_chunks
+from tables import corpus_rows, filter_records, write_corpus_parquet
+
+SETTINGS = [[], ["--tokens", "200", "--overlap", "20", "--count-tokens"]]
+
+
+@pytest.fixture(scope="module")
+def corpus_parquet(tmp_path_factory):
+    return write_corpus_parquet(tmp_path_factory.mktemp("corpus") / "corpus.parquet")
+
+
+def read_rows(path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name.endswith(".part"))
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=["chars", "tokens"])
+def test_parquet_in_and_out_equal_the_ndjson_records(corpus_parquet, tmp_path, settings):
+    records = filter_records(*settings)
+    out = tmp_path / "chunks.parquet"
+    result = run_chunkd("--input", "parquet", str(corpus_parquet), *settings,
+                        "--format", "parquet", "--output", str(out))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert read_rows(out) == records
+    assert pq.read_schema(out).field("number").type == pa.int32()  # carried as it came
+    assert pq.ParquetFile(out).metadata.num_row_groups >= 1
+    assert leftovers(tmp_path) == []
+    for jobs in ("1", "2"):
+        as_ndjson = run_chunkd("--input", "parquet", str(corpus_parquet), *settings,
+                               "--jobs", jobs)
+        assert ndjson(as_ndjson.stdout) == records
+
+
+def test_text_files_to_parquet_equal_the_ndjson_records(tmp_path):
+    paths = []
+    for row in corpus_rows()[::40]:
+        path = tmp_path / f"{row['number']}.md"
+        path.write_text(row["text"], encoding="utf-8")
+        paths.append(str(path))
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--chars", "400", *paths, "--format", "parquet", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert read_rows(out) == ndjson(run_chunkd("--chars", "400", *paths).stdout)
+    assert pq.read_schema(out).field("doc").type == pa.string()
+
+
+def test_stdin_to_parquet_has_no_doc_column_and_empty_input_an_empty_file(tmp_path):
+    text = corpus_rows()[3]["text"]
+    out = tmp_path / "stdin.parquet"
+    written = run_chunkd("--format", "parquet", "--output", str(out), input=text.encode())
+    assert written.returncode == 0
+    rows = read_rows(out)
+    assert [row["text"] for row in rows] == langchain_chunks(text, 1000, 100, "chars")
+    assert "doc" not in rows[0]
+    assert run_chunkd("--format", "parquet", "--output", str(out), input=b"").returncode == 0
+    assert pq.read_table(out).num_rows == 0
+    assert pq.read_schema(out).names == ["index", "start", "end", "length", "text"]
+
+
+def test_rows_without_an_id_are_named_by_their_number(tmp_path):
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"body": ["first document", "", "third one"]}), path)
+    records = ndjson(run_chunkd("--input", "parquet", "--text-column", "body", str(path)).stdout)
+    assert [(r["doc"], r["text"]) for r in records] == [(0, "first document"), (2, "third one")]
+
+
+def test_id_column_names_the_documents(tmp_path):
+    path = tmp_path / "named.parquet"
+    pq.write_table(pa.table({"url": ["https://a", "https://b"], "text": ["alpha", "beta"]}), path)
+    records = ndjson(run_chunkd("--input", "parquet", "--id-column", "url", str(path)).stdout)
+    assert [(r["doc"], r["text"]) for r in records] == [("https://a", "alpha"),
+                                                        ("https://b", "beta")]
+    assert set(records[0]) == {"doc", "index", "start", "end", "length", "text"}
+
+
+def test_bad_rows_and_files_are_named_and_the_rest_is_chunked(tmp_path):
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": ["g"], "text": ["good text"]}), good)
+    rows = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c", "d"],
+                             "text": pa.array([b"fine", None, b"bad \xff byte", b"after"])}), rows)
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"id": ["o"], "text": ["x"], "extra": [1]}), other)
+    not_parquet = tmp_path / "notes.txt"
+    not_parquet.write_text("not a Parquet file")
+    inputs = [str(tmp_path / "missing.parquet"), str(not_parquet), str(tmp_path), str(good),
+              str(rows), str(other)]
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--input", "parquet", *inputs, "--format", "parquet", "--output", str(out))
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        f"chunkd: {tmp_path}/missing.parquet: No such file or directory",
+        f"chunkd: {not_parquet}: Parquet magic bytes not found in footer. Either the file is "
+        "corrupted or this is not a parquet file.",
+        f"chunkd: {tmp_path}: Is a directory",
+        f"chunkd: {rows}: row 1: the text is null",
+        f"chunkd: {rows}: row 2: invalid UTF-8 at byte 4 of its text (use --errors replace "
+        "to substitute U+FFFD)",
+        f"chunkd: {other}: its columns differ from the first file's, which the output follows "
+        "(doc string, not doc string, extra int64)",
+    ]
+    assert [(r["doc"], r["text"]) for r in read_rows(out)] == [
+        ("g", "good text"), ("a", "fine"), ("d", "after")]
+    replaced = run_chunkd("--input", "parquet", str(rows), "--errors", "replace")
+    assert [r["text"] for r in ndjson(replaced.stdout)] == ["fine", "bad \ufffd byte", "after"]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("columns,args,message", [
+    ({"body": ["x"]}, [], "no text column 'text' (columns: body)"),
+    ({"text": [1]}, [], "the text column 'text' holds int64, not strings"),
+    ({"text": ["x"]}, ["--id-column", "url"], "no id column 'url' (columns: text)"),
+    ({"text": ["x"], "length": [3]}, [],
+     "column 'length' is reserved for chunk records; rename it"),
+])
+def test_unusable_columns_are_one_error(tmp_path, columns, args, message):
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table(columns), path)
+    result = run_chunkd("--input", "parquet", str(path), *args)
+    assert (result.returncode, result.stdout) == (1, b"")
+    assert result.stderr.decode() == f"chunkd: {path}: {message}\n"
+
+
+def test_columns_json_cannot_hold_need_parquet_output(tmp_path):
+    path = tmp_path / "typed.parquet"
+    pq.write_table(pa.table({"text": ["some text"], "raw": pa.array([b"\x00"], pa.binary())}), path)
+    result = run_chunkd("--input", "parquet", str(path))
+    assert result.returncode == 1
+    assert result.stderr.decode() == (f"chunkd: {path}: column 'raw' holds binary, which JSON "
+                                      "and msgpack records cannot hold; use --format parquet\n")
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--input", "parquet", str(path), "--format", "parquet",
+                        "--output", str(out))
+    assert result.returncode == 0
+    assert read_rows(out)[0]["raw"] == b"\x00"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--format", "parquet"], "--format parquet needs --output FILE"),
+    (["--output", "x.parquet"], "--output is for --format parquet"),
+    (["--input", "parquet"], "--input parquet reads FILEs, not stdin"),
+    (["--input", "parquet", "-"], "--input parquet reads FILEs, not stdin"),
+    (["--text-column", "body"], "--text-column and --id-column are for --input parquet"),
+    (["--input", "ndjson", "--format", "parquet", "--output", "x.parquet"],
+     "--format parquet takes --input text or parquet"),
+])
+def test_usage_errors_exit_2(tmp_path, args, message):
+    result = run_chunkd(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines()[-1].startswith(f"chunkd: error: {message}")
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_errors_are_one_line_and_leave_nothing_behind(tmp_path):
+    text = ("words and more words. " * 5000).encode()
+    full = run_chunkd("--format", "parquet", "--output", "/dev/full", input=text)
+    assert full.returncode == 1
+    assert full.stderr.decode() == "chunkd: /dev/full: No space left on device\n"
+    missing = run_chunkd("--format", "parquet", "--output", str(tmp_path / "no" / "x.parquet"),
+                         input=text)
+    assert missing.returncode == 1
+    assert missing.stderr.decode() == (f"chunkd: {tmp_path}/no/x.parquet: "
+                                       "No such file or directory\n")
+
+
+def test_output_is_replaced_only_when_complete(tmp_path):
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"previous")
+    result = run_chunkd("--input", "parquet", str(tmp_path / "missing.parquet"),
+                        "--format", "parquet", "--output", str(out))
+    assert result.returncode == 1       # nothing readable, but an output is still made
+    assert pq.read_table(out).num_rows == 0
+    assert leftovers(tmp_path) == []
+
+
+def test_a_name_that_is_not_utf8_is_an_error_for_parquet(tmp_path):
+    odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.txt")
+    with open(odd, "wb") as stream:
+        stream.write(b"odd name")
+    good = tmp_path / "good.txt"
+    good.write_text("good name")
+    out = tmp_path / "out.parquet"
+    result = run_chunkd(os.fsdecode(odd), str(good), "--format", "parquet", "--output", str(out))
+    assert result.returncode == 1
+    assert result.stderr.decode() == (f"chunkd: {tmp_path}/caf\\xe9.txt: the name is not UTF-8, "
+                                      "which the doc column (a Parquet string) cannot hold\n")
+    assert [(r["doc"], r["text"]) for r in read_rows(out)] == [(str(good), "good name")]
+
+
+# --- bounded memory ------------------------------------------------------------------
+
+TEXT_BYTES = 1 << 30
+PEAK_LIMIT_MB = 256
+
+# Linux counts a child's memory from before its exec (a copy of the test process, large
+# here) in its peak RSS, so chunkd is started from a small Python that reports the peak.
+MEASURE = """import resource, subprocess, sys
+status = subprocess.call(sys.argv[1:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)
+sys.exit(status)"""
+
+
+def write_big_parquet(path) -> tuple[int, int]:
+    """At least 1 GiB of distinct corpus text in two row groups of over 500 MB each
+    (far over the memory bound: a reader that holds a row group fails), documents of
+    1 to 20 KB and a few of 8 MB; uncompressed. Returns (documents, text bytes)."""
+    text = "\n\n".join(row["text"] for row in corpus_rows())
+    rng = random.Random(12)
+    half = TEXT_BYTES // 2 + (1 << 20)
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    documents = total = 0
+    with pq.ParquetWriter(path, schema, compression="none", use_dictionary=False) as writer:
+        for _ in range(2):
+            texts, size = [], 0
+            while size < half:
+                length = 8_000_000 if rng.random() < 0.00005 else rng.randint(1_000, 20_000)
+                start = rng.randrange(len(text) - 20_000)
+                body = f"document {documents + len(texts)}\n" + (
+                    text[start:start + length] if length < 20_000 else
+                    (text * (length // len(text) + 1))[start:start + length])
+                texts.append(body)
+                size += len(body.encode())
+            writer.write_table(pa.table({"id": range(documents, documents + len(texts)),
+                                         "text": texts}, schema=schema),
+                               row_group_size=len(texts))
+            documents += len(texts)
+            total += size
+            del texts
+    return documents, total
+
+
+def test_a_gigabyte_of_parquet_is_chunked_in_bounded_memory(tmp_path):
+    source = tmp_path / "big.parquet"
+    documents, text_bytes = write_big_parquet(source)
+    assert text_bytes >= TEXT_BYTES and pq.ParquetFile(source).metadata.num_row_groups == 2
+    out = tmp_path / "chunks.parquet"
+    result = subprocess.run([sys.executable, "-c", MEASURE, chunkd_command(), "--input",
+                             "parquet", str(source), "--format", "parquet", "--output", str(out)],
+                            capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    peak_mb = int(result.stderr.split()[-1])
+    assert peak_mb < PEAK_LIMIT_MB, f"peak RSS {peak_mb} MB"
+    written = pq.read_table(out, columns=["doc", "index", "length"])
+    assert len(set(written.column("doc").to_pylist())) == documents  # every document chunked
+    assert written.num_rows > text_bytes // 1100
+
+
+def test_without_pyarrow_parquet_options_are_a_usage_error(tmp_path):
+    code = ("import sys; sys.modules['pyarrow'] = None; from chunkd.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    result = subprocess.run([sys.executable, "-c", code, "--input", "parquet", "x.parquet"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "chunkd: error: Parquet needs pyarrow: pip install 'chunkd[arrow]'")

@@ -1,0 +1,92 @@
+"""chunkd.ray on a local Ray cluster (2 CPUs, one for the session): the corpus chunked
+through Ray Data equals, row for row, what the installed filter writes."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from chunkd.settings import SettingsError
+from command import run_chunkd
+from tables import corpus_rows, filter_records, write_corpus_parquet
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """A local cluster; nothing it does reaches the network (usage stats off)."""
+    saved = os.environ.get("RAY_USAGE_STATS_ENABLED")
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    import ray
+    import ray.data
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=512 << 20)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+    if saved is None:
+        del os.environ["RAY_USAGE_STATS_ENABLED"]
+    else:
+        os.environ["RAY_USAGE_STATS_ENABLED"] = saved
+
+
+@pytest.fixture(scope="module")
+def corpus_parquet(tmp_path_factory):
+    # Row groups of 32 documents: Ray reads them as several blocks.
+    return write_corpus_parquet(tmp_path_factory.mktemp("corpus") / "corpus.parquet", 32)
+
+
+def collect(ray, dataset) -> pa.Table:
+    """The dataset's blocks as one table (which requires one schema for them all)."""
+    return pa.concat_tables(ray.get(dataset.to_arrow_refs()))
+
+
+def in_order(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda row: (row["doc"], row["index"]))
+
+
+@pytest.mark.parametrize("arguments,options", [
+    ({}, []),
+    ({"chunk_size": 200, "chunk_overlap": 20, "unit": "tokens", "count_tokens": True},
+     ["--tokens", "200", "--overlap", "20", "--count-tokens"]),
+], ids=["defaults", "tokens"])
+def test_the_corpus_through_ray_equals_the_filters_records(ray_cluster, corpus_parquet,
+                                                           arguments, options):
+    from chunkd.ray import chunk_dataset
+
+    documents = ray_cluster.data.read_parquet(str(corpus_parquet))
+    chunks = collect(ray_cluster, chunk_dataset(documents, **arguments))
+    rows = chunks.to_pylist()
+    assert in_order(rows) == in_order(filter_records(*options))
+    texts = {row["id"]: row["text"] for row in corpus_rows()}
+    assert all(texts[row["doc"]][row["start"]:row["end"]] == row["text"] for row in rows)
+    assert chunks.schema.field("number").type == pa.int32()
+
+
+def test_parquet_to_parquet_through_ray_equals_the_filters_parquet(ray_cluster, corpus_parquet,
+                                                                   tmp_path):
+    """The README's pipeline: read Parquet, chunk, write Parquet."""
+    from chunkd.ray import chunk_dataset
+
+    folder = tmp_path / "chunks"
+    documents = ray_cluster.data.read_parquet(str(corpus_parquet))
+    chunk_dataset(documents, chunk_size=500, chunk_overlap=50).write_parquet(str(folder))
+    through_ray = pq.read_table(folder)
+    out = tmp_path / "filter.parquet"
+    result = run_chunkd("--input", "parquet", str(corpus_parquet), "--chars", "500",
+                        "--overlap", "50", "--format", "parquet", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    through_filter = pq.read_table(out)
+    assert through_ray.schema == through_filter.schema
+    assert in_order(through_ray.to_pylist()) == in_order(through_filter.to_pylist())
+
+
+def test_bad_settings_fail_before_anything_runs(ray_cluster):
+    from chunkd.ray import chunk_dataset
+
+    documents = ray_cluster.data.from_items([{"text": "x"}])
+    with pytest.raises(SettingsError, match="overlap"):
+        chunk_dataset(documents, chunk_size=10, chunk_overlap=10)
