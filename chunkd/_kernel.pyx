@@ -32,9 +32,12 @@ import re
 
 cimport cython
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memchr, memset
 from cpython.unicode cimport PyUnicode_Substring
+
+from chunkd._common cimport (PY_SSIZE_T_MAX, Py_UNICODE_ISSPACE, PyObject_GC_UnTrack,
+                              PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, grow_offsets)
 
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
 from chunkd.fallback import SEPARATORS, checked_arguments, joined_chunk
@@ -45,14 +48,6 @@ except ImportError:
     import sre_parse as _regex_parser            # Python 3.10
 
 _new_tuple = tuple.__new__
-
-cdef extern from "Python.h":
-    int PyUnicode_KIND(object text)
-    void* PyUnicode_DATA(object text)
-    unsigned int PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
-    bint Py_UNICODE_ISSPACE(unsigned int ch) nogil
-    void PyObject_GC_UnTrack(object op)
-    const Py_ssize_t PY_SSIZE_T_MAX
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:
@@ -663,9 +658,9 @@ cdef class _Level:
         if self.m_count < self.m_cap // 2:
             return 0
         cap = max(64, 2 * self.m_cap)
-        self.m_start = <Py_ssize_t*>_grow(self.m_start, cap)
-        self.m_end = <Py_ssize_t*>_grow(self.m_end, cap)
-        self.m_len = <Py_ssize_t*>_grow(self.m_len, cap)
+        self.m_start = <Py_ssize_t*>grow_offsets(self.m_start, cap)
+        self.m_end = <Py_ssize_t*>grow_offsets(self.m_end, cap)
+        self.m_len = <Py_ssize_t*>grow_offsets(self.m_len, cap)
         self.m_cap = cap
         return 0
 
@@ -701,13 +696,6 @@ cdef class _Level:
             self.emit_run()
         self.m_head = self.m_count = self.m_total = 0
         return 0
-
-
-cdef void* _grow(void* block, Py_ssize_t count) except NULL:
-    cdef void* grown = realloc(block, count * sizeof(Py_ssize_t))
-    if grown == NULL:
-        raise MemoryError()
-    return grown
 
 
 @cython.final

@@ -38,22 +38,18 @@ unit the previous window did not.
 """
 
 cimport cython
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memmove
 from cpython.unicode cimport PyUnicode_Substring
+
+from chunkd._common cimport (Py_UNICODE_ISSPACE, PyObject_GC_UnTrack, PyUnicode_DATA,
+                              PyUnicode_KIND, PyUnicode_READ, grow_offsets)
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk
 
 _new_tuple = tuple.__new__
 #: The optional fields after ``headings`` (``parent``, ...), None in a window's chunk.
 _AFTER_HEADINGS = (None,) * (len(OPTIONAL_FIELDS) - OPTIONAL_FIELDS.index("headings") - 1)
-
-cdef extern from "Python.h":
-    int PyUnicode_KIND(object text)
-    void* PyUnicode_DATA(object text)
-    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
-    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) nogil
-    void PyObject_GC_UnTrack(object op)
 
 
 # --- code point classes --------------------------------------------------------------
@@ -262,8 +258,8 @@ cdef class _Windows:
         if self.u_count < self.u_cap // 2:
             return 0
         cap = 2 * self.u_cap
-        self.u_start = <Py_ssize_t*>_grow(self.u_start, cap)
-        self.u_end = <Py_ssize_t*>_grow(self.u_end, cap)
+        self.u_start = <Py_ssize_t*>grow_offsets(self.u_start, cap)
+        self.u_end = <Py_ssize_t*>grow_offsets(self.u_end, cap)
         self.u_cap = cap
         return 0
 
@@ -296,13 +292,6 @@ cdef class _Windows:
         self.out.append(chunk)
         self.next_index += 1
         return 0
-
-
-cdef void* _grow(void* block, Py_ssize_t count) except NULL:
-    cdef void* grown = realloc(block, count * sizeof(Py_ssize_t))
-    if grown == NULL:
-        raise MemoryError()
-    return grown
 
 
 cdef class GraphemeWindows(_Windows):
