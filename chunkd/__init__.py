@@ -9,17 +9,37 @@ the others are described in ``chunkd.strategies`` and the README.
 
 from __future__ import annotations
 
-from chunkd._kernel import SEPARATORS
-from chunkd.chunk import Chunk, Parent
-from chunkd.settings import Settings, SettingsError
-from chunkd.strategies import REGISTRY, build
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chunkd.chunk import Chunk
 
 __version__ = "0.2.0"
 __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError",
            "Splitter", "split_text", "__version__"]
 
-#: The strategies' names.
-STRATEGIES = tuple(REGISTRY)
+#: Names imported when first used, so that ``import chunkd.cli`` loads nothing heavy:
+#: the command line installs its signal handlers before the kernel and the tokenizer
+#: are imported (a Ctrl-C or a SIGHUP during start-up is then handled, not fatal).
+_FROM_MODULE = {"SEPARATORS": "chunkd._kernel", "Chunk": "chunkd.chunk",
+                "Parent": "chunkd.chunk", "Settings": "chunkd.settings",
+                "SettingsError": "chunkd.settings"}
+
+
+def __getattr__(name: str) -> object:
+    if name == "STRATEGIES":  # the strategies' names
+        value: object = tuple(importlib.import_module("chunkd.strategies").REGISTRY)
+    elif name in _FROM_MODULE:
+        value = getattr(importlib.import_module(_FROM_MODULE[name]), name)
+    else:
+        raise AttributeError(f"module 'chunkd' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 class Splitter:
@@ -33,6 +53,9 @@ class Splitter:
 
     def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None,
                  **options) -> None:
+        from chunkd.settings import Settings
+        from chunkd.strategies import build
+
         self.settings = Settings.from_keywords(chunk_size, chunk_overlap, **options)
         self._chunker = build(self.settings)
 

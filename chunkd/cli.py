@@ -13,6 +13,8 @@ import importlib
 import os
 import sys
 
+from chunkd.output import EXIT_INTERRUPTED
+
 #: Subcommand name -> (module, one-line summary).
 COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
@@ -33,11 +35,14 @@ def main(argv: list[str] | None = None) -> int:
         requests = Requests()
         requests.install()
         return importlib.import_module(COMMANDS["watch"][0]).main(argv[1:], requests)
-    if argv and argv[0] in COMMANDS:
-        module, _ = COMMANDS[argv[0]]
-        return importlib.import_module(module).main(argv[1:])
-    from chunkd.filter import main as filter_main
-    return filter_main(argv)
+    try:
+        if argv and argv[0] in COMMANDS:
+            module, _ = COMMANDS[argv[0]]
+            return importlib.import_module(module).main(argv[1:])
+        from chunkd.filter import main as filter_main
+        return filter_main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules were imported
+        return EXIT_INTERRUPTED
 
 
 def _occupy_closed_standard_descriptors() -> None:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from command import chunkd_command, ndjson, run_chunkd
+from watching import FAULTS
 
 
 def no_traceback(result: subprocess.CompletedProcess) -> None:
@@ -178,3 +179,20 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
                               timeout=120, executable="/bin/bash")
     assert (pipeline.returncode, pipeline.stderr) == (0, b"")
     assert orjson.loads(pipeline.stdout)["index"] == 0
+
+
+@pytest.mark.parametrize("command, module", [
+    ([], "chunkd.filter"),                       # the filter's own modules
+    ([], "chunkd._kernel"),                      # the kernel, imported by them
+    (["preview", "-"], "chunkd.preview"),        # a subcommand's
+    (["eval", "-", "--questions", "-"], "chunkd.evaluate.command"),
+])
+def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, module):
+    """A Ctrl-C that arrives while the command is still importing its modules (a fault
+    injected into the chunkd process) ends it as a Ctrl-C later would."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
+                                                                   os.environ.get("PYTHONPATH")])),
+               CHUNKD_FAULTS=orjson.dumps({"interrupt_importing": module}).decode())
+    result = subprocess.run([chunkd_command(), *command], input=b"Some text.",
+                            capture_output=True, env=env, timeout=120)
+    assert (result.returncode, result.stderr, result.stdout) == (130, b"", b"")

@@ -9,7 +9,9 @@ and in each of its worker processes. Faults:
 - "eacces_suffix": opening an input whose name ends so fails with EACCES;
 - "crash_suffix": a worker chunking an input whose name ends so dies (SIGKILL);
 - "lose_events": inotify's events are lost, and watchdog's logger says its queue
-  overflowed, as watchdog does when the kernel drops events.
+  overflowed, as watchdog does when the kernel drops events;
+- "interrupt_importing": a module name; importing it raises KeyboardInterrupt, as a
+  Ctrl-C during start-up does.
 """
 
 import errno
@@ -73,3 +75,17 @@ if faults.get("lose_events"):
             "Inotify queue overflowed; filesystem events were lost")
 
     watchdog.observers.api.EventEmitter.queue_event = lose
+
+if faults.get("interrupt_importing"):
+    import sys
+
+    class Interrupter:
+        """A Ctrl-C that arrives exactly while the module is being imported."""
+
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == faults["interrupt_importing"]:
+                raise KeyboardInterrupt
+            return None
+
+    sys.meta_path.insert(0, Interrupter)
