@@ -12,7 +12,8 @@ splitter, so the only text held here is a line that may still turn out to be a h
 and the white space that begins a document: until the first section is known, that
 white space may belong to the text before the first heading (a section) or to no
 section (a heading comes first), and LangChain's splitter can make a chunk even of white
-space (a space is as long as a size of 1).
+space (a space is as long as a size of 1). A piece fed whole (``split_text``) is held
+whole until the next feed, and each section's text is sliced from it.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class MarkdownSplitter:
         self._start_document()
 
     def _start_document(self) -> None:
-        self.held = ""           # the document from ``given`` on, not yet split
-        self.given = 0           # document offset of held[0]
+        self.held = ""           # the document from ``base`` on
+        self.base = 0            # document offset of held[0]
+        self.given = 0           # the document before this went to a splitter (or nowhere)
         self.body = 0            # where the current section's split text starts
         self.headings: tuple[str, ...] = ()
         self.started = False     # the first section is known
@@ -69,7 +71,11 @@ class MarkdownSplitter:
 
     def feed(self, text: str) -> list[Chunk]:
         """Take the next piece of the document; return the chunks now final."""
-        self.held += text
+        # What was given is dropped here, once a feed, not at every section: a large
+        # piece holds many sections, and cutting the rest off at each would copy it as
+        # many times.
+        self.held = self.held[self.given - self.base:] + text
+        self.base = self.given
         chunks = self._sections(self.scanner.feed(text))
         if self.started:
             chunks += self._placed(self.splitter.feed(self._take(self.scanner.settled)))
@@ -79,7 +85,7 @@ class MarkdownSplitter:
         """End the document; return its last chunks."""
         chunks = self._sections(self.scanner.finish())
         if self.started:
-            chunks += self._end_section(self.given + len(self.held))
+            chunks += self._end_section(self.base + len(self.held))
         self._start_document()
         return chunks
 
@@ -101,15 +107,14 @@ class MarkdownSplitter:
 
     def _line_end(self, start: int) -> int:
         """The end of the heading line at ``start`` (complete, since it was reported)."""
-        newline = self.held.find("\n", start - self.given)
-        return self.given + (len(self.held) if newline < 0 else newline + 1)
+        newline = self.held.find("\n", start - self.base)
+        return self.base + (len(self.held) if newline < 0 else newline + 1)
 
     def _take(self, upto: int) -> str:
-        """The current section's held text before ``upto``, without its heading line
-        when headings are stripped; it is no longer held."""
+        """The current section's text from ``given`` to ``upto``, without its heading
+        line when headings are stripped; it is given."""
         start = max(self.given, self.body)
-        piece = self.held[start - self.given:upto - self.given] if upto > start else ""
-        self.held = self.held[upto - self.given:]
+        piece = self.held[start - self.base:upto - self.base] if upto > start else ""
         self.given = upto
         return piece
 
