@@ -1,6 +1,6 @@
 """chunkd against its peers, side by side in one run, reported as ratios.
 
-    python benchmarks/run.py              # everything (about 15 minutes on 2 cores)
+    python benchmarks/run.py              # everything (about 12 minutes on 2 cores)
     python benchmarks/run.py --quick      # small inputs, one run each (a smoke test)
 
 In process: MB/s (UTF-8 bytes of input per second, median of --runs), the ratio to
@@ -9,9 +9,10 @@ limits: one tiktoken ``encode_ordinary`` pass, and reading + decoding the input.
 End to end: the ``chunkd`` command on stdin against a LangChain script writing the same
 NDJSON (wall time, peak RSS from the OS). Memory: chunkd streaming 1 GiB. Documents:
 ``--jobs`` 1 against 2 on many files. Windows: each window strategy beside LangChain's
-recursive splitter, and 1 GiB streamed with words and sentences. Daemon: a burst of
-small files and a restart. Eval: ``chunkd eval`` over the shared questions. Drop-in: ``chunkd.langchain``
-against LangChain's own classes, as a LangChain user calls them. Engines: documents a second
+recursive splitter, and 1 GiB streamed with words and sentences. Two-level: Markdown
+sections and parent/child beside the plain recursive strategy, each against LangChain's
+way of doing it. Daemon: a burst of small files and a restart. Eval: ``chunkd eval`` over
+the shared questions. Drop-in: ``chunkd.langchain`` against LangChain's own classes, as a LangChain user calls them. Engines: documents a second
 through Ray Data (chunkd against LangChain in Ray's own style) and through the filter's
 Parquet input. Peers that cannot be imported are reported.
 """
@@ -521,6 +522,74 @@ def window_strategies(texts: dict[str, str], runs: int, gib: float, out: list[st
     out.append("")
 
 
+# --- two-level chunking: Markdown sections, parents and children (issue 9) --------------
+
+PARENT = (4000, 400)
+
+
+def langchain_markdown(text: str, _unit: str) -> list[str]:
+    """What LangChain's documentation suggests: its header splitter (every ATX level,
+    headings kept), then its recursive splitter inside each section."""
+    from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
+
+    size, overlap = SETTINGS["chars"]
+    headers = [("#" * level, f"h{level}") for level in range(1, 7)]
+    sections = MarkdownHeaderTextSplitter(headers, strip_headers=False).split_text(text)
+    splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap,
+                                              separators=list(SEPARATORS), keep_separator="end")
+    return [document.page_content for document in splitter.split_documents(sections)]
+
+
+def langchain_parent_child(text: str, _unit: str) -> list[str]:
+    """LangChain's ParentDocumentRetriever's split: parents, then each parent's children."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    def splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:
+        return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap,
+                                              separators=list(SEPARATORS), keep_separator="end")
+
+    parents, children = splitter(*PARENT), splitter(*SETTINGS["chars"])
+    return [child for parent in parents.split_text(text) for child in children.split_text(parent)]
+
+
+def chunkd_two_level(**options) -> Callable[[str, str], list[str]]:
+    size, overlap = SETTINGS["chars"]
+    return lambda text, _unit: [chunk.text for chunk in
+                                chunkd.split_text(text, size, overlap, **options)]
+
+
+def two_level(big: str, runs: int, out: list[str]) -> None:
+    mb = len(big.encode()) / 1e6
+    size, overlap = SETTINGS["chars"]
+    cases = {
+        f"recursive, chars {size}/{overlap}": {
+            "chunkd": chunkd_two_level(),
+            "LangChain RecursiveCharacterTextSplitter": langchain_split},
+        "Markdown sections, then recursive inside each": {
+            "chunkd --strategy markdown": chunkd_two_level(strategy="markdown"),
+            "LangChain MarkdownHeaderTextSplitter, then RecursiveCharacterTextSplitter":
+                langchain_markdown},
+        f"parents chars {PARENT[0]}/{PARENT[1]}, children {size}/{overlap}": {
+            f"chunkd --parent-chars {PARENT[0]} --parent-overlap {PARENT[1]}":
+                chunkd_two_level(parent_size=PARENT[0], parent_overlap=PARENT[1]),
+            "LangChain: parents, then each parent's children": langchain_parent_child},
+    }
+    out.append(f"## Two-level chunking, corpus ({mb:.1f} MB)\n")
+    out.append(f"In process, median of {runs} runs, each chunker in a forked child; children "
+               f"(and Markdown sections' chunks) at chars {size}/{overlap}. LangChain's header "
+               "splitter rewrites white space (its chunks are not the document's text), so "
+               "its chunks differ from chunkd's; the parent/child chunks are the same.\n")
+    out.append("| case | chunker | MB/s | x LangChain | chunks | = LangChain |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for case, chunkers in cases.items():
+        results = {name: measure_in_child(split, big, "chars", runs)
+                   for name, split in chunkers.items()}
+        reference = next(name for name in results if name.startswith("LangChain"))
+        out.extend(result_rows(case, results, reference, mb))
+        print("\n".join(out[-len(results):]), flush=True)
+    out.append("")
+
+
 # --- the drop-in ------------------------------------------------------------------------
 
 def python_sources() -> list[str]:
@@ -728,8 +797,8 @@ def engines(runs: int, quick: bool, out: list[str]) -> None:
     print("\n".join(out[-len(rows) - 3:]), flush=True)
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "daemon", "eval",
-            "dropin", "engines"]
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "twolevel", "daemon",
+            "eval", "dropin", "engines"]
 
 
 def main() -> None:
@@ -758,6 +827,8 @@ def main() -> None:
         many_documents(runs, out)
     if "windows" in args.sections:
         window_strategies(texts, runs, 0.01 if args.quick else 1.0, out)
+    if "twolevel" in args.sections:
+        two_level(big, runs, out)
     if "daemon" in args.sections:
         daemon(1000 if args.quick else 20_000, out)
     if "eval" in args.sections:
