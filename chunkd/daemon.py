@@ -38,7 +38,7 @@ from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, O
 from chunkd.notify import Notifier
 from chunkd.readers import display_name
 from chunkd.signals import Requests
-from chunkd.settings import add_settings_options, parse_with_settings
+from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
@@ -56,7 +56,7 @@ LOCK_NAME = ".chunkd-lock"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chunkd watch",
         description="Chunk every file dropped into DIR and write NAME.chunks.json beside it "
                     "(or NAME.error.json saying why not). Producers should write elsewhere "

@@ -28,14 +28,14 @@ from chunkd import __version__
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.readers import Document, FileBlocks, InputError, documents
-from chunkd.settings import Settings, add_settings_options, parse_with_settings
+from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.strategies import Chunker, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
 
 def build_parser() -> argparse.ArgumentParser:
     from chunkd.cli import COMMANDS
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chunkd",
         description="Cut documents into chunks for retrieval (RAG). Reads stdin (one UTF-8 "
                     "document) or FILEs (one document each) and writes one JSON object a line "

@@ -15,12 +15,12 @@ import sys
 
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.readers import FileBlocks, InputError, display_name, stream_document
-from chunkd.settings import add_settings_options, parse_with_settings
+from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chunkd preview",
         description="Write one document's chunks as a self-contained HTML page: the "
                     "document with each chunk's range and the overlap marked, every chunk's "

@@ -29,6 +29,7 @@ import socket
 import socketserver
 import sys
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
@@ -37,7 +38,7 @@ import orjson
 from chunkd import __version__
 from chunkd.output import EXIT_OK, EXIT_USAGE
 from chunkd.readers import InputError, decode_blocks
-from chunkd.settings import (Settings, SettingsError, add_settings_options,
+from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              parse_with_settings, settings_from_args)
 from chunkd.strategies import build
 from chunkd.web import ASSETS, asset, report, strategy_descriptions, with_token_counts
@@ -72,11 +73,12 @@ class _OptionParser(argparse.ArgumentParser):
         raise SettingsError(message)
 
 
-def settings_from_query(query: str) -> tuple[Settings, str | None]:
+def settings_from_query(query: str, fixed: list[str]) -> tuple[Settings, str | None]:
     """The settings and the document name (``doc``) of a split request. Every other
     parameter is a settings option without its dashes (``parent-chars=800``); the
-    option parser refuses what is not one."""
-    argv, name = ["--count-tokens"], None
+    option parser refuses what is not one. ``fixed``: the server's own arguments for
+    the settings the page has no control for (``--language python``...)."""
+    argv, name = ["--count-tokens", *fixed], None
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key == "doc":
             name = value or None
@@ -129,12 +131,14 @@ class PageServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, host: str, port: int, initial: dict, max_bytes: int) -> None:
+    def __init__(self, host: str, port: int, initial: dict, max_bytes: int,
+                 fixed: Sequence[str] = ()) -> None:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
         self.address_family = family
         self.names = Names(host)
         self.max_bytes = max_bytes
+        self.fixed = list(fixed)  # settings arguments the page has no control for
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
                                     "strategies": strategy_descriptions(),
                                     "initial": initial, "max_bytes": max_bytes})
@@ -188,7 +192,7 @@ class PageHandler(BaseHTTPRequestHandler):
         if body is None:
             return
         try:
-            settings, name = settings_from_query(parts.query)
+            settings, name = settings_from_query(parts.query, self.server.fixed)
             settings = with_token_counts(settings)
             text = "".join(decode_blocks([body], name or "the document", settings.errors))
         except (SettingsError, InputError, ValueError) as error:
@@ -288,12 +292,14 @@ INITIAL_OPTIONS = ("strategy", "chars", "tokens", "size", "overlap", "parent_cha
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chunkd serve",
         description="Serve a page to try chunkd's settings on your own documents: paste a "
                     "document or open a file, choose a strategy, size and overlap, and see "
                     "each chunk in place, its tokens, the overlap, and the JSONL the filter "
-                    "writes. The settings options set the page's first choices. Nothing "
+                    "writes. The settings options set the page's first choices; those the page "
+                    "has no control for (--language, --separators, --embed-text, ...) apply "
+                    "to every split. Nothing "
                     "leaves this machine: the page loads nothing from the network.",
         epilog="Exit status: 0 stopped by Ctrl-C or SIGTERM, 2 bad options or an address "
                "it cannot listen on.")
@@ -333,7 +339,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     build(with_token_counts(settings))  # load the tokenizer now, not at the first split
     initial = {name: getattr(args, name) for name in INITIAL_OPTIONS}
     try:
-        server = PageServer(args.host, args.port, initial, args.max_bytes)
+        server = PageServer(args.host, args.port, initial, args.max_bytes,
+                            fixed=settings.other_arguments())
     except (OSError, UnicodeError) as error:
         reason = getattr(error, "strerror", None) or error
         print(f"chunkd serve: cannot listen on {args.host} port {args.port}: {reason}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass, fields, replace
+from typing import NoReturn
 
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.
@@ -178,6 +179,24 @@ class Settings:
             recorded["strip_whitespace"] = False
         return recorded
 
+    def other_arguments(self) -> list[str]:
+        """The command-line arguments besides strategy, sizes, overlaps, ``--errors`` and
+        ``--count-tokens`` that give these settings (``--language``, ``--embed-text``...)."""
+        arguments = [f"--{switch.replace('_', '-')}" for switch in ("strip_headings", "embed_text")
+                     if getattr(self, switch)]
+        recorded = self.separator_fields()
+        if "language" in recorded:
+            arguments += ["--language", recorded["language"]]
+        if "separators" in recorded:
+            arguments += ["--separators", json.dumps(recorded["separators"])]
+        if "separator_regex" in recorded:
+            arguments.append("--separator-regex")
+        if "keep_separator" in recorded:
+            arguments += ["--keep-separator", recorded["keep_separator"]]
+        if "strip_whitespace" in recorded:
+            arguments.append("--no-strip")
+        return arguments
+
     @classmethod
     def from_keywords(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
                       **options) -> Settings:
@@ -266,6 +285,14 @@ def _list_of(parse):
     def parse_list(text: str) -> list:
         return [parse(item.strip()) for item in text.split(",")]
     return parse_list
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every chunkd command's parser: a usage error is one line on stderr,
+    ``PROG: error: WHAT``, and exit status 2 (argparse would print the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
@@ -425,4 +452,4 @@ def parse_with_settings(parser: argparse.ArgumentParser,
     try:
         return args, settings_from_args(args)
     except SettingsError as error:  # one line that says what to write instead
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
+        parser.error(str(error))

@@ -196,3 +196,17 @@ def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, modul
     result = subprocess.run([chunkd_command(), *command], input=b"Some text.",
                             capture_output=True, env=env, timeout=120)
     assert (result.returncode, result.stderr, result.stdout) == (130, b"", b"")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bogus"], ["--separators", '["a", 1]'], ["--format", "parquet"],
+    ["--input", "parquet"], ["--chars", "10", "--tokens", "10"],
+    ["watch"], ["watch", "--bogus", "."], ["eval", "--bogus"], ["serve", "--port", "x"],
+    ["preview", "--bogus"],
+])
+def test_a_usage_error_is_one_line(argv):
+    result = subprocess.run([chunkd_command(), *argv], input=b"Some text.",
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chunkd"), lines

@@ -10,6 +10,7 @@ import os
 import pathlib
 import pty
 import re
+import shlex
 import statistics
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -255,6 +256,21 @@ def test_grid_combinations_that_cannot_work_are_left_out():
     assert len(records("--chars", "1000", "--overlap", "0,0%")) == 1  # the same setting
 
 
+@pytest.mark.parametrize("options", [("--language", "markdown"), ("--separators", '["\\n", ""]'),
+                                     ("--keep-separator", "start"), ("--no-strip",)])
+def test_the_other_settings_options_apply_to_every_setting(options):
+    """Options that are not grid dimensions shape every setting's chunks, as in the
+    filter, and the best line gives them back."""
+    evaluated = records("--chars", "300,500", "--overlap", "0", *options)
+    for record in evaluated:
+        chunks = filter_chunks("--chars", str(record["size"]), "--overlap", "0", *options)
+        assert record["chunks"] == sum(len(ranges) for ranges in chunks.values())
+    table = evaluate("--chars", "300,500", "--overlap", "0", *options)
+    best = table.stdout.decode().splitlines()[-1]
+    assert best.startswith("best by IoU: --strategy recursive --chars ")
+    assert best.split(" (recall")[0].endswith(" --overlap 0 " + shlex.join(options))
+
+
 @pytest.mark.parametrize("options, message", [
     (("--strategy", "nosuch"), "unknown strategy 'nosuch'"),
     (("--size", "5"), "--size is for the window strategies"),
@@ -262,6 +278,7 @@ def test_grid_combinations_that_cannot_work_are_left_out():
     (("--chars", "x"), "not a whole number"),
     (("--chart", "chart.txt"), "--chart chart.txt: name a .png, .svg, .html file"),
     (("-k", "0"), "-k must be at least 1"),
+    (("--parent-tokens", "1024"), "does not evaluate parent/child chunking"),
 ])
 def test_usage_errors(options, message):
     result = evaluate(*options)
@@ -321,11 +338,13 @@ def test_missing_extra_is_named_with_its_install_command(tmp_path):
                             capture_output=True, env=env, timeout=120)
     assert result.returncode == 2
     assert result.stderr.decode() == ("chunkd eval: needs the eval extra (bm25s is not "
-                                      "installed): pip install 'chunkd[eval]'\n")
+                                      "installed): pip install 'bm25s>=0.2.10,<0.4' "
+                                      "'matplotlib>=3.8'\n")
     helped = subprocess.run([chunkd_command(), "eval", "--help"], capture_output=True,
                             env=env, timeout=120)
     assert helped.returncode == 0
-    assert b"pip install 'chunkd[eval]'" in b" ".join(helped.stdout.split())
+    assert b"pip install 'bm25s>=0.2.10,<0.4' 'matplotlib>=3.8'" in b" ".join(helped.stdout.split())
+    assert b"--overlap 0,15%." in b" ".join(helped.stdout.split())  # no "%%"
     assert b"chunkd eval:" in run_chunkd("--help").stdout  # listed among the commands
 
 

@@ -4,6 +4,7 @@ answers, what it refuses, and that its reports hold the filter's records."""
 from __future__ import annotations
 
 import http.client
+import pathlib
 import signal
 import socket
 import subprocess
@@ -149,6 +150,20 @@ def test_a_report_holds_the_filters_records(server, options):
         for i in range(r["start"], r["end"]):
             cover[i] += 1
     assert summary["repeated"] == sum(c - 1 for c in cover if c > 1)
+
+
+def test_options_the_page_has_no_control_for_apply_to_every_split():
+    """``chunkd serve --language python --keep-separator none``: every split is the
+    filter's with those options (the page offers strategies, sizes and overlaps)."""
+    body = (pathlib.Path(__file__).parent.parent / "chunkd" / "serve.py").read_bytes()
+    fixed = ("--language", "python", "--keep-separator", "none")
+    with Serve(*fixed) as serve:
+        status, report = split(serve, body, chars="300", overlap="0")
+    expected = run_chunkd("--count-tokens", *fixed, "--chars", "300", "--overlap", "0",
+                          input=body)
+    plain = run_chunkd("--count-tokens", "--chars", "300", "--overlap", "0", input=body)
+    assert status == 200 and report["settings"]["language"] == "python"
+    assert report["jsonl"] == expected.stdout.decode() != plain.stdout.decode()
 
 
 def test_a_named_document_is_a_file_to_the_filter(server, tmp_path):

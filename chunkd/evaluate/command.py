@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from chunkd import __version__
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
-from chunkd.settings import SettingsError, add_settings_options
+from chunkd.settings import CommandParser, SettingsError, add_settings_options
 
-EXTRA = "pip install 'chunkd[eval]'"
+#: How to add the eval extra's packages, wherever chunkd was installed from (chunkd is
+#: not on PyPI, so ``pip install 'chunkd[eval]'`` needs an index that has it).
+EXTRA = "pip install 'bm25s>=0.2.10,<0.4' 'matplotlib>=3.8'"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     from chunkd.evaluate.report import CHARTS, FORMATS
     from chunkd.evaluate.retrieval import RETRIEVERS
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chunkd eval",
         description="Measure which chunking settings retrieve best on your own questions, "
                     "offline. Every combination of the settings options' comma lists is "
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "standard deviation. Needs the eval extra: " + EXTRA + ".",
         epilog="Default grid: --strategy recursive --tokens "
                + ",".join(map(str, DEFAULT_TOKENS)) + " --overlap "
-               + ",".join(map(str, DEFAULT_OVERLAPS)).replace("%", "%%")
+               + ",".join(map(str, DEFAULT_OVERLAPS))
                + ". A combination that cannot work (an overlap not smaller than a size) is "
                "reported and left out. Exit status: 0 ok, 1 some input, question or "
                "setting could not be used (the rest was evaluated), 2 usage.")

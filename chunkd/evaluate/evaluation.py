@@ -48,7 +48,8 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
              retriever: Callable[[Sequence[str]], Retriever], k: int) -> Result:
     """The scores of ``point``'s settings, with the top ``k`` chunks of ``retriever``."""
     chunks = chunk_documents(point, documents)
-    best = (retriever([chunk.text for _, chunk in chunks]).search(
+    # What is indexed is what would be embedded: embed_text when asked for (--embed-text).
+    best = (retriever([chunk.embed_text or chunk.text for _, chunk in chunks]).search(
         [question.text for question in questions], k) if chunks else [[] for _ in questions])
     per_question = []
     for question, numbers in zip(questions, best):
