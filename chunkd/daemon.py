@@ -37,7 +37,7 @@ from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, O
                           Signature, signature)
 from chunkd.notify import Notifier
 from chunkd.readers import display_name
-from chunkd.signals import Requests
+from chunkd.signals import Requests, die_with_parent
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
 
@@ -135,7 +135,7 @@ def _worker_start(options: InboxOptions, stopping, beats, slots) -> None:
     same ones; signals are the main process's to handle (systemd signals them all)."""
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, signal.SIG_IGN)
-    _die_with_parent()
+    die_with_parent()
     with slots.get_lock():
         slot = slots.value
         slots.value += 1
@@ -148,15 +148,6 @@ def _ready() -> None:
     """A task that only makes the pool start a worker."""
 
 
-def _die_with_parent() -> None:
-    """A worker must not outlive a daemon killed with SIGKILL (PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:
-        os._exit(1)
 
 
 def _work(relative: str) -> Outcome:

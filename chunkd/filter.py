@@ -29,6 +29,7 @@ from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.readers import Document, FileBlocks, InputError, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
+from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
 
@@ -135,7 +136,7 @@ def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settin
     from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
 
     build(settings)  # load the tokenizer once, before the workers fork
-    with ProcessPoolExecutor(jobs, initializer=_worker_ignores_interrupts) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool:
         pending: deque = deque()
         batch: list[Document | InputError] = []
         batch_bytes = 0
@@ -175,9 +176,11 @@ def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settin
             pool.shutdown(cancel_futures=True)
 
 
-def _worker_ignores_interrupts() -> None:
-    """Ctrl-C is the main process's to handle; workers are shut down by it."""
+def _worker_start() -> None:
+    """Ctrl-C is the main process's to handle; workers are shut down by it, or die
+    with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
 
 
 # --- the command -------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""What signals asked the daemon for, recorded from the first moment of start-up.
+"""What signals asked the daemon for, recorded from the first moment of start-up; and
+the worker processes' tie to their parent.
 
 Kept apart and light (no imports beyond the standard library's signal, threading and
 queue) so that ``chunkd watch`` installs its handlers before it imports the rest: a
@@ -7,6 +8,7 @@ SIGHUP (``systemctl reload``) or SIGTERM during a slow start must not kill it.
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import threading
@@ -37,3 +39,16 @@ class Requests:
     def _wake(self) -> None:
         if self.wake is not None:  # SimpleQueue.put may be called from a signal handler
             self.wake.put(("wake", ""))
+
+
+def die_with_parent() -> None:
+    """Called in a worker process: it must not outlive its parent, the filter or the
+    daemon, when that is killed with SIGKILL (the OOM killer): the kernel kills it then
+    (Linux's PR_SET_PDEATHSIG); elsewhere nothing is done."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)

@@ -391,10 +391,16 @@ def test_jobs_stream_an_input_of_unknown_size_instead_of_rendering_it_in_a_worke
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(timeout=30)
-    process.kill()
+    workers = descendants(process.pid)
+    process.kill()  # as the OOM killer would: its workers must not outlive it
     process.wait()
     assert got.startswith(b'{"doc":"/dev/zero","index":0'), \
         f"no streamed output within 30 s: {bytes(got[:80])!r} {process.stderr.read()[-200:]!r}"
+    assert workers
+    deadline = time.monotonic() + 30
+    while any(os.path.exists(f"/proc/{pid}") and status_kib(pid, "VmRSS") for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived the filter"
+        time.sleep(0.05)
 
 
 def test_a_closed_stderr_neither_loses_output_nor_mixes_messages_into_it(tmp_path):
