@@ -155,7 +155,7 @@ def test_a_notify_socket_nobody_reads_never_blocks_the_daemon(inbox, watch):
 
 def test_the_watchdog_is_pinged_while_a_long_file_blocks_the_queue(inbox, watch):
     """A file waiting behind a long one is not a stuck worker: pings go on."""
-    (inbox / "big.md").write_text(big_document(15), encoding="utf-8")  # ~43 MB of tokens
+    (inbox / "big.md").write_text(big_document(25), encoding="utf-8")  # ~71 MB of tokens
     listener, name = notify_socket()
     listener.settimeout(0.5)
     env = os.environ | {"NOTIFY_SOCKET": name, "WATCHDOG_USEC": "1000000"}
