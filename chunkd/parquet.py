@@ -47,13 +47,14 @@ from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
                           chunk_schema, is_bytes_type, to_arrow, utf8_text)
 from chunkd.chunk import Chunk  # noqa: E402
 from chunkd.output import OutputError  # noqa: E402
-from chunkd.readers import Document, InputError, TextBlocks, display_name  # noqa: E402
+from chunkd.readers import (RESERVED_KEYS, Document, InputError, TextBlocks,  # noqa: E402
+                            display_name)
 from chunkd.settings import Settings  # noqa: E402
 
 #: A record batch read holds about this much text: enough to amortize the reader's
 #: per-batch cost, small beside the memory bound.
 BATCH_BYTES = 1 << 20
-#: A long document is fed to the splitter this many code points at a time.
+BATCH_ROWS = 64
 #: Read buffer within a column chunk; without one, pyarrow reads a whole column chunk
 #: (up to a whole row group's text) at once.
 READ_BUFFER = 1 << 20
@@ -125,6 +126,11 @@ class ParquetFiles:
         except (ValueError, pa.ArrowException) as error:  # not Parquet, or wrong columns
             yield InputError(f"{where}: {_one_line(error)}")
             return
+        clashing = sorted(RESERVED_KEYS.intersection(columns.carried))
+        if clashing:  # --format json's document keys, which a column would overwrite
+            yield InputError(f"{where}: column {clashing[0]!r} is reserved for chunk "
+                             "records; rename it")
+            return
         decode = is_bytes_type(schema.field(columns.text).type)
         row = 0
         try:
@@ -132,23 +138,40 @@ class ParquetFiles:
                                            columns=[columns.text, *filter(None, [columns.id]),
                                                     *columns.carried],
                                            use_threads=False):
-                texts = batch.column(columns.text).to_pylist()
-                names = (batch.column(columns.id).to_pylist() if columns.id is not None
-                         else range(row, row + batch.num_rows))
-                fields = (batch.select(columns.carried).to_pylist() if columns.carried
-                          else [{}] * batch.num_rows)
-                for text, name, carried in zip(texts, names, fields):
-                    yield self._document(text, name, carried, decode, f"{where}: row {row}")
+                # Row by row: one document at a time in Python, whatever the batch holds.
+                text_values = batch.column(columns.text)
+                id_values = None if columns.id is None else self._carried(batch, columns.id)
+                carried = [(name, self._carried(batch, name)) for name in columns.carried]
+                for index in range(batch.num_rows):
+                    yield self._document(text_values, id_values, carried, index, row, decode,
+                                         f"{where}: row {row}")
                     row += 1
         except OSError as error:
             yield InputError(f"{where}: read failed at row {row}: {_reason(error)}")
         except pa.ArrowException as error:
             yield InputError(f"{where}: unreadable at row {row}: {_one_line(error)}")
 
-    def _document(self, text: str | bytes | None, name: object, fields: dict, decode: bool,
+    def _document(self, texts: pa.Array, ids: pa.Array | None,
+                  carried: list[tuple[str, pa.Array]], index: int, row: int, decode: bool,
                   where: str) -> Document | InputError:
+        """Row ``index`` of a batch (``row`` of its file) as a document. A string that is
+        not UTF-8 (Parquet readers do not check) is a text to decode as ``--errors``
+        says, and an error in any other column."""
+        text = _value(texts, index)
         if text is None:
             return InputError(f"{where}: the text is null")
+        # Into Parquet, the other columns' values go as Arrow scalars, exactly (no trip
+        # through Python, which has no nanoseconds nor year 10000).
+        value = (lambda values: values[index]) if self.to_parquet else (
+            lambda values: _value(values, index))
+        name = row if ids is None else value(ids)
+        fields = {column: value(values) for column, values in carried}
+        bad = next((column for column, value in [("the id column", name), *fields.items()]
+                    if isinstance(value, NotUTF8)), None)
+        if bad is not None:
+            return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
+        if isinstance(text, NotUTF8):
+            decode, text = True, text.raw
         if decode:
             try:
                 text = utf8_text(text, self.errors)
@@ -156,8 +179,19 @@ class ParquetFiles:
                 return InputError(f"{where}: {error} (use --errors replace to substitute U+FFFD)")
         return Document(name, TextBlocks(text), fields, size=len(text))
 
+    def _carried(self, batch: pa.RecordBatch, name: str) -> pa.Array:
+        """A column carried into the records (the id included), decoded from a
+        dictionary into Parquet output: each file, each row group even, has its own."""
+        values = batch.column(name)
+        return (values.dictionary_decode() if self.to_parquet
+                and pa.types.is_dictionary(values.type) else values)
+
     def _header(self, columns: Columns, schema: pa.Schema) -> pa.Schema:
         header = columns.header(schema)
+        if self.to_parquet:  # as _carried gives them (the writer encodes them again)
+            header = pa.schema([field.with_type(field.type.value_type)
+                                if pa.types.is_dictionary(field.type) else field
+                                for field in header])
         if columns.id is None:  # rows are named by their number
             header = header.insert(0, pa.field("doc", pa.int64()))
         if not self.to_parquet:
@@ -208,16 +242,26 @@ class ParquetWriter:
 
     def _open(self) -> tuple[str, str | None]:
         """Where the rows go: a hidden file beside a regular (or new) file, renamed at
-        the end; a device or a pipe (``/dev/stdout``) directly."""
+        the end; a device or a pipe (``/dev/stdout``) directly. Through a symbolic link,
+        the file it points to is replaced, as a shell's ``>`` writes it, not the link."""
+        self.final = os.path.realpath(self.path)
         try:
+            mode = None
             try:
-                if not stat.S_ISREG(os.stat(self.path).st_mode):
+                status = os.stat(self.final)
+                if not stat.S_ISREG(status.st_mode):
                     return self.path, None
+                mode = stat.S_IMODE(status.st_mode)  # a file replaced keeps its mode
             except FileNotFoundError:
                 pass
-            folder, name = os.path.split(self.path)
+            folder, name = os.path.split(self.final)
             temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
-            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            if mode is None:  # a new file: what the umask allows, as with any output
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(temporary, mode)
         except OSError as error:
             raise self._output_error(error) from None
         return temporary, temporary
@@ -255,7 +299,7 @@ class ParquetWriter:
         header = self._header()
         owners = to_arrow(self.owners, pa.int64())
         values = list(zip(*self.headers)) if self.headers else [()] * len(header)
-        columns = [to_arrow(column, field.type).take(owners)
+        columns = [pa.array(column, field.type).take(owners)  # scalars, or row numbers
                    for column, field in zip(values, header)]
         self.blocks.append(pa.RecordBatch.from_arrays(
             [*columns, *chunk_arrays(self.chunks, self.fields)], schema=self._schema()))
@@ -285,7 +329,7 @@ class ParquetWriter:
         try:
             self.writer.close()
             if self.temporary is not None:
-                os.replace(self.temporary, self.path)
+                os.replace(self.temporary, self.final)
         except OSError as error:
             raise self._output_error(error) from None
         self.temporary = None
@@ -303,13 +347,40 @@ class ParquetWriter:
 
 
 def _batch_rows(file: pq.ParquetFile, text_column: str) -> int:
-    """Rows a record batch, so that it holds about ``BATCH_BYTES`` of text."""
+    """Rows a record batch, so that it holds about ``BATCH_BYTES`` of text, and at most
+    ``BATCH_ROWS``: the sizes in the file's metadata are those of its pages, and a
+    dictionary-encoded column of repeated documents says little of what it decodes to."""
     meta = file.metadata
     size = sum(column.total_uncompressed_size
                for group in range(meta.num_row_groups)
                for column in map(meta.row_group(group).column, range(meta.num_columns))
                if column.path_in_schema == text_column)
-    return max(1, min(1 << 16, BATCH_BYTES * max(meta.num_rows, 1) // max(size, 1)))
+    return max(1, min(BATCH_ROWS, BATCH_BYTES * max(meta.num_rows, 1) // max(size, 1)))
+
+
+class NotUTF8:
+    """A string value of a Parquet file that is not valid UTF-8, as its bytes."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+
+#: A string type's binary twin: the same layout, so a view, without UTF-8 checks.
+_BINARY_OF = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(),
+              pa.string_view(): pa.binary_view()}
+
+
+def _value(values: pa.Array, index: int) -> object:
+    """The Python value at ``index``; a string that is not UTF-8 is a ``NotUTF8``."""
+    try:
+        return values[index].as_py()
+    except UnicodeDecodeError:
+        one = values.slice(index, 1)
+        if pa.types.is_dictionary(one.type):
+            one = one.dictionary_decode()
+        if one.type not in _BINARY_OF:  # a string inside a list or a struct
+            return NotUTF8(b"")
+        return NotUTF8(one.view(_BINARY_OF[one.type])[0].as_py())
 
 
 def _json_type(kind: pa.DataType) -> bool:

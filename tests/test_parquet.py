@@ -124,12 +124,104 @@ def test_bad_rows_and_files_are_named_and_the_rest_is_chunked(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_strings_that_are_not_utf8_are_the_rows_errors(tmp_path, jobs):
+    """Parquet readers do not check that a string column holds UTF-8: a bad text is
+    decoded as --errors says, a bad id or carried value is its row's error."""
+    def strings(values):
+        return pa.array(values).view(pa.string())
+    path = tmp_path / "strings.parquet"
+    pq.write_table(pa.table({
+        "id": strings([b"a", b"b", b"c\xff", b"d"]),
+        "text": strings([b"good text", b"bad \xff text", b"fine", b"more"]),
+        "url": strings([b"u", b"v", b"w", b"x\xfe"]),
+    }), path)
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": ["g"], "text": ["after"], "url": ["z"]}), good)
+    result = run_chunkd("--jobs", jobs, "--input", "parquet", str(path), str(good))
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        f"chunkd: {path}: row 1: invalid UTF-8 at byte 4 of its text (use --errors replace "
+        "to substitute U+FFFD)",
+        f"chunkd: {path}: row 2: the id column holds a string that is not valid UTF-8",
+        f"chunkd: {path}: row 3: url holds a string that is not valid UTF-8",
+    ]
+    assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [
+        ("a", "good text"), ("g", "after")]
+    replaced = run_chunkd("--input", "parquet", str(path), "--errors", "replace")
+    assert [r["text"] for r in ndjson(replaced.stdout)] == ["good text", "bad \ufffd text"]
+
+
+def test_repeated_documents_in_a_small_file_stay_in_bounded_memory(tmp_path):
+    """A dictionary-encoded column of one document repeated: the file is small, what
+    it decodes to is not; a batch of rows is read at a time, not the file."""
+    document = " ".join(f"word{n}" for n in range(60_000))  # about 470 KB
+    path = tmp_path / "repeated.parquet"
+    pq.write_table(pa.table({"id": range(1000), "text": [document] * 1000}), path,
+                   write_batch_size=1)
+    assert path.stat().st_size < 2_000_000
+    result = subprocess.run([sys.executable, "-c", MEASURE, chunkd_command(), "--input",
+                             "parquet", str(path), "--jobs", "1", "-q"],
+                            capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    peak_mb = int(result.stderr.split()[-1])
+    assert peak_mb < 200, f"peak RSS {peak_mb} MB for a {path.stat().st_size} B file"
+
+
+def test_carried_columns_reach_parquet_output_exactly(tmp_path):
+    """Values Python cannot hold (nanoseconds, year 10000) and dictionaries whose
+    categories differ between row groups are carried into Parquet as they are."""
+    nanos = pa.array([1_234_567_891, 1_234_567_000], pa.time64("ns"))
+    far = pa.array([253_402_300_800_000_000, 0], pa.timestamp("us"))  # 10000-01-01, 1970
+    path = tmp_path / "typed.parquet"
+    with pq.ParquetWriter(path, pa.schema([("id", pa.time64("ns")), ("text", pa.string()),
+                                           ("when", pa.timestamp("us")),
+                                           ("kind", pa.dictionary(pa.int8(), pa.string()))])) \
+            as writer:
+        for group in range(3):  # 100 categories each: 300 in all, beyond int8
+            kinds = pa.array([f"kind {group * 100 + n}" for n in range(2)]).dictionary_encode()
+            kinds = pa.DictionaryArray.from_arrays(
+                kinds.indices.cast(pa.int8()),
+                pa.array([f"kind {group * 100 + n}" for n in range(100)]))
+            writer.write_table(pa.table({"id": nanos, "text": ["one two", "three"], "when": far,
+                                         "kind": kinds}))
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--input", "parquet", str(path), "--format", "parquet",
+                        "--output", str(out))
+    assert (result.returncode, result.stderr) == (0, b"")
+    written = pq.read_table(out)
+    assert written.column("doc").type == pa.time64("ns")
+    assert written.column("doc").to_pylist() == [nanos[0].as_py(), nanos[1].as_py()] * 3
+    assert written.column("doc").cast(pa.int64()).to_pylist() == [1_234_567_891, 1_234_567_000] * 3
+    assert written.column("when").cast(pa.int64()).to_pylist() == [
+        253_402_300_800_000_000, 0] * 3
+    assert written.column("kind").to_pylist() == [f"kind {g * 100 + n}" for g in range(3)
+                                                  for n in range(2)]
+
+
+def test_parquet_output_through_a_link_replaces_its_target_and_keeps_its_mode(tmp_path):
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["private text"]}), source)
+    target = tmp_path / "target.parquet"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    link = tmp_path / "link.parquet"
+    link.symlink_to(target)
+    result = run_chunkd("--input", "parquet", str(source), "--format", "parquet",
+                        "--output", str(link))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and read_rows(target)[0]["text"] == "private text"
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
 @pytest.mark.parametrize("columns,args,message", [
     ({"body": ["x"]}, [], "no text column 'text' (columns: body)"),
     ({"text": [1]}, [], "the text column 'text' holds int64, not strings"),
     ({"text": ["x"]}, ["--id-column", "url"], "no id column 'url' (columns: text)"),
     ({"text": ["x"], "length": [3]}, [],
      "column 'length' is reserved for chunk records; rename it"),
+    ({"text": ["x"], "chunks": [3]}, [],  # --format json's key for a document's chunks
+     "column 'chunks' is reserved for chunk records; rename it"),
 ])
 def test_unusable_columns_are_one_error(tmp_path, columns, args, message):
     path = tmp_path / "bad.parquet"
