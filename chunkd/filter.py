@@ -250,4 +250,6 @@ def main(argv: list[str]) -> int:
     # a Parquet file is written by one process.
     many = args.input != "text" or (len(args.files) > 1 and "-" not in args.files)
     args.parallel = many and args.jobs > 1 and args.format != "parquet"
+    if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
+        sys.stdout = open(os.devnull, "w")
     return run_writing("chunkd", lambda out: run(args, settings, out))

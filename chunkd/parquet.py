@@ -104,8 +104,13 @@ class ParquetFiles:
         where = display_name(path)
         try:
             # Python's open() words the errors as the other readers do; pyarrow's own
-            # file reads without a Python object per read.
-            open(path, "rb").close()
+            # file reads without a Python object per read. Without blocking: a FIFO
+            # with no writer yet is refused, not waited for.
+            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+                if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                    yield InputError(f"{where}: not a regular file (Parquet is read from "
+                                     "its end: it cannot come from a pipe)")
+                    return
             source = pa.OSFile(path)
         except OSError as error:
             yield InputError(f"{where}: {_reason(error)}")

@@ -199,6 +199,22 @@ def test_carried_columns_reach_parquet_output_exactly(tmp_path):
                                                   for n in range(2)]
 
 
+def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path):
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), source)
+    fifo = tmp_path / "fifo.parquet"
+    os.mkfifo(fifo)  # nobody writes it: reading it would wait forever
+    out = tmp_path / "out.parquet"
+    result = subprocess.run([chunkd_command(), "--input", "parquet", str(fifo), str(source),
+                             "--format", "parquet", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60,
+                            preexec_fn=lambda: os.close(1))  # stdout closed: not needed
+    assert result.returncode == 1
+    assert result.stderr.decode() == (f"chunkd: {fifo}: not a regular file (Parquet is read "
+                                      "from its end: it cannot come from a pipe)\n")
+    assert [r["text"] for r in read_rows(out)] == ["some text"]
+
+
 def test_parquet_output_through_a_link_replaces_its_target_and_keeps_its_mode(tmp_path):
     source = tmp_path / "in.parquet"
     pq.write_table(pa.table({"id": ["a"], "text": ["private text"]}), source)
