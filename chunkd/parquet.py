@@ -240,6 +240,7 @@ class ParquetWriter:
         self.chunks: list[Chunk] = []
         self.pending = 0                   # bytes of text pending, about
         self.in_document = False
+        self.header_bytes = 0              # the current document's header, about
         self.blocks: list[pa.RecordBatch] = []   # the row group so far
         self.writer: pq.ParquetWriter | None = None
         self.target, self.temporary = self._open()
@@ -279,12 +280,16 @@ class ParquetWriter:
                 raise InputError(f"{display_name(doc)}: the name is not UTF-8, which the "
                                  "doc column (a Parquet string) cannot hold") from None
         self.headers.append(((doc,) if self.named else ()) + tuple(fields.values()))
+        # Each chunk row holds a copy of the header: it counts towards a block as the
+        # chunk's text does (a large carried column must not pile up unconverted).
+        self.header_bytes = sum(map(_header_bytes, self.headers[-1]))
         self.in_document = True
 
     def write(self, chunks: list[Chunk]) -> None:
         self.chunks += chunks
         self.owners += [len(self.headers) - 1] * len(chunks)
         self.pending += sum(len(chunk.text) for chunk in chunks)
+        self.pending += self.header_bytes * len(chunks)
         if self.pending >= BLOCK_BYTES:
             self._convert()
 
@@ -361,6 +366,14 @@ def _batch_rows(file: pq.ParquetFile, text_column: str) -> int:
                for column in map(meta.row_group(group).column, range(meta.num_columns))
                if column.path_in_schema == text_column)
     return max(1, min(BATCH_ROWS, BATCH_BYTES * max(meta.num_rows, 1) // max(size, 1)))
+
+
+def _header_bytes(value: object) -> int:
+    """About the bytes of a header value (an Arrow scalar, or a name or row number):
+    its buffer for strings and binaries, a word for the rest."""
+    if isinstance(value, pa.Scalar) and value.is_valid and hasattr(value, "as_buffer"):
+        return value.as_buffer().size
+    return len(value) if isinstance(value, (str, bytes)) else 8
 
 
 class NotUTF8:
