@@ -148,8 +148,6 @@ def _ready() -> None:
     """A task that only makes the pool start a worker."""
 
 
-
-
 def _work(relative: str) -> Outcome:
     """Chunk one file in a worker; its heartbeat slot shows progress while it runs."""
     inbox, stopping, beats, slot = (_worker[k] for k in ("inbox", "stopping", "beats", "slot"))

@@ -210,7 +210,7 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
             report(error)
 
     if args.input == "parquet":
-        items = (item for path in args.files or ["-"] for item in args.parquet.documents(path))
+        items = (item for path in args.files for item in args.parquet.documents(path))
     else:
         items = documents(args.files, args.input, args.errors, progress.add,
                           workers_read_files=args.parallel)
@@ -228,8 +228,7 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         for document in items:
             stream(document)
     out.flush()
-    if args.format == "parquet":
-        writer.close()
+    writer.close()
     progress.close()
     return status
 

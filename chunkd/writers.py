@@ -79,6 +79,9 @@ class Writer:
     def end(self) -> None:
         """End the document."""
 
+    def close(self) -> None:
+        """End the output (a file format, such as Parquet, writes its footer here)."""
+
 
 _NONE = (None,) * len(OPTIONAL_FIELDS)
 
