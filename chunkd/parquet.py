@@ -6,9 +6,10 @@
 ``--input parquet``: each row of each FILE is a document: its text column is the text,
 its id column names it (``doc``; without an id column, the row's number from 0), and
 every other column is copied into each of its chunk records, as the fields of an
-NDJSON line are. Rows are read about a MiB of text at a time, streaming within row
-groups, so memory is bounded by the longest document (a Parquet value is read whole),
-not by the file or its row groups.
+NDJSON line are. Rows are read about a MiB of text (at most ``BATCH_ROWS`` rows) at a
+time, streaming within row groups, and go to Python one at a time, so memory is bounded
+by the longest documents (a Parquet page is decoded whole), not by the file or its row
+groups.
 
 ``--format parquet --output FILE``: the records the NDJSON output would have, same
 keys and values, as the rows of one Parquet file, with the types of ``chunkd.arrow``
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import errno
 import os
 import secrets
 import stat
@@ -103,22 +105,24 @@ class ParquetFiles:
         a file that cannot be read, or whose columns do not fit, is one ``InputError``."""
         where = display_name(path)
         try:
-            # Python's open() words the errors as the other readers do; pyarrow's own
-            # file reads without a Python object per read. Without blocking: a FIFO
-            # with no writer yet is refused, not waited for.
-            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
-                if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                    yield InputError(f"{where}: not a regular file (Parquet is read from "
-                                     "its end: it cannot come from a pipe)")
-                    return
-            source = pa.OSFile(path)
+            # Opened once, by Python (a name is bytes, which pyarrow's own files cannot
+            # take; the system's words for the errors, as the other readers give them),
+            # and without blocking: a FIFO with no writer yet is refused, not waited for.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as error:
             yield InputError(f"{where}: {_reason(error)}")
             return
-        with source:
-            yield from self._rows(source, where)
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(descriptor)
+            yield InputError(f"{where}: " + (os.strerror(errno.EISDIR) if stat.S_ISDIR(mode)
+                                             else "not a regular file (Parquet is read from "
+                                                  "its end: it cannot come from a pipe)"))
+            return
+        with open(descriptor, "rb", buffering=0) as file:
+            yield from self._rows(pa.PythonFile(file, mode="r"), where)
 
-    def _rows(self, source: pa.NativeFile, where: str) -> Iterator[Document | InputError]:
+    def _rows(self, source: pa.PythonFile, where: str) -> Iterator[Document | InputError]:
         try:
             file = pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER)
             schema = file.schema_arrow
@@ -167,12 +171,11 @@ class ParquetFiles:
             return InputError(f"{where}: the text is null")
         # Into Parquet, the other columns' values go as Arrow scalars, exactly (no trip
         # through Python, which has no nanoseconds nor year 10000).
-        value = (lambda values: values[index]) if self.to_parquet else (
-            lambda values: _value(values, index))
-        name = row if ids is None else value(ids)
-        fields = {column: value(values) for column, values in carried}
-        bad = next((column for column, value in [("the id column", name), *fields.items()]
-                    if isinstance(value, NotUTF8)), None)
+        read = _scalar if self.to_parquet else _value
+        name = row if ids is None else read(ids, index)
+        fields = {column: read(values, index) for column, values in carried}
+        bad = next((column for column, held in [("the id column", name), *fields.items()]
+                    if isinstance(held, NotUTF8)), None)
         if bad is not None:
             return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
         if isinstance(text, NotUTF8):
@@ -238,19 +241,20 @@ class ParquetWriter:
         self.headers: list[tuple] = []     # each pending document's header values
         self.owners: list[int] = []        # each pending chunk's document
         self.chunks: list[Chunk] = []
-        self.pending = 0                   # bytes of text pending, about
+        self.pending = 0                   # bytes pending (text and headers), about
         self.in_document = False
         self.header_bytes = 0              # the current document's header, about
         self.blocks: list[pa.RecordBatch] = []   # the row group so far
         self.writer: pq.ParquetWriter | None = None
+        # Through a symbolic link, the file it points to is replaced, as a shell's ``>``
+        # writes it, not the link.
+        self.final = os.path.realpath(path)
         self.target, self.temporary = self._open()
         atexit.register(self._discard)
 
     def _open(self) -> tuple[str, str | None]:
         """Where the rows go: a hidden file beside a regular (or new) file, renamed at
-        the end; a device or a pipe (``/dev/stdout``) directly. Through a symbolic link,
-        the file it points to is replaced, as a shell's ``>`` writes it, not the link."""
-        self.final = os.path.realpath(self.path)
+        the end; a device or a pipe (``/dev/stdout``) directly."""
         try:
             mode = None
             try:
@@ -262,12 +266,9 @@ class ParquetWriter:
                 pass
             folder, name = os.path.split(self.final)
             temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
-            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            if mode is None:  # a new file: what the umask allows, as with any output
-                umask = os.umask(0)
-                os.umask(umask)
-                mode = 0o666 & ~umask
-            os.chmod(temporary, mode)
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            if mode is not None:
+                os.chmod(temporary, mode)
         except OSError as error:
             raise self._output_error(error) from None
         return temporary, temporary
@@ -386,6 +387,10 @@ class NotUTF8:
 #: A string type's binary twin: the same layout, so a view, without UTF-8 checks.
 _BINARY_OF = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(),
               pa.string_view(): pa.binary_view()}
+
+
+def _scalar(values: pa.Array, index: int) -> pa.Scalar:
+    return values[index]
 
 
 def _value(values: pa.Array, index: int) -> object:

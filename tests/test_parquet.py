@@ -199,6 +199,16 @@ def test_carried_columns_reach_parquet_output_exactly(tmp_path):
                                                   for n in range(2)]
 
 
+def test_an_input_whose_name_is_not_utf8_is_read(tmp_path):
+    """Names are bytes: pyarrow's own files take only text, so Python opens the file."""
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9.parquet")
+    with open(path, "wb") as stream:
+        pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), stream)
+    result = run_chunkd("--input", "parquet", os.fsdecode(path))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [("a", "some text")]
+
+
 def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path):
     source = tmp_path / "in.parquet"
     pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), source)
