@@ -3,6 +3,7 @@ NDJSON records, errors and exit codes, and 1 GB chunked in bounded memory."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import subprocess
@@ -112,7 +113,7 @@ def test_bad_rows_and_files_are_named_and_the_rest_is_chunked(tmp_path):
         "corrupted or this is not a parquet file.",
         f"chunkd: {tmp_path}: Is a directory",
         f"chunkd: {rows}: row 1: the text is null",
-        f"chunkd: {rows}: row 2: invalid UTF-8 at byte 4 of its text (use --errors replace "
+        f"chunkd: {rows}: row 2: invalid UTF-8 at byte 4 (use --errors replace "
         "to substitute U+FFFD)",
         f"chunkd: {other}: its columns differ from the first file's, which the output follows "
         "(doc string, not doc string, extra int64)",
@@ -141,7 +142,7 @@ def test_strings_that_are_not_utf8_are_the_rows_errors(tmp_path, jobs):
     result = run_chunkd("--jobs", jobs, "--input", "parquet", str(path), str(good))
     assert result.returncode == 1
     assert result.stderr.decode().splitlines() == [
-        f"chunkd: {path}: row 1: invalid UTF-8 at byte 4 of its text (use --errors replace "
+        f"chunkd: {path}: row 1: invalid UTF-8 at byte 4 (use --errors replace "
         "to substitute U+FFFD)",
         f"chunkd: {path}: row 2: the id column holds a string that is not valid UTF-8",
         f"chunkd: {path}: row 3: url holds a string that is not valid UTF-8",
@@ -207,6 +208,51 @@ def test_an_input_whose_name_is_not_utf8_is_read(tmp_path):
     result = run_chunkd("--input", "parquet", os.fsdecode(path))
     assert (result.returncode, result.stderr) == (0, b"")
     assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [("a", "some text")]
+
+
+TEXT_TYPES = [pa.string(), pa.large_string(), pa.string_view(), pa.binary(),
+              pa.large_binary(), pa.binary_view(), pa.dictionary(pa.int32(), pa.string())]
+
+
+@pytest.mark.parametrize("kind", TEXT_TYPES, ids=str)
+def test_every_text_type_gives_the_chunks_of_its_strings(tmp_path, kind):
+    """The text's bytes are read from Arrow's buffers and decoded a block at a time:
+    whatever the column's type, a document whose characters straddle the blocks (and
+    the nulls and rows around it) gives the chunks its string gives."""
+    long = "".join(f"{n} 𝔘𝔫𝔦 — 中文。\n" for n in range(40_000))  # over a MB, 4-byte characters
+    texts = ["first", None, long, "", "last é"]
+    values = pa.array([None if t is None else t.encode() for t in texts], pa.binary())
+    column = (values.cast(pa.string()).dictionary_encode() if pa.types.is_dictionary(kind)
+              else values.cast(kind) if kind in (pa.binary(), pa.large_binary(), pa.binary_view())
+              else values.cast(pa.string()).cast(kind))
+    path = tmp_path / "typed.parquet"
+    pq.write_table(pa.table({"id": range(len(texts)), "text": column}), path)
+    assert pq.read_schema(path).field("text").type == kind
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"id": range(len(texts)), "text": texts}), plain)
+    result = run_chunkd("--input", "parquet", str(path), "--chars", "300", "--overlap", "50")
+    expected = run_chunkd("--input", "parquet", str(plain), "--chars", "300", "--overlap", "50")
+    assert result.returncode == expected.returncode == 1
+    assert result.stderr.decode() == f"chunkd: {path}: row 1: the text is null\n"
+    records = ndjson(result.stdout)
+    assert records == ndjson(expected.stdout)
+    assert {r["doc"] for r in records} == {0, 2, 4}
+    assert all(texts[r["doc"]][r["start"]:r["end"]] == r["text"] for r in records)
+
+
+def test_without_proc_the_file_is_read_through_python(tmp_path, monkeypatch):
+    """Where there is no /proc to open a file again by its number, Arrow reads it
+    through the Python file chunkd opened."""
+    import chunkd.parquet
+    monkeypatch.setattr(chunkd.parquet, "PROC_DESCRIPTORS", None)
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9.parquet")
+    with open(path, "wb") as stream:
+        pq.write_table(pa.table({"id": ["a", "b"], "text": ["some text", "more"]}), stream)
+    files = chunkd.parquet.ParquetFiles(argparse.Namespace(
+        text_column=None, id_column=None, errors="strict", input="parquet", format="ndjson",
+        output=None))
+    documents = list(files.documents(os.fsdecode(path)))
+    assert [(d.name, "".join(d.blocks)) for d in documents] == [("a", "some text"), ("b", "more")]
 
 
 def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path):
