@@ -35,7 +35,7 @@ from chunkd.strategies import build
 try:
     import pyarrow as pa
 except ImportError as error:  # pragma: no cover - depends on the installation
-    raise ImportError("chunkd.arrow needs pyarrow: pip install 'chunkd[arrow]'",
+    raise ImportError("chunkd.arrow needs pyarrow: pip install 'pyarrow>=16'",
                       name=error.name) from None
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ offline), and by its plain-Python twin (``chunkd.fallback``) for any other one. 
 ``add_start_index=True``, ``start_index`` is where the chunk really is: LangChain
 finds it with ``str.find``, which can land on an earlier copy of the same text.
 
-Needs LangChain's splitters: ``pip install 'chunkd[langchain]'``.
+Needs LangChain's splitters: ``pip install '.[langchain]'`` from chunkd's folder.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ try:
     from langchain_core.documents import Document
 except ImportError as error:  # the optional extra is missing
     raise ImportError("chunkd.langchain needs LangChain's text splitters: "
-                      "pip install 'chunkd[langchain]'") from error
+                      "pip install 'langchain-text-splitters>=1.1,<1.2'") from error
 
 from chunkd.chunk import Chunk
 

@@ -45,7 +45,7 @@ try:
     import pyarrow as pa
     import pyarrow.parquet as pq
 except ImportError as error:  # pragma: no cover - depends on the installation
-    raise ImportError("Parquet needs pyarrow: pip install 'chunkd[arrow]'",
+    raise ImportError("Parquet needs pyarrow: pip install 'pyarrow>=16'",
                       name=error.name) from None
 
 from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402

@@ -19,7 +19,7 @@ from chunkd.arrow import Chunker
 try:
     import ray.data
 except ImportError as error:  # pragma: no cover - depends on the installation
-    raise ImportError("chunkd.ray needs Ray Data: pip install 'chunkd[ray]'",
+    raise ImportError("chunkd.ray needs Ray Data: pip install 'pyarrow>=16' 'ray[data]>=2.9'",
                       name=error.name) from None
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import orjson
 
@@ -16,6 +17,16 @@ def chunkd_command() -> str:
     found = beside if os.path.exists(beside) else shutil.which("chunkd")
     assert found, "the chunkd command is not installed (pip install -e .)"
     return found
+
+
+def install_command(extra: str) -> str:
+    """How a message must say to add an extra's packages: ``pip install`` and the
+    extra's requirements, as pyproject.toml lists them (chunkd is not on PyPI, so
+    ``pip install 'chunkd[extra]'`` would fail)."""
+    pyproject = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
+    with open(pyproject, "rb") as stream:
+        extras = tomllib.load(stream)["project"]["optional-dependencies"]
+    return "pip install " + " ".join(f"'{requirement}'" for requirement in extras[extra])
 
 
 def run_chunkd(*args: str, input: bytes = b"", cwd=None) -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ from chunkd.arrow import Chunker, chunk_table, to_arrow
 from chunkd.chunk import Chunk, Parent
 from chunkd.settings import SettingsError
 from chunkd.strategies import REGISTRY, Strategy
+from command import install_command
 from oracle import langchain_chunks, token_length
 from tables import corpus_rows, corpus_table, filter_records
 
@@ -245,7 +246,7 @@ def test_a_missing_optional_dependency_says_which_extra_to_install(module, extra
     code = f"import sys; sys.modules[{blocked!r}] = None; import {module}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1
-    assert f"pip install 'chunkd[{extra}]'" in result.stderr.splitlines()[-1]
+    assert result.stderr.splitlines()[-1].endswith(install_command(extra))
 
 
 def test_settings_are_keywords():

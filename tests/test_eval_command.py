@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ElementTree
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import chunkd_command, install_command, ndjson, run_chunkd
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 DOCS = [str(EVAL / "docs" / "state_of_the_union.md"), str(EVAL / "docs" / "chatlogs.md")]
@@ -338,12 +338,11 @@ def test_missing_extra_is_named_with_its_install_command(tmp_path):
                             capture_output=True, env=env, timeout=120)
     assert result.returncode == 2
     assert result.stderr.decode() == ("chunkd eval: needs the eval extra (bm25s is not "
-                                      "installed): pip install 'bm25s>=0.2.10,<0.4' "
-                                      "'matplotlib>=3.8'\n")
+                                      f"installed): {install_command('eval')}\n")
     helped = subprocess.run([chunkd_command(), "eval", "--help"], capture_output=True,
                             env=env, timeout=120)
     assert helped.returncode == 0
-    assert b"pip install 'bm25s>=0.2.10,<0.4' 'matplotlib>=3.8'" in b" ".join(helped.stdout.split())
+    assert install_command("eval").encode() in b" ".join(helped.stdout.split())
     assert b"--overlap 0,15%." in b" ".join(helped.stdout.split())  # no "%%"
     assert b"chunkd eval:" in run_chunkd("--help").stdout  # listed among the commands
 

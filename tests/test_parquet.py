@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import chunkd_command, install_command, ndjson, run_chunkd
 from oracle import langchain_chunks
 from tables import corpus_rows, filter_records, write_corpus_parquet
 
@@ -454,4 +454,4 @@ def test_without_pyarrow_parquet_options_are_a_usage_error(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        "chunkd: error: Parquet needs pyarrow: pip install 'chunkd[arrow]'")
+        "chunkd: error: Parquet needs pyarrow: " + install_command("arrow"))
