@@ -27,6 +27,7 @@ import atexit
 import errno
 import os
 import secrets
+import signal
 import stat
 import struct
 import sys
@@ -254,7 +255,12 @@ class ParquetWriter:
         # writes it, not the link.
         self.final = os.path.realpath(path)
         self.target, self.temporary = self._open()
+        self.owner = os.getpid()           # not a --jobs worker, forked with the handlers
         atexit.register(self._discard)
+        # A SIGTERM or SIGHUP ends the filter as it would anyway, but not before the
+        # hidden file is removed (exit handlers do not run when a signal kills).
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, self._killed)
 
     def _open(self) -> tuple[str, str | None]:
         """Where the rows go: a hidden file beside a regular (or new) file, renamed at
@@ -351,11 +357,16 @@ class ParquetWriter:
 
     def _discard(self) -> None:
         """At exit, a file never closed (an error, an interrupt) is removed."""
-        if self.temporary is not None:
+        if self.temporary is not None and os.getpid() == self.owner:
             try:
                 os.unlink(self.temporary)
             except OSError:
                 pass
+
+    def _killed(self, number: int, _frame: object) -> None:
+        self._discard()
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
 
     def _output_error(self, error: OSError) -> OutputError:
         return OutputError(f"{display_name(self.path)}: {_reason(error)}")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -269,6 +271,25 @@ def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path)
     assert result.stderr.decode() == (f"chunkd: {fifo}: not a regular file (Parquet is read "
                                       "from its end: it cannot come from a pipe)\n")
     assert [r["text"] for r in read_rows(out)] == ["some text"]
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_a_run_killed_by_a_signal_leaves_no_hidden_file(tmp_path, number):
+    out = tmp_path / "out.parquet"
+    process = subprocess.Popen([chunkd_command(), "--format", "parquet", "--output", str(out)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    process.stdin.write(b"some text to chunk. " * 1000)
+    process.stdin.flush()  # stdin stays open: the run is in the middle of its input
+    deadline = time.monotonic() + 60
+    while not leftovers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers(tmp_path), "the hidden output file never appeared"
+    process.send_signal(number)
+    assert process.wait(timeout=60) == -number
+    process.stdin.close()
+    assert process.stderr.read() == b""
+    assert leftovers(tmp_path) == [] and not out.exists()
 
 
 def test_a_large_carried_column_is_written_in_bounded_memory(tmp_path):
