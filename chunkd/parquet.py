@@ -201,10 +201,13 @@ class ParquetFiles:
 
     def _header(self, columns: Columns, schema: pa.Schema) -> pa.Schema:
         header = columns.header(schema)
-        if self.to_parquet:  # as _carried gives them (the writer encodes them again)
-            header = pa.schema([field.with_type(field.type.value_type)
-                                if pa.types.is_dictionary(field.type) else field
-                                for field in header])
+        if self.to_parquet:
+            # Dictionaries decoded, as _carried gives them (the writer encodes them
+            # again); nullable, so that files whose writers declared a column "not
+            # null" and files whose writers did not fit together.
+            header = pa.schema([(field.with_type(field.type.value_type)
+                                 if pa.types.is_dictionary(field.type) else field
+                                 ).with_nullable(True) for field in header])
         if columns.id is None:  # rows are named by their number
             header = header.insert(0, pa.field("doc", pa.int64()))
         if not self.to_parquet:

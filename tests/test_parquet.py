@@ -212,6 +212,22 @@ def test_an_input_whose_name_is_not_utf8_is_read(tmp_path):
     assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [("a", "some text")]
 
 
+def test_files_whose_columns_differ_only_in_nullability_fit_together(tmp_path):
+    strict = pa.schema([pa.field("id", pa.string(), nullable=False),
+                        pa.field("text", pa.string(), nullable=False),
+                        pa.field("lang", pa.string(), nullable=False)])
+    first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["one"], "lang": ["en"]}, schema=strict), first)
+    pq.write_table(pa.table({"id": ["b"], "text": ["two"], "lang": pa.array([None], pa.string())}),
+                   second)
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--input", "parquet", str(first), str(second), "--format", "parquet",
+                        "--output", str(out))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert [(r["doc"], r["text"], r["lang"]) for r in read_rows(out)] == [
+        ("a", "one", "en"), ("b", "two", None)]
+
+
 TEXT_TYPES = [pa.string(), pa.large_string(), pa.string_view(), pa.binary(),
               pa.large_binary(), pa.binary_view(), pa.dictionary(pa.int32(), pa.string())]
 
