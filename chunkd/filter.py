@@ -228,7 +228,7 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         for document in items:
             stream(document)
     out.flush()
-    writer.close()
+    writer.close(failed=status != EXIT_OK)
     progress.close()
     return status
 

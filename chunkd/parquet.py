@@ -251,6 +251,7 @@ class ParquetWriter:
         self.chunks: list[Chunk] = []
         self.pending = 0                   # bytes pending (text and headers), about
         self.in_document = False
+        self.begun = False                 # whether any document began
         self.header_bytes = 0              # the current document's header, about
         self.blocks: list[pa.RecordBatch] = []   # the row group so far
         self.writer: pq.ParquetWriter | None = None
@@ -297,7 +298,7 @@ class ParquetWriter:
         # Each chunk row holds a copy of the header: it counts towards a block as the
         # chunk's text does (a large carried column must not pile up unconverted).
         self.header_bytes = sum(map(_header_bytes, self.headers[-1]))
-        self.in_document = True
+        self.in_document = self.begun = True
 
     def write(self, chunks: list[Chunk]) -> None:
         self.chunks += chunks
@@ -346,8 +347,13 @@ class ParquetWriter:
         except OSError as error:
             raise self._output_error(error) from None
 
-    def close(self) -> None:
-        """Write what is pending and the footer; put the file in place."""
+    def close(self, failed: bool = False) -> None:
+        """Write what is pending and the footer; put the file in place. A failed run
+        that read no document (a mistyped input, say) leaves the output as it was."""
+        if failed and not self.begun:
+            self._discard()
+            self.temporary = None
+            return
         self._convert()
         self._write()
         try:

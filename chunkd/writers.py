@@ -79,8 +79,9 @@ class Writer:
     def end(self) -> None:
         """End the document."""
 
-    def close(self) -> None:
-        """End the output (a file format, such as Parquet, writes its footer here)."""
+    def close(self, failed: bool = False) -> None:
+        """End the output (a file format, such as Parquet, writes its footer here);
+        ``failed``: the run met an error."""
 
 
 _NONE = (None,) * len(OPTIONAL_FIELDS)

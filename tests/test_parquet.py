@@ -228,6 +228,23 @@ def test_files_whose_columns_differ_only_in_nullability_fit_together(tmp_path):
         ("a", "one", "en"), ("b", "two", None)]
 
 
+def test_a_run_that_reads_no_document_leaves_the_output_as_it_was(tmp_path):
+    out = tmp_path / "out.parquet"
+    pq.write_table(pa.table({"doc": ["kept"]}), out)
+    before = out.read_bytes()
+    result = run_chunkd("--input", "parquet", str(tmp_path / "mistyped.parquet"),
+                        "--format", "parquet", "--output", str(out))
+    assert result.returncode == 1
+    assert out.read_bytes() == before and leftovers(tmp_path) == []
+    empty = tmp_path / "empty.parquet"  # no rows is no error: the output is replaced
+    pq.write_table(pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())}),
+                   empty)
+    result = run_chunkd("--input", "parquet", str(empty), "--format", "parquet",
+                        "--output", str(out))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert pq.read_table(out).num_rows == 0 and "text" in pq.read_schema(out).names
+
+
 TEXT_TYPES = [pa.string(), pa.large_string(), pa.string_view(), pa.binary(),
               pa.large_binary(), pa.binary_view(), pa.dictionary(pa.int32(), pa.string())]
 
