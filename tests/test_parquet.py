@@ -419,16 +419,6 @@ def test_output_errors_are_one_line_and_leave_nothing_behind(tmp_path):
                                        "No such file or directory\n")
 
 
-def test_output_is_replaced_only_when_complete(tmp_path):
-    out = tmp_path / "out.parquet"
-    out.write_bytes(b"previous")
-    result = run_chunkd("--input", "parquet", str(tmp_path / "missing.parquet"),
-                        "--format", "parquet", "--output", str(out))
-    assert result.returncode == 1       # nothing readable, but an output is still made
-    assert pq.read_table(out).num_rows == 0
-    assert leftovers(tmp_path) == []
-
-
 def test_a_name_that_is_not_utf8_is_an_error_for_parquet(tmp_path):
     odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.txt")
     with open(odd, "wb") as stream:
