@@ -426,9 +426,8 @@ def _utf8_bytes(values: pa.Array, index: int) -> memoryview | None:
         return None
     _, offsets, data = one.buffers()
     large = pa.types.is_large_string(one.type) or pa.types.is_large_binary(one.type)
-    offset = "=q" if large else "=i"
-    start, = struct.unpack_from(offset, offsets, one.offset * struct.calcsize(offset))
-    end, = struct.unpack_from(offset, offsets, (one.offset + 1) * struct.calcsize(offset))
+    width = 8 if large else 4
+    start, end = struct.unpack_from("=2q" if large else "=2i", offsets, one.offset * width)
     return memoryview(data or b"")[start:end]
 
 
