@@ -49,23 +49,27 @@ class Splitter:
     size, and the chunks do not depend on how the document is cut into pieces.
 
     The keywords are ``Settings``' (``unit``, ``strategy``, ``count_tokens``, ...);
-    ``chunk_size`` and ``chunk_overlap`` default to the strategy's."""
+    ``chunk_size`` and ``chunk_overlap`` default to the strategy's. With ``ids=True``
+    the ids are those of a document without a name (``chunkd.ids``; to name the
+    document, apply ``chunkd.ids.ChunkIds(doc)`` to the chunks instead)."""
 
     def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None,
                  **options) -> None:
+        from chunkd.ids import ChunkIds
         from chunkd.settings import Settings
         from chunkd.strategies import build
 
         self.settings = Settings.from_keywords(chunk_size, chunk_overlap, **options)
         self._chunker = build(self.settings)
+        self._identify = ChunkIds(None) if self.settings.ids else list
 
     def feed(self, text: str) -> list[Chunk]:
         """Take the next piece of the document; return the chunks now final."""
-        return self._chunker.feed(text)
+        return self._identify(self._chunker.feed(text))
 
     def finish(self) -> list[Chunk]:
         """End the document; return its remaining chunks."""
-        return self._chunker.finish()
+        return self._identify(self._chunker.finish())
 
 
 def split_text(text: str, chunk_size: int | None = None, chunk_overlap: int | None = None,

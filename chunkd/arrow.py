@@ -15,7 +15,7 @@ their order: ``doc`` (the id column's values), the other columns of the input (e
 column but the text and the id, repeated on each chunk of their document), ``index``,
 ``start``, ``end``, ``length``, the optional fields the settings' records carry
 (``Settings.record_fields()``: ``tokens``, ``estimated_tokens``, ``headings``,
-``parent``), and ``text``. Its schema depends only on the input's schema and the
+``parent``, ``embed_text``, ``chunk_id``), and ``text``. Its schema depends only on the input's schema and the
 settings, so it is the same for every batch, an empty one included. A null text, like
 an empty one, has no chunks.
 """
@@ -29,6 +29,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk
+from chunkd.ids import ChunkIds
 from chunkd.settings import Settings
 from chunkd.strategies import build
 
@@ -50,7 +51,7 @@ FIELD_TYPES: dict[str, pa.DataType] = {
     "index": _INT, "start": _INT, "end": _INT, "length": _INT, "text": _STRING,
     "tokens": _INT, "estimated_tokens": _INT, "headings": pa.list_(pa.string()),
     "parent": pa.struct([("index", _INT), ("start", _INT), ("end", _INT)]),
-    "embed_text": _STRING,
+    "embed_text": _STRING, "chunk_id": _STRING,
 }
 
 
@@ -193,9 +194,13 @@ class Chunker:
         columns = self.columns(table.schema)
         chunks: list[Chunk] = []
         owners: list[int] = []  # the row of each chunk's document
+        docs = (table.column(columns.id).to_pylist() if self.settings.ids and columns.id
+                else None)
         for row, text in enumerate(self._texts(table.column(columns.text))):
             if text:
                 found = self._split(text)
+                if self.settings.ids:
+                    found = ChunkIds(docs[row] if docs is not None else None)(found)
                 chunks += found
                 owners += [row] * len(found)
         header = table.select([name for name in (columns.id, *columns.carried)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: The optional fields of a chunk, in the order records write them (before ``text``).
-OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent", "embed_text")
+OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent", "embed_text", "chunk_id")
 
 
 class Parent(NamedTuple):
@@ -32,7 +32,8 @@ class Chunk(NamedTuple):
     * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
     * ``headings``: the Markdown headings enclosing the chunk, outermost first;
     * ``parent``: the parent chunk of a child (``parent_size``), a ``Parent``;
-    * ``embed_text``: the text to embed, the heading path then the text (``embed_text``).
+    * ``embed_text``: the text to embed, the heading path then the text (``embed_text``);
+    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``).
     """
 
     index: int
@@ -45,6 +46,7 @@ class Chunk(NamedTuple):
     headings: tuple[str, ...] | None = None
     parent: Parent | None = None
     embed_text: str | None = None
+    chunk_id: str | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 
 from chunkd import __version__
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
+from chunkd.ids import ChunkIds
 from chunkd.progress import Progress
 from chunkd.readers import Document, FileBlocks, InputError, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
@@ -80,11 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def write_document(document: Document, chunker: Chunker, writer: Writer,
-                   flush: Callable[[], None]) -> None:
-    """Chunk one document into ``writer``, flushing as chunks become final."""
+                   flush: Callable[[], None], ids: bool) -> None:
+    """Chunk one document into ``writer``, flushing as chunks become final; with
+    ``ids``, each chunk gets its id."""
     writer.begin(document.name, document.fields)
+    identify = ChunkIds(document.name) if ids else None
     for chunks in chunk_blocks(chunker, document.blocks):
-        writer.write(chunks)
+        writer.write(identify(chunks) if identify else chunks)
         flush()
     writer.end()
 
@@ -114,7 +117,8 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, chunker, make_writer(format, out, named), lambda: None)
+            write_document(document, chunker, make_writer(format, out, named), lambda: None,
+                           settings.ids)
         except InputError as error:
             chunker = build(settings)  # the failed document's state must not carry over
             results.append((out.getvalue(), str(error)))
@@ -205,7 +209,7 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, chunker, writer, out.flush)
+            write_document(document, chunker, writer, out.flush, settings.ids)
         except InputError as error:
             report(error)
 

@@ -34,6 +34,7 @@ import orjson
 from chunkd import __version__
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
+from chunkd.ids import ChunkIds
 from chunkd.strategies import build, chunk_blocks
 from chunkd.writers import DocumentRecords, encode_document, name_value
 
@@ -403,13 +404,14 @@ class Inbox:
                 beat()
 
             records = DocumentRecords()
+            identify = ChunkIds(relative) if self.settings.ids else None
             if self.chunker is None:
                 self.chunker = build(self.settings)
             try:
                 text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
                                      self.settings.errors)
                 for made in chunk_blocks(self.chunker, text):
-                    records.add(made)
+                    records.add(identify(made) if identify else made)
             except InputError as error:
                 self.chunker = None  # its state is the failed document's
                 reason = str(error).removeprefix(f"{display_name(relative)}: ")

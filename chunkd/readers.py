@@ -23,11 +23,12 @@ from typing import BinaryIO
 
 import orjson
 
+from chunkd.chunk import OPTIONAL_FIELDS
+
 BLOCK_SIZE = 1 << 18
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
-RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", "tokens",
-                           "estimated_tokens", "headings", "parent", "embed_text",
+RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", *OPTIONAL_FIELDS,
                            "chunks", "parents"})  # the last two: --format json's documents
 
 #: Integers a record can carry exactly: JSON tools commonly read 64 bits, no more.

@@ -56,6 +56,8 @@ class Settings:
     embed_text: bool = False
     #: Add each chunk's exact cl100k_base count as ``tokens``.
     count_tokens: bool = False
+    #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
+    ids: bool = False
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
     errors: str = "strict"
     #: Recursive strategies: the separators, coarsest first (None: chunkd's fourteen,
@@ -87,7 +89,7 @@ class Settings:
             raise SettingsError(f"the overlap ({overlap}) must be smaller than the size ({size})")
         if self.errors not in ERRORS:
             raise SettingsError(f"errors must be 'strict' or 'replace', not {self.errors!r}")
-        for switch in ("count_tokens", "strip_headings", "embed_text"):
+        for switch in ("count_tokens", "strip_headings", "embed_text", "ids"):
             if not isinstance(getattr(self, switch), bool):
                 raise SettingsError(f"{switch} must be True or False")
         if self.embed_text and "headings" not in kind.fields:
@@ -182,8 +184,8 @@ class Settings:
     def other_arguments(self) -> list[str]:
         """The command-line arguments besides strategy, sizes, overlaps, ``--errors`` and
         ``--count-tokens`` that give these settings (``--language``, ``--embed-text``...)."""
-        arguments = [f"--{switch.replace('_', '-')}" for switch in ("strip_headings", "embed_text")
-                     if getattr(self, switch)]
+        arguments = [f"--{switch.replace('_', '-')}"
+                     for switch in ("strip_headings", "embed_text", "ids") if getattr(self, switch)]
         recorded = self.separator_fields()
         if "language" in recorded:
             arguments += ["--language", recorded["language"]]
@@ -216,7 +218,7 @@ class Settings:
                     "overlap": self.overlap, "errors": self.errors}
         if self.parent_size is not None:
             recorded |= {"parent_size": self.parent_size, "parent_overlap": self.parent_overlap}
-        for switch in ("strip_headings", "embed_text", "count_tokens"):
+        for switch in ("strip_headings", "embed_text", "count_tokens", "ids"):
             if getattr(self, switch):
                 recorded[switch] = True
         recorded.update(self.separator_fields())
@@ -233,6 +235,8 @@ class Settings:
             extra.add("parent")
         if self.embed_text:
             extra.add("embed_text")
+        if self.ids:
+            extra.add("chunk_id")
         from chunkd.chunk import OPTIONAL_FIELDS
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
@@ -336,6 +340,9 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
                             "then the chunk's text (markdown, sections)")
     group.add_argument("--count-tokens", action="store_true",
                        help="add each chunk's exact cl100k_base token count as \"tokens\"")
+    group.add_argument("--ids", action="store_true",
+                       help="add \"chunk_id\": each chunk's stable UUID, from its document, offsets "
+                            "and text, for vector-store upserts")
     group.add_argument("--errors", choices=ERRORS, default="strict",
                        help="invalid UTF-8: an error naming the byte offset (strict, default) "
                             "or U+FFFD (replace)")
@@ -366,7 +373,7 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
                           strip_headings: bool = False, embed_text: bool = False,
                           separators: list[str] | None = None, separator_regex: bool = False,
                           language: str | None = None, keep_separator: str | None = None,
-                          strip_whitespace: bool = True) -> Settings:
+                          strip_whitespace: bool = True, ids: bool = False) -> Settings:
     """Settings from option values, as the command line spells them; a wrong
     combination raises ``SettingsError`` saying what to write instead."""
     from chunkd.strategies import REGISTRY, strategy_class
@@ -422,7 +429,7 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
                     strip_headings=strip_headings, embed_text=embed_text,
                     count_tokens=count_tokens, errors=errors, separators=separators,
                     separator_regex=separator_regex, language=language,
-                    keep_separator=keep_separator, strip_whitespace=strip_whitespace)
+                    keep_separator=keep_separator, strip_whitespace=strip_whitespace, ids=ids)
 
 
 def _percent_of(overlap: int | str | None, size: int) -> int | None:
@@ -441,7 +448,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         strip_headings=args.strip_headings, embed_text=args.embed_text,
         separators=args.separators, separator_regex=args.separator_regex,
         language=args.language, keep_separator=args.keep_separator,
-        strip_whitespace=args.strip_whitespace)
+        strip_whitespace=args.strip_whitespace, ids=args.ids)
 
 
 def parse_with_settings(parser: argparse.ArgumentParser,
