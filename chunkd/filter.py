@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from chunkd import __version__
-from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.ids import ChunkIds
-from chunkd.progress import Progress
+from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
+from chunkd.progress import Progress, input_size
 from chunkd.readers import Document, FileBlocks, InputError, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
@@ -192,6 +192,8 @@ def _worker_start() -> None:
 def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
     named = args.input == "ndjson" or bool(args.files) and args.files != ["-"]
     progress = Progress(enabled=not args.quiet)
+    if progress.enabled and args.input != "parquet":
+        progress.expect(input_size(args.files))
     status = EXIT_OK
     writer = (args.parquet.writer(settings, named) if args.format == "parquet"
               else make_writer(args.format, out, named))
@@ -219,15 +221,27 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         items = documents(args.files, args.input, args.errors, progress.add,
                           workers_read_files=args.parallel)
     if args.parallel:
-        for item in in_order(items, args.jobs, settings, args.format, named):
+        # Workers read the files, so progress counts a file's size when its output is
+        # written (NDJSON lines are read here, and counted as read); in_order gives one
+        # output per item, in order.
+        sizes: deque[int] = deque()
+
+        def noted(items: Iterator[Document | InputError]) -> Iterator[Document | InputError]:
+            for item in items:
+                files = args.input == "text" and isinstance(item, Document)
+                sizes.append((item.size or 0) if files else 0)
+                yield item
+
+        for item in in_order(noted(items), args.jobs, settings, args.format, named):
             if isinstance(item, Document):
                 stream(item)
-                continue
-            output, error = item
-            out.write(output)
-            out.flush()
-            if error:
-                report(error)
+            else:
+                output, error = item
+                out.write(output)
+                out.flush()
+                if error:
+                    report(error)
+            progress.advance(sizes.popleft())
     else:
         for document in items:
             stream(document)
