@@ -44,12 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "per chunk: index, start, end (code-point offsets), length, text. The "
                     "recursive strategy (default) is chunk for chunk LangChain's "
                     "RecursiveCharacterTextSplitter.",
-        epilog="Commands: " + "; ".join(f"chunkd {name}: {summary}"
+        epilog="Commands:\n" + "".join(f"  chunkd {name}: {summary}\n"
                                         for name, (_, summary) in COMMANDS.items())
-               + " (chunkd COMMAND --help).  Examples:  cat doc.txt | chunkd --tokens 300    "
-               "chunkd --strategy sentences --size 8 *.md    "
-               "chunkd --input ndjson < docs.ndjson.  Exit status: 0 ok, 1 some input "
-               "unreadable (the rest was processed) or output unwritable, 2 usage.")
+               + "  (chunkd COMMAND --help)\n\nExamples:\n"
+               "  cat doc.txt | chunkd --tokens 300\n"
+               "  chunkd --strategy sentences --size 8 *.md\n"
+               "  chunkd --input ndjson < docs.ndjson\n\n"
+               "Exit status: 0 ok, 1 some input unreadable (the rest was processed) or "
+               "output unwritable, 2 usage.")
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="documents to chunk; none or '-' reads stdin")
     add_settings_options(parser)

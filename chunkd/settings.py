@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from dataclasses import dataclass, fields, replace
 from typing import NoReturn
 
@@ -136,6 +137,9 @@ class Settings:
                     or not separators or not all(isinstance(s, str) for s in separators):
                 raise SettingsError(f"separators must be a non-empty list of strings, "
                                     f"not {separators!r}")
+            problem = _not_unicode(separators)
+            if problem:
+                raise SettingsError(f"separators: {problem}")
             object.__setattr__(self, "separators", tuple(separators))
         if self.language is not None and self.language not in LANGUAGE_SEPARATORS:
             if self.language == "perl":
@@ -241,6 +245,18 @@ class Settings:
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
 
+def _not_unicode(separators: list[str] | tuple[str, ...]) -> str | None:
+    """Why separators are not Unicode text, if one holds a lone surrogate (JSON can
+    write one, ``"\\ud800"``): no decoded text holds one, and no result holding it can
+    be written as UTF-8."""
+    for separator in separators:
+        for character in separator:
+            if "\ud800" <= character <= "\udfff":
+                return (f"{separator!r} holds a lone surrogate (U+{ord(character):04X}), "
+                        "which is not Unicode text")
+    return None
+
+
 def _whole(value: object, name: str, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SettingsError(f"the {name} must be a whole number, not {value!r}")
@@ -282,6 +298,9 @@ def _separators(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
     if not isinstance(value, list) or not value or not all(isinstance(s, str) for s in value):
         raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {text!r}")
+    problem = _not_unicode(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -291,9 +310,30 @@ def _list_of(parse):
     return parse_list
 
 
+class LineFormatter(argparse.HelpFormatter):
+    """Help that keeps the line breaks of a description or epilog (a list of examples
+    stays a list), each line wrapped to the width, indented as it is written (an
+    indented line's continuation two spaces further, to show where an item ends)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            stripped = line.lstrip()
+            margin = indent + line[:len(line) - len(stripped)]
+            hanging = margin + "  " if stripped != line else margin
+            lines.append(textwrap.fill(stripped, width, initial_indent=margin,
+                                       subsequent_indent=hanging) if stripped else "")
+        return "\n".join(lines)
+
+
 class CommandParser(argparse.ArgumentParser):
     """Every chunkd command's parser: a usage error is one line on stderr,
-    ``PROG: error: WHAT``, and exit status 2 (argparse would print the usage first)."""
+    ``PROG: error: WHAT``, and exit status 2 (argparse would print the usage first);
+    its help keeps the lines of the description and epilog (``LineFormatter``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", LineFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")

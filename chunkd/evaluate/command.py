@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                + ",".join(map(str, DEFAULT_TOKENS)) + " --overlap "
                + ",".join(map(str, DEFAULT_OVERLAPS))
                + ". A combination that cannot work (an overlap not smaller than a size) is "
-               "reported and left out. Exit status: 0 ok, 1 some input, question or "
+               "reported and left out.\n\nExit status: 0 ok, 1 some input, question or "
                "setting could not be used (the rest was evaluated), 2 usage.")
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="the documents, one a file (or NDJSON files with --input ndjson; "
