@@ -201,13 +201,52 @@ _LONG_INTEGER = re.compile(rb"[:\[,]\s*-?\d{19}")
 
 
 def _parse_line(line: bytes, errors: str) -> object:
-    record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
-    if _LONG_INTEGER.search(line):     # rare: parse again, keeping integers exact
+    surrogates = False
+    try:
+        record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
+    except orjson.JSONDecodeError as error:
+        if "surrogate" not in error.msg:
+            raise
+        if errors == "strict":
+            raise ValueError(_surrogate_problem(line, error)) from None
+        surrogates = True  # valid JSON that orjson refuses: Python's parser keeps them
+    if surrogates or _LONG_INTEGER.search(line):  # rare: parse again, integers exact
         try:
-            record = json.loads(line.decode("utf-8", errors), parse_int=_int64)
+            record = json.loads(line.decode("utf-8", errors), parse_int=_int64,
+                                parse_constant=_no_constant)
         except RecursionError:
             raise ValueError("nested too deeply (at most 254 levels)") from None
-    return record
+    return _replace_surrogates(record) if surrogates else record
+
+
+def _surrogate_problem(line: bytes, error: orjson.JSONDecodeError) -> str:
+    """A lone surrogate escape (``\\ud800``, which JavaScript's ``JSON.stringify``
+    writes) named where orjson found it: the column counts characters, as for
+    malformed JSON."""
+    escape = line.decode("utf-8", "replace")[error.pos:error.pos + 6]
+    shown = f" {escape}" if re.fullmatch(r"\\u[0-9A-Fa-f]{4}", escape) else ""
+    return (f"a lone surrogate{shown} at column {error.colno}: valid JSON, but not Unicode "
+            "text (use --errors replace to substitute U+FFFD)")
+
+
+def _no_constant(name: str) -> float:
+    """Python's parser takes NaN and Infinity, which JSON (and orjson) does not."""
+    raise ValueError(f"malformed JSON: {name} is not a JSON value")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates(value: object) -> object:
+    """``value`` with every lone surrogate of its strings (keys too) made U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(key): _replace_surrogates(item)
+                for key, item in value.items()}
+    return value
 
 
 def _int64(literal: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from command import run_chunkd
+from command import ndjson, run_chunkd
 
 # --- help ---------------------------------------------------------------------------
 
@@ -65,3 +65,54 @@ def test_the_python_api_refuses_separators_with_a_lone_surrogate():
 
     with pytest.raises(SettingsError, match="lone surrogate"):
         split_text("a b", separators=["\udc80"])
+
+
+# --- NDJSON lines with lone surrogates ----------------------------------------------------
+
+#: Valid JSON that JavaScript's JSON.stringify writes for strings holding half of a pair;
+#: a whole pair (line 4) is one character, U+1F600.
+SURROGATE_LINES = (b'{"text": "a\\ud800b"}\n'
+                   b'{"text": "ok"}\n'
+                   b'{"id": "\\udc00x", "text": "fine", "tags": [{"\\udfff": "\\ud800"}]}\n'
+                   b'{"text": "pair \\ud83d\\ude00 ok"}\n')
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_lone_surrogate_is_named_with_its_column_and_the_other_lines_are_chunked(jobs):
+    result = run_chunkd("--input", "ndjson", "--jobs", jobs, input=SURROGATE_LINES)
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        "chunkd: stdin: line 1: a lone surrogate \\ud800 at column 12: valid JSON, but not "
+        "Unicode text (use --errors replace to substitute U+FFFD)",
+        "chunkd: stdin: line 3: a lone surrogate \\udc00 at column 9: valid JSON, but not "
+        "Unicode text (use --errors replace to substitute U+FFFD)"]
+    assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [(2, "ok"),
+                                                                      (4, "pair \U0001F600 ok")]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_errors_replace_makes_lone_surrogates_u_fffd_in_the_text_and_every_field(jobs):
+    result = run_chunkd("--input", "ndjson", "--errors", "replace", "--jobs", jobs,
+                        input=SURROGATE_LINES)
+    assert result.returncode == 0, result.stderr
+    assert [{key: r[key] for key in r if key in ("doc", "text", "tags")}
+            for r in ndjson(result.stdout)] == [
+        {"doc": 1, "text": "a\ufffdb"}, {"doc": 2, "text": "ok"},
+        {"doc": "\ufffdx", "text": "fine", "tags": [{"\ufffd": "\ufffd"}]},
+        {"doc": 4, "text": "pair \U0001F600 ok"}]
+
+
+def test_a_line_with_a_lone_surrogate_is_still_checked_as_json():
+    """Parsing such a line again must not take what JSON does not allow (NaN), nor
+    integers beyond 64 bits."""
+    lines = (b'{"text": "\\ud800", "n": NaN}\n'
+             b'{"text": "\\ud800", "n": 123456789012345678901}\n'
+             b'{"text": "\\ud800", "n": 12345678901234567890}\n')
+    result = run_chunkd("--input", "ndjson", "--errors", "replace", "--jobs", "1", input=lines)
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        "chunkd: stdin: line 1: malformed JSON: NaN is not a JSON value",
+        "chunkd: stdin: line 2: integer 123456789012345678901 is beyond 64 bits, which JSON "
+        "tools read inexactly; write it as a string"]
+    assert [(r["doc"], r["n"], r["text"]) for r in ndjson(result.stdout)] == [
+        (3, 12345678901234567890, "\ufffd")]
