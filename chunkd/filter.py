@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import select
 import signal
 import sys
 from collections import deque
@@ -28,7 +29,7 @@ from chunkd import __version__
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
-from chunkd.readers import Document, FileBlocks, InputError, documents
+from chunkd.readers import Document, FileBlocks, InputError, Paused, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, build, chunk_blocks
@@ -134,15 +135,17 @@ def _is_local(item: Document | InputError) -> bool:
     return isinstance(item, Document) and (item.size is None or item.size > LOCAL_BYTES)
 
 
-def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settings,
+def in_order(items: Iterator[Document | InputError | Paused], jobs: int, settings: Settings,
              format: str, named: bool) -> Iterator[Rendered | Document]:
     """Every document's output, in input order: rendered by ``jobs`` processes, with a
     few batches per process in flight, or (a large document) the document itself, for
-    the caller to stream."""
+    the caller to stream. Where the input pauses (a ``Paused``), what is read so far
+    is yielded as it is rendered, until the input has more: records follow their lines
+    as with one process, and reading goes on as soon as it can."""
     from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
 
     build(settings)  # load the tokenizer once, before the workers fork
-    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool, _Wake() as wake:
         pending: deque = deque()
         batch: list[Document | InputError] = []
         batch_bytes = 0
@@ -160,9 +163,26 @@ def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settin
             else:
                 yield from first.result()
 
+        def until_input(paused: Paused) -> Iterator[Rendered | Document]:
+            """The pending output, in order, as it is ready, until the input has more
+            (the workers keep the rest meanwhile)."""
+            submit()
+            while pending:
+                first = pending[0]
+                if isinstance(first, Document) or first.done():
+                    yield from take_first()
+                    continue
+                first.add_done_callback(wake.set)
+                ready = select.select([paused.fd, wake.fd], [], [])[0]
+                wake.clear()
+                if paused.fd in ready:
+                    return
+
         try:
             for item in items:
-                if _is_local(item):
+                if isinstance(item, Paused):
+                    yield from until_input(item)
+                elif _is_local(item):
                     submit()
                     pending.append(item)
                     if not isinstance(item.blocks, FileBlocks):
@@ -180,6 +200,35 @@ def in_order(items: Iterator[Document | InputError], jobs: int, settings: Settin
                 yield from take_first()
         finally:
             pool.shutdown(cancel_futures=True)
+
+
+class _Wake:
+    """A pipe that wakes ``select`` from another thread (a future's done callback)."""
+
+    def __init__(self) -> None:
+        self.fd, self._write = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._write, False)
+
+    def set(self, _future: object = None) -> None:
+        try:
+            os.write(self._write, b".")
+        except BlockingIOError:  # full: it wakes already
+            pass
+
+    def clear(self) -> None:
+        try:
+            while os.read(self.fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def __enter__(self) -> _Wake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+        os.close(self._write)
 
 
 def _worker_start() -> None:
@@ -221,15 +270,19 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         items = (item for path in args.files for item in args.parquet.documents(path))
     else:
         items = documents(args.files, args.input, args.errors, progress.add,
-                          workers_read_files=args.parallel)
+                          workers_read_files=args.parallel, pauses=args.parallel)
     if args.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one
         # output per item, in order.
         sizes: deque[int] = deque()
 
-        def noted(items: Iterator[Document | InputError]) -> Iterator[Document | InputError]:
+        def noted(items: Iterator[Document | InputError | Paused]
+                  ) -> Iterator[Document | InputError | Paused]:
             for item in items:
+                if isinstance(item, Paused):  # no output of its own
+                    yield item
+                    continue
                 files = args.input == "text" and isinstance(item, Document)
                 sizes.append((item.size or 0) if files else 0)
                 yield item

@@ -15,6 +15,7 @@ import codecs
 import json
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -136,14 +137,73 @@ def stream_document(stream: BinaryIO, errors: str, on_bytes: OnBytes = None) -> 
     return Document(None, decode_blocks(read_blocks(stream, on_bytes), "stdin", errors))
 
 
+@dataclass(frozen=True)
+class Paused:
+    """What a reader asked for pauses yields where its input has nothing more for now
+    (the next read would wait for a pipe's writer): a caller holding documents back
+    to batch them sends them on, so that records follow their lines promptly, and
+    reads on when ``fd`` (the input) is readable again."""
+
+    fd: int
+
+
+def _lines(stream: BinaryIO, pauses: bool) -> Iterator[bytes | Paused]:
+    """The stream's lines (the last may lack its newline); with ``pauses``, a
+    ``Paused`` before a read that would wait. A regular file never waits: it is read
+    by lines."""
+    try:
+        fd = stream.fileno()
+        waits = pauses and not stat.S_ISREG(os.fstat(fd).st_mode)
+    except (AttributeError, OSError, ValueError):  # not a file (io.UnsupportedOperation)
+        waits = False
+    if not waits:
+        yield from iter(stream.readline, b"")
+        return
+    # read1 takes what has arrived, in one read: the stream's buffer is left empty, so
+    # select tells whether the next read would wait.
+    read = getattr(stream, "read1", stream.read)
+    parts: list[bytes] = []             # the start of a line whose end has not arrived
+    paused = Paused(fd)
+    while True:
+        if not select.select([fd], [], [], 0)[0]:
+            yield paused
+        data = read(BLOCK_SIZE)
+        if not data:
+            break
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            parts.append(data[start:end + 1])
+            start = end + 1
+            yield _joined(parts)
+        if start < len(data):
+            parts.append(data[start:])
+    if parts:
+        yield _joined(parts)
+
+
+def _joined(parts: list[bytes]) -> bytes:
+    """The parts as one line, emptying the list: no name in ``_lines`` holds the line
+    (or its parts) while it is parsed and chunked."""
+    line = b"".join(parts)
+    parts.clear()
+    return line
+
+
 def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin",
-                     on_bytes: OnBytes = None) -> Iterator[Document | InputError]:
+                     on_bytes: OnBytes = None,
+                     pauses: bool = False) -> Iterator[Document | InputError | Paused]:
     """One document per line ``{"text": ..., "id": ...}``; a bad line is yielded as an
     ``InputError`` (naming its line number) so that the lines after it still count.
     A line without ``"id"`` is named by its line number. A line is held whole while it
-    is parsed: memory grows with the longest line (JSON must be read to its end)."""
+    is parsed: memory grows with the longest line (JSON must be read to its end).
+    With ``pauses``, a ``Paused`` where the input stops for now (``_lines``)."""
     offset = 0                          # bytes of the input before this line
-    for number, line in enumerate(iter(stream.readline, b""), start=1):
+    number = 0
+    for line in _lines(stream, pauses):
+        if isinstance(line, Paused):
+            yield line
+            continue
+        number += 1
         if on_bytes is not None:
             on_bytes(line)
         at, offset = offset, offset + len(line)
@@ -287,22 +347,26 @@ def _record_problem(record: object) -> str | None:
 
 
 def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = None,
-              workers_read_files: bool = False) -> Iterator[Document | InputError]:
+              workers_read_files: bool = False,
+              pauses: bool = False) -> Iterator[Document | InputError | Paused]:
     """The documents the command line names, in order: each FILE (``-``, or none:
     stdin) is one document, or with ``input="ndjson"`` each of its lines; an unreadable
     one comes as an ``InputError``. ``workers_read_files``: files are read later by
-    ``--jobs`` workers, so their bytes are not seen here."""
+    ``--jobs`` workers, so their bytes are not seen here. ``pauses``: NDJSON from a
+    pipe yields a ``Paused`` where it waits for its writer."""
     for path in paths or ["-"]:
         if path == "-" and sys.stdin is None:  # started with stdin closed (<&-)
             yield InputError("stdin: not open (Bad file descriptor)")
             continue
         if input == "ndjson":
             if path == "-":
-                yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes)
+                yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes,
+                                            pauses=pauses)
                 continue
             try:
                 with open(path, "rb") as stream:
-                    yield from ndjson_documents(stream, errors, display_name(path), on_bytes)
+                    yield from ndjson_documents(stream, errors, display_name(path), on_bytes,
+                                                pauses)
             except OSError as error:
                 yield InputError(f"{display_name(path)}: {error.strerror or error}")
         elif path == "-":

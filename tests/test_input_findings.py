@@ -1,11 +1,17 @@
-"""Input that the filter and the subcommands must take, or refuse in one line: help
-text, separators that are not Unicode text."""
+"""Input that the filter and the subcommands must take, or refuse in one line: NDJSON
+from a live pipe, lone surrogates, separators that are not Unicode text; and help."""
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
+import time
+
+import orjson
 import pytest
 
-from command import ndjson, run_chunkd
+from command import chunkd_command, ndjson, run_chunkd
 
 # --- help ---------------------------------------------------------------------------
 
@@ -116,3 +122,114 @@ def test_a_line_with_a_lone_surrogate_is_still_checked_as_json():
         "tools read inexactly; write it as a string"]
     assert [(r["doc"], r["n"], r["text"]) for r in ndjson(result.stdout)] == [
         (3, 12345678901234567890, "\ufffd")]
+
+
+# --- NDJSON from a live pipe --------------------------------------------------------------
+
+def _read_records(process: subprocess.Popen, seen: bytearray, count: int,
+                  deadline: float = 10.0) -> list[dict]:
+    """Read the process's stdout as it comes until ``count`` records are complete (or
+    the deadline passes); ``seen`` keeps what was read, across calls."""
+    end = time.monotonic() + deadline
+    while seen.count(b"\n") < count and (left := end - time.monotonic()) > 0:
+        if select.select([process.stdout], [], [], left)[0]:
+            data = os.read(process.stdout.fileno(), 65536)
+            if not data:
+                break
+            seen += data
+    return ndjson(bytes(seen[:seen.rfind(b"\n") + 1]))
+
+
+def _line(number: int) -> bytes:
+    return orjson.dumps({"id": number, "text": f"Line {number} says something. " * 3}) + b"\n"
+
+
+OPTIONS = ("--input", "ndjson", "--chars", "40", "--overlap", "0")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ndjson_records_follow_their_lines_while_the_pipe_stays_open(jobs):
+    """Ten lines, then a pause with stdin still open: all their records come, in order,
+    before any more input (with --jobs 2 too, which batches lines), and again after
+    five more lines and half of one; the output is --jobs 1's."""
+    process = subprocess.Popen([chunkd_command(), *OPTIONS, "--jobs", jobs, "-q"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    complete, seen = b"", bytearray()
+    try:
+        for numbers, tail in ((range(10), b""), (range(10, 15), _line(15)[:20])):
+            lines = b"".join(map(_line, numbers))
+            process.stdin.write(lines + tail)
+            process.stdin.flush()
+            complete += lines
+            expected = run_chunkd(*OPTIONS, "--jobs", "1", input=complete).stdout
+            records = _read_records(process, seen, expected.count(b"\n"))
+            assert records == ndjson(expected)
+        process.stdin.write(_line(15)[20:])
+        process.stdin.close()
+        rest = process.stdout.read()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    alone = run_chunkd(*OPTIONS, "--jobs", "1", input=complete + _line(15))
+    assert bytes(seen) + rest == alone.stdout
+
+
+def test_ndjson_from_a_pipe_cut_anywhere_gives_the_records_of_one_process():
+    """Pieces cut at random places (in a line, between lines, one line longer than a
+    read), each followed by a pause until the records of its complete lines are out:
+    every pause sends the lines read so far, and a line is parsed only when whole."""
+    import random
+
+    rng = random.Random(7)
+    lines = [_line(n) for n in range(40)]
+    lines[12] = b"{broken\n"
+    lines[20] = orjson.dumps({"id": 20, "text": "A sentence that goes on. " * 12_000}) + b"\n"
+    data = b"".join(lines)
+    cuts = sorted(rng.sample(range(1, len(data)), 12)) + [len(data)]
+    process = subprocess.Popen([chunkd_command(), *OPTIONS, "--jobs", "2", "-q"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    seen, at = bytearray(), 0
+    try:
+        for cut in cuts:
+            process.stdin.write(data[at:cut])
+            process.stdin.flush()
+            at = cut
+            complete = data[:data.rfind(b"\n", 0, cut) + 1]
+            expected = run_chunkd(*OPTIONS, "--jobs", "1", input=complete).stdout
+            assert _read_records(process, seen, expected.count(b"\n")) == ndjson(expected)
+        process.stdin.close()
+        rest = process.stdout.read()
+        assert process.wait(timeout=60) == 1  # the broken line
+    finally:
+        process.kill()
+    assert rest == b""
+    assert bytes(seen) == run_chunkd(*OPTIONS, "--jobs", "1", input=data).stdout
+
+
+def test_a_long_ndjson_line_from_a_pipe_costs_what_it_costs_from_a_file(tmp_path):
+    """Read from a pipe (here a named one) with --jobs, a line is gathered from many
+    reads; the reads must be let go once joined, so that the peak grows as for a file
+    (under 3.5 times the line's growth: test_memory's bound)."""
+    import threading
+
+    from test_memory import peak_of
+
+    paragraph = "A sentence of plain ASCII text, repeated. " * 20 + "\n\n"
+    peaks = {}
+    for megabytes in (10, 40):
+        line = (b'{"id": "long", "text": '
+                + orjson.dumps(paragraph * (megabytes * 1_000_000 // len(paragraph))) + b'}\n')
+        fifo = tmp_path / f"line{megabytes}"
+        os.mkfifo(fifo)
+
+        def write(path=fifo, data=line) -> None:
+            with open(path, "wb") as stream:
+                stream.write(data)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        peaks[megabytes] = peak_of(["--input", "ndjson", "--jobs", "2", str(fifo)])
+        writer.join(timeout=60)
+        del line
+    assert peaks[40] - peaks[10] < 3.5 * 30, peaks
