@@ -203,35 +203,50 @@ def _csv_questions(data: bytes, shown: str) -> Iterator[Question | QuestionError
     except UnicodeDecodeError as error:
         yield QuestionError(f"{shown}: invalid UTF-8 at byte {error.start}")
         return
-    rows = csv.reader(io.StringIO(text, newline=""))
-    header = next(rows, None)
-    columns = ("question", "references", "corpus_id")
-    if header is None or not set(columns) <= set(header):
-        yield QuestionError(f"{shown}: expected a header with the columns "
-                            f"{', '.join(columns)}")
+    # The file is in memory already, so no field can cost more than it: a long field is
+    # read whole. strict: a quote that does not end its field, or is never closed, is
+    # an error naming the line where its row starts, not rows made of what follows.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+    line = 1                            # where the row being read starts
+    try:
+        header = next(rows, None)
+        columns = ("question", "references", "corpus_id")
+        if header is None or not set(columns) <= set(header):
+            yield QuestionError(f"{shown}: expected a header with the columns "
+                                f"{', '.join(columns)}")
+            return
+        place = {name: header.index(name) for name in columns}
+        line = rows.line_num + 1
+        for row in rows:
+            where, line = f"{shown}: line {line}", rows.line_num + 1
+            yield from _csv_question(row, header, place, where)
+    except csv.Error as error:
+        yield QuestionError(f"{shown}: line {line}: malformed CSV ({error}): is a quote "
+                            "unbalanced? The lines after it were not read")
+
+
+def _csv_question(row: list[str], header: list[str], place: dict[str, int],
+                  where: str) -> Iterator[Question | QuestionError]:
+    """The question of one CSV row, if it is not blank."""
+    if not any(row):
         return
-    place = {name: header.index(name) for name in columns}
-    line = rows.line_num + 1
-    for row in rows:
-        where, line = f"{shown}: line {line}", rows.line_num + 1
-        if not any(row):
-            continue
-        if len(row) != len(header):
-            yield QuestionError(f"{where}: {len(row)} fields, the header has {len(header)}")
-            continue
-        try:
-            references = orjson.loads(row[place["references"]])
-        except orjson.JSONDecodeError as error:
-            yield QuestionError(f"{where}: references: malformed JSON at column "
-                                f"{error.colno}: {error.msg}")
-            continue
-        record = {"question": row[place["question"]], "corpus_id": row[place["corpus_id"]],
-                  "references": references}
-        try:
-            yield _question(record, where, ("question", "corpus_id", "references"),
-                            ("start_index", "end_index", "content"))
-        except QuestionError as error:
-            yield error
+    if len(row) != len(header):
+        yield QuestionError(f"{where}: {len(row)} fields, the header has {len(header)}")
+        return
+    try:
+        references = orjson.loads(row[place["references"]])
+    except orjson.JSONDecodeError as error:
+        yield QuestionError(f"{where}: references: malformed JSON at column "
+                            f"{error.colno}: {error.msg}")
+        return
+    record = {"question": row[place["question"]], "corpus_id": row[place["corpus_id"]],
+              "references": references}
+    try:
+        yield _question(record, where, ("question", "corpus_id", "references"),
+                        ("start_index", "end_index", "content"))
+    except QuestionError as error:
+        yield error
 
 
 def _question(record: object, where: str, keys: tuple[str, str, str],

@@ -47,13 +47,18 @@ class BM25:
     """Okapi BM25 (Lucene's variant, k1 = 1.5, b = 0.75) with ``bm25s``, every word
     kept (leaving English stop words out made no clear difference on the shared
     questions, and would favour one language). Deterministic: equal scores keep the
-    chunks' order."""
+    chunks' order, so a question none of whose words a chunk has (every chunk scores 0)
+    gets the first ``k`` chunks; so does every question when no chunk has a word at
+    all (only punctuation or emoji: there is nothing to index)."""
 
     def __init__(self, chunks: Sequence[str]) -> None:
         import bm25s
 
-        self.index = bm25s.BM25()
-        self.index.index([tokenize(text) for text in chunks], show_progress=False)
+        words = [tokenize(text) for text in chunks]
+        self.index = None
+        if any(words):  # bm25s cannot index an empty vocabulary
+            self.index = bm25s.BM25()
+            self.index.index(words, show_progress=False)
         self.count = len(chunks)
 
     def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
@@ -61,7 +66,8 @@ class BM25:
 
         best = []
         for question in questions:
-            ids = self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
+            ids = (self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
+                   if self.index is not None else [])
             scores = (self.index.get_scores_from_ids(ids) if ids
                       else numpy.zeros(self.count, dtype=numpy.float32))
             best.append(numpy.argsort(-scores, kind="stable")[:k].tolist())
