@@ -19,6 +19,7 @@ Needs LangChain's splitters: ``pip install '.[langchain]'`` from chunkd's folder
 from __future__ import annotations
 
 import copy
+import functools
 import re
 import threading
 from collections.abc import Callable, Collection, Set
@@ -44,8 +45,9 @@ class TiktokenLength:
     """The length function of ``from_tiktoken_encoder``: ``len(encoding.encode(text,
     allowed_special=..., disallowed_special=...))``, as LangChain's. For cl100k_base
     (``encoding_name="cl100k_base"`` or a model that uses it) the encoding is chunkd's
-    offline copy, and the kernel counts at compiled speed any text that holds no
-    special token (where ``encode`` and ``encode_ordinary`` agree)."""
+    offline copy, and the kernel counts at compiled speed any text where ``encode``
+    and ``encode_ordinary`` agree: one whose special-token text (``<|endoftext|>``...)
+    is neither allowed nor disallowed, so that it is ordinary text."""
 
     def __init__(self, encoding_name: str = "gpt2", model_name: str | None = None,
                  allowed_special: Literal["all"] | Set[str] | None = None,
@@ -64,8 +66,14 @@ class TiktokenLength:
                              else tiktoken.get_encoding(encoding_name))
         self.allowed_special = set() if allowed_special is None else allowed_special
         self.disallowed_special = disallowed_special
-        self._special = re.compile("|".join(map(re.escape, sorted(
-            self.encoding.special_tokens_set, key=len, reverse=True))))
+        special = self.encoding.special_tokens_set
+        self._special = re.compile("|".join(map(re.escape, sorted(special, key=len,
+                                                                  reverse=True))))
+        # The special tokens that encode does not take as ordinary text (tiktoken's
+        # reading of "all"): it counts the allowed as one token, refuses the others.
+        allowed = special if allowed_special == "all" else set(self.allowed_special)
+        refused = special - allowed if disallowed_special == "all" else set(disallowed_special)
+        self._not_ordinary = frozenset(allowed | refused)
 
     def __call__(self, text: str) -> int:
         return len(self.encoding.encode(text, allowed_special=self.allowed_special,
@@ -74,7 +82,7 @@ class TiktokenLength:
     def counts_in_kernel(self, text: str) -> bool:
         """Whether the kernel's cl100k_base counter gives this function's counts on
         every part of ``text``."""
-        return self.cl100k and self._special.search(text) is None
+        return self.cl100k and self._not_ordinary.isdisjoint(self._special.findall(text))
 
 
 #: Per thread, kernel splitters already built, by their arguments: one is ready for the
@@ -103,6 +111,24 @@ def _keep(keep_separator: bool | str) -> bool | str:
     return "end" if keep_separator == "end" else "start" if keep_separator else False
 
 
+@functools.cache
+def _fallback() -> type:
+    """chunkd's plain-Python splitter, calling the length function only where
+    LangChain's does: on the pieces it merges and the separators it joins them with,
+    never on a whole chunk. A chunk can hold what the function refuses (a disallowed
+    special token that the separators cut: ``"x<|endoftext|>y"`` split on ``"|"``),
+    and the drop-in returns only the chunks' texts and offsets."""
+    from chunkd import fallback
+
+    class Splitter(fallback.RecursiveSplitter):
+        def _append(self, start: int, end: int, text: str) -> None:
+            # -1: not measured (the kernel's chunks are, at no cost).
+            self.out.append(Chunk(self.next_index, start, end, -1, text))
+            self.next_index += 1
+
+    return Splitter
+
+
 class _Kernel:
     """What chunkd changes in LangChain's splitters: the chunks come from its splitter,
     with their offsets."""
@@ -124,8 +150,7 @@ class _Kernel:
         elif compiled and isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
             unit = "tokens"
         else:
-            from chunkd import fallback
-            splitter = fallback.RecursiveSplitter(
+            splitter = _fallback()(
                 size, overlap, length_function=length, strip_whitespace=self._strip_whitespace,
                 **self._separator_arguments())
             return splitter.feed(text) + splitter.finish()

