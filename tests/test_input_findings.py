@@ -4,8 +4,10 @@ from a live pipe, lone surrogates, separators that are not Unicode text; and hel
 from __future__ import annotations
 
 import os
+import random
 import select
 import subprocess
+import threading
 import time
 
 import orjson
@@ -155,7 +157,7 @@ def test_ndjson_records_follow_their_lines_while_the_pipe_stays_open(jobs):
     process = subprocess.Popen([chunkd_command(), *OPTIONS, "--jobs", jobs, "-q"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     complete, seen = b"", bytearray()
-    try:
+    with process:
         for numbers, tail in ((range(10), b""), (range(10, 15), _line(15)[:20])):
             lines = b"".join(map(_line, numbers))
             process.stdin.write(lines + tail)
@@ -168,8 +170,6 @@ def test_ndjson_records_follow_their_lines_while_the_pipe_stays_open(jobs):
         process.stdin.close()
         rest = process.stdout.read()
         assert process.wait(timeout=60) == 0
-    finally:
-        process.kill()
     alone = run_chunkd(*OPTIONS, "--jobs", "1", input=complete + _line(15))
     assert bytes(seen) + rest == alone.stdout
 
@@ -178,8 +178,6 @@ def test_ndjson_from_a_pipe_cut_anywhere_gives_the_records_of_one_process():
     """Pieces cut at random places (in a line, between lines, one line longer than a
     read), each followed by a pause until the records of its complete lines are out:
     every pause sends the lines read so far, and a line is parsed only when whole."""
-    import random
-
     rng = random.Random(7)
     lines = [_line(n) for n in range(40)]
     lines[12] = b"{broken\n"
@@ -190,7 +188,7 @@ def test_ndjson_from_a_pipe_cut_anywhere_gives_the_records_of_one_process():
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL)
     seen, at = bytearray(), 0
-    try:
+    with process:
         for cut in cuts:
             process.stdin.write(data[at:cut])
             process.stdin.flush()
@@ -201,8 +199,6 @@ def test_ndjson_from_a_pipe_cut_anywhere_gives_the_records_of_one_process():
         process.stdin.close()
         rest = process.stdout.read()
         assert process.wait(timeout=60) == 1  # the broken line
-    finally:
-        process.kill()
     assert rest == b""
     assert bytes(seen) == run_chunkd(*OPTIONS, "--jobs", "1", input=data).stdout
 
@@ -211,8 +207,6 @@ def test_a_long_ndjson_line_from_a_pipe_costs_what_it_costs_from_a_file(tmp_path
     """Read from a pipe (here a named one) with --jobs, a line is gathered from many
     reads; the reads must be let go once joined, so that the peak grows as for a file
     (under 3.5 times the line's growth: test_memory's bound)."""
-    import threading
-
     from test_memory import peak_of
 
     paragraph = "A sentence of plain ASCII text, repeated. " * 20 + "\n\n"
