@@ -160,12 +160,15 @@ def _lines(stream: BinaryIO, pauses: bool) -> Iterator[bytes | Paused]:
         yield from iter(stream.readline, b"")
         return
     # read1 takes what has arrived, in one read: the stream's buffer is left empty, so
-    # select tells whether the next read would wait.
+    # poll tells whether the next read would wait (poll, unlike select, takes any
+    # descriptor number).
     read = getattr(stream, "read1", stream.read)
     parts: list[bytes] = []             # the start of a line whose end has not arrived
     paused = Paused(fd)
+    ready = select.poll()
+    ready.register(fd, select.POLLIN)
     while True:
-        if not select.select([fd], [], [], 0)[0]:
+        if not ready.poll(0):
             yield paused
         data = read(BLOCK_SIZE)
         if not data:
