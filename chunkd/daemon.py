@@ -270,7 +270,7 @@ class Daemon:
         for memory in (self.known, self.reported, self.backoff, self.changes):
             for relative in [p for p in memory if p not in present]:
                 del memory[relative]
-        log.debug("rescanned (%s): %d files queued in %.3f s", why, queued,
+        log.debug("rescanned (%s): %s queued in %.3f s", why, _count(queued, "file"),
                   time.monotonic() - started)
 
     def note(self, relative: str) -> None:
@@ -296,6 +296,11 @@ class Daemon:
         now_signature = signature(st)
         known = self.known.get(relative)
         if known == now_signature:
+            return False
+        unchunkable = self.inbox.unchunkable(st)
+        if unchunkable is not None:       # skipped here: never logged as chunked, nor queued
+            self.inbox.remove_results(relative)
+            self.record(relative, Outcome("skipped", unchunkable, now_signature))
             return False
         if known is not None:             # it changed: its result no longer holds
             del self.known[relative]
@@ -447,8 +452,8 @@ class Daemon:
     def status(self) -> str:
         how = f"polling every {self.args.poll:g} s" if self.polling else "inotify"
         return (f"watching {self.inbox.options.root} ({how}): {self.counts['processed']} "
-                f"processed, {self.counts['error']} errors, {len(self.waiting)} waiting, "
-                f"{len(self.running)} in progress")
+                f"processed, {_count(self.counts['error'], 'error')}, {len(self.waiting)} "
+                f"waiting, {len(self.running)} in progress")
 
     # --- the loop --------------------------------------------------------------------
 
@@ -462,7 +467,7 @@ class Daemon:
         self.start_pool()
         self.start_observer()
         self.rescan("start")
-        log.info("%s; %d files to catch up", self.status(), len(self.waiting))
+        log.info("%s; %s to catch up", self.status(), _count(len(self.waiting), "file"))
         self.notifier.ready(self.status())
         period = min(self.args.rescan, self.args.poll or self.args.rescan)
         next_rescan = time.monotonic() + period
@@ -516,6 +521,11 @@ class Daemon:
             self.observer.join(timeout=5)
         log.info("stopped")
         return EXIT_OK
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 file``, ``2 files``: a count and its noun, in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 class OverflowRescans(logging.Handler):

@@ -355,11 +355,10 @@ class Inbox:
             st = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
         except FileNotFoundError:
             return Outcome("gone", "vanished before it was read")
-        kind = _file_kind(st.st_mode)
-        if kind != "regular file":
+        unchunkable = self.unchunkable(st)
+        if unchunkable is not None:
             self.remove_results(relative)  # a result must belong to what is there now
-            hint = " (not followed; --follow-symlinks to allow)" if kind == "symbolic link" else ""
-            return Outcome("skipped", f"{kind}{hint}", signature(st))
+            return Outcome("skipped", unchunkable, signature(st))
         if len(os.fsencode(name + self.result_suffix)) > NAME_MAX:
             return Outcome("skipped", f"name too long for its result name (over {NAME_MAX} "
                                       "bytes with the suffix); rename it", signature(st))
@@ -447,6 +446,15 @@ class Inbox:
         if self.done is not None:
             message += self.move_to_done(folder, relative, name, after)
         return Outcome("processed", message, signature(after))
+
+    def unchunkable(self, st: os.stat_result) -> str | None:
+        """Why a file in this state is skipped (a link not followed, a FIFO...), or
+        None for a regular file."""
+        kind = _file_kind(st.st_mode)
+        if kind == "regular file":
+            return None
+        return kind + (" (not followed; --follow-symlinks to allow)"
+                       if kind == "symbolic link" else "")
 
     def _in_inbox(self, folder: int, relative: str) -> bool:
         """Whether ``folder``, opened for ``relative``, is still that folder of the

@@ -301,7 +301,7 @@ def test_sighup_during_start_up_does_not_kill_the_daemon(inbox, tmp_path):
         for _ in range(5):
             process.send_signal(signal.SIGHUP)
             time.sleep(0.01)
-        assert "files to catch up" not in log.read_text()  # it was still starting
+        assert "to catch up" not in log.read_text()  # it was still starting
         deadline = time.monotonic() + 60
         while not (inbox / "a.txt.chunks.json").exists() and time.monotonic() < deadline:
             assert process.poll() is None, log.read_text()

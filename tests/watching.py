@@ -54,7 +54,7 @@ class Watcher:
         raise AssertionError(f"timed out waiting for {what}; log tail: {self.log()[-5:]}")
 
     def started(self) -> None:
-        self.wait_for(lambda: any("files to catch up" in line for line in self.log()),
+        self.wait_for(lambda: any("to catch up" in line for line in self.log()),
                       what="start")
 
     def rescans_pass(self, count: int = 2) -> None:
