@@ -31,7 +31,7 @@ import signal
 import stat
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 # The filter's Arrow memory comes from jemalloc, unless the user chose: pyarrow's
@@ -161,7 +161,7 @@ class ParquetFiles:
                 # Row by row: one document at a time in Python, whatever the batch holds.
                 text_values = batch.column(columns.text)
                 id_values = None if columns.id is None else self._carried(batch, columns.id)
-                carried = [(name, self._carried(batch, name)) for name in columns.carried]
+                carried = [(name, *self._carried(batch, name)) for name in columns.carried]
                 for index in range(batch.num_rows):
                     yield self._document(text_values, id_values, carried, index, row,
                                          f"{where}: row {row}")
@@ -171,8 +171,8 @@ class ParquetFiles:
         except pa.ArrowException as error:
             yield InputError(f"{where}: unreadable at row {row}: {_one_line(error)}")
 
-    def _document(self, texts: pa.Array, ids: pa.Array | None,
-                  carried: list[tuple[str, pa.Array]], index: int, row: int,
+    def _document(self, texts: pa.Array, ids: tuple[pa.Array, Reader] | None,
+                  carried: list[tuple[str, pa.Array, Reader]], index: int, row: int,
                   where: str) -> Document | InputError:
         """Row ``index`` of a batch (``row`` of its file) as a document. Its text is
         decoded as it is chunked, as ``--errors`` says (Parquet readers do not check
@@ -181,23 +181,27 @@ class ParquetFiles:
         text = _utf8_bytes(texts, index)
         if text is None:
             return InputError(f"{where}: the text is null")
-        # Into Parquet, the other columns' values go as Arrow scalars, exactly (no trip
-        # through Python, which has no nanoseconds nor year 10000).
-        read = _scalar if self.to_parquet else _value
-        name = row if ids is None else read(ids, index)
-        fields = {column: read(values, index) for column, values in carried}
+        name = row if ids is None else ids[1](ids[0], index)
+        fields = {column: read(values, index) for column, values, read in carried}
         bad = next((column for column, held in [("the id column", name), *fields.items()]
                     if held is NOT_UTF8), None)
         if bad is not None:
             return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
         return Document(name, BytesBlocks(text, where, self.errors), fields, size=len(text))
 
-    def _carried(self, batch: pa.RecordBatch, name: str) -> pa.Array:
-        """A column carried into the records (the id included), decoded from a
-        dictionary into Parquet output: each file, each row group even, has its own."""
+    def _carried(self, batch: pa.RecordBatch, name: str) -> tuple[pa.Array, Reader]:
+        """A column carried into the records (the id included) and how to read a row's
+        value of it. Into JSON and msgpack, values go through Python, which decodes
+        every string. Into Parquet, they go as Arrow scalars, exactly (Python has no
+        nanoseconds nor year 10000), decoded from a dictionary (each file, each row
+        group even, has its own); their strings are checked once a batch, and row by
+        row only in a batch where one is not UTF-8 (the file would be invalid)."""
         values = batch.column(name)
-        return (values.dictionary_decode() if self.to_parquet
-                and pa.types.is_dictionary(values.type) else values)
+        if not self.to_parquet:
+            return values, _value
+        if pa.types.is_dictionary(values.type):
+            values = values.dictionary_decode()
+        return values, (_scalar if _valid(values) else _checked_scalar)
 
     def _header(self, columns: Columns, schema: pa.Schema) -> pa.Schema:
         header = columns.header(schema)
@@ -412,6 +416,9 @@ def _header_bytes(value: object) -> int:
 
 #: What ``_value`` gives for a string of a Parquet file that is not valid UTF-8.
 NOT_UTF8 = object()
+#: How a row's value of a carried column is read: ``_value``, ``_scalar`` or
+#: ``_checked_scalar``.
+Reader = Callable[[pa.Array, int], object]
 
 
 def _utf8_bytes(values: pa.Array, index: int) -> memoryview | None:
@@ -433,6 +440,26 @@ def _utf8_bytes(values: pa.Array, index: int) -> memoryview | None:
 
 def _scalar(values: pa.Array, index: int) -> pa.Scalar:
     return values[index]
+
+
+def _checked_scalar(values: pa.Array, index: int) -> pa.Scalar | object:
+    """The Arrow scalar at ``index``, or ``NOT_UTF8`` if a string in it is not UTF-8."""
+    value = values[index]
+    try:
+        value.validate(full=True)
+    except pa.ArrowInvalid:
+        return NOT_UTF8
+    return value
+
+
+def _valid(values: pa.Array) -> bool:
+    """Whether every string in ``values`` (nested ones included) is valid UTF-8: Arrow's
+    full validation checks that, as Parquet readers do not."""
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _value(values: pa.Array, index: int) -> object:

@@ -155,6 +155,40 @@ def test_strings_that_are_not_utf8_are_the_rows_errors(tmp_path, jobs):
     assert [r["text"] for r in ndjson(replaced.stdout)] == ["good text", "bad \ufffd text"]
 
 
+def test_strings_that_are_not_utf8_are_the_rows_errors_in_parquet_output(tmp_path):
+    """A carried string that is not UTF-8 (the id, a column, a struct's field, a list's
+    item) is its row's error in Parquet output as in NDJSON: the output holds the other
+    rows and is a valid Parquet file."""
+    def strings(values):
+        return pa.array(values).view(pa.string())
+    path = tmp_path / "strings.parquet"
+    pq.write_table(pa.table({
+        "id": strings([b"a", b"b\xff", b"c", b"d", b"e", b"f"]),
+        "text": ["one", "two", "three", "four", "five", "six"],
+        "url": strings([b"u", b"v", b"u\xff", b"w", b"x", b"y"]),
+        "meta": pa.StructArray.from_arrays([strings([b"m", b"m", b"m", b"m\xff", b"m", b"m"])],
+                                           names=["source"]),
+        "tags": pa.ListArray.from_arrays([0, 1, 2, 3, 4, 6, 7],
+                                         strings([b"t", b"t", b"t", b"t", b"t", b"t\xfe", b"t"])),
+    }), path)
+    errors = [f"chunkd: {path}: row 1: the id column holds a string that is not valid UTF-8",
+              f"chunkd: {path}: row 2: url holds a string that is not valid UTF-8",
+              f"chunkd: {path}: row 3: meta holds a string that is not valid UTF-8",
+              f"chunkd: {path}: row 4: tags holds a string that is not valid UTF-8"]
+    records = run_chunkd("--input", "parquet", str(path))
+    assert (records.returncode, records.stderr.decode().splitlines()) == (1, errors)
+    out = tmp_path / "out.parquet"
+    result = run_chunkd("--input", "parquet", str(path), "--format", "parquet",
+                        "--output", str(out))
+    assert (result.returncode, result.stderr.decode().splitlines()) == (1, errors)
+    written = pq.read_table(out)
+    written.validate(full=True)
+    assert written.select(["doc", "text", "url", "meta", "tags"]).to_pylist() == [
+        {"doc": record["doc"], "text": record["text"], "url": record["url"],
+         "meta": record["meta"], "tags": record["tags"]} for record in ndjson(records.stdout)]
+    assert written.column("doc").to_pylist() == ["a", "f"]
+
+
 def test_repeated_documents_in_a_small_file_stay_in_bounded_memory(tmp_path):
     """A dictionary-encoded column of one document repeated: the file is small, what
     it decodes to is not; a batch of rows is read at a time, not the file."""
