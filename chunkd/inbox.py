@@ -3,7 +3,9 @@
 For an input ``NAME`` the result is ``NAME.chunks.json`` (or ``.chunks.msgpack``), or
 ``NAME.error.json`` when the file cannot be chunked, beside it or under the output
 folder. A result is written to a hidden temporary file in its folder, synced and
-renamed into place, so a reader never sees a partial one. The input itself is only
+renamed into place, so a reader never sees a partial one; its records are spooled as
+they are made (``DocumentRecords``), so that a worker never holds a whole result, and
+every write is whole (``write_all``) or fails. The input itself is only
 read (unless ``--move-done`` asks to move it after success).
 
 Nothing outside the folders is ever read or written, whatever links, names or races
@@ -26,17 +28,20 @@ import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from typing import BinaryIO
 
 import orjson
 
 from chunkd import __version__
+from chunkd.output import OutputError, write_all
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds
 from chunkd.strategies import build, chunk_blocks
-from chunkd.writers import DocumentRecords, encode_document, name_value
+from chunkd.writers import DocumentRecords, Write, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
@@ -389,41 +394,53 @@ class Inbox:
             if signature(before) != signature(st):  # swapped or written to since the stat
                 return Outcome("changed", "replaced or changed before it was read",
                                signature(before))
-            digest = hashlib.sha256()
-            read = 0
+            # Records are spooled as they are made (to a file in the output folder past
+            # a MiB): a result is never held whole in memory.
+            with closing(DocumentRecords(self.options.format, self._spool_file)) as records:
+                return self._chunk_open(stream, records, folder, relative, name, before,
+                                        started, stopping, beat)
 
-            def on_bytes(data: bytes) -> None:
-                nonlocal read
-                if stopping():
-                    raise Abandoned()
-                read += len(data)
-                if read > self.options.max_bytes:  # it grows: no more than the limit in memory
-                    raise Grown()
-                digest.update(data)
-                beat()
+    def _chunk_open(self, stream: BinaryIO, records: DocumentRecords, folder: int,
+                    relative: str, name: str, before: os.stat_result, started: float,
+                    stopping: Callable[[], bool], beat: Callable[[], None]) -> Outcome:
+        """Chunk the open input ``stream`` into ``records``, then write its result."""
+        digest = hashlib.sha256()
+        read = 0
 
-            records = DocumentRecords()
-            identify = ChunkIds(relative) if self.settings.ids else None
-            if self.chunker is None:
-                self.chunker = build(self.settings)
-            try:
-                text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
-                                     self.settings.errors)
-                for made in chunk_blocks(self.chunker, text):
-                    records.add(identify(made) if identify else made)
-            except InputError as error:
-                self.chunker = None  # its state is the failed document's
-                reason = str(error).removeprefix(f"{display_name(relative)}: ")
-                return self.fail(relative, before, reason, folder)
-            except OSError as error:
-                self.chunker = None
-                return self.fail(relative, before, f"read failed: {error.strerror}")
-            except (Abandoned, Grown) as stop:
-                self.chunker = None
-                if isinstance(stop, Abandoned):
-                    raise
-                return Outcome("changed", "grew past --max-bytes while it was read",
-                               signature(os.fstat(fd)))
+        def on_bytes(data: bytes) -> None:
+            nonlocal read
+            if stopping():
+                raise Abandoned()
+            read += len(data)
+            if read > self.options.max_bytes:  # it grows: no more than the limit in memory
+                raise Grown()
+            digest.update(data)
+            beat()
+
+        identify = ChunkIds(relative) if self.settings.ids else None
+        if self.chunker is None:
+            self.chunker = build(self.settings)
+        try:
+            text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
+                                 self.settings.errors)
+            for made in chunk_blocks(self.chunker, text):
+                records.add(identify(made) if identify else made)
+        except InputError as error:
+            self.chunker = None  # its state is the failed document's
+            reason = str(error).removeprefix(f"{display_name(relative)}: ")
+            return self.fail(relative, before, reason, folder)
+        except OSError as error:
+            self.chunker = None
+            return self.fail(relative, before, f"read failed: {error.strerror}")
+        except OutputError as error:  # the spool's file: the environment's failure
+            self.chunker = None
+            return Outcome("failed", f"cannot write its result: {error}")
+        except (Abandoned, Grown) as stop:
+            self.chunker = None
+            if isinstance(stop, Abandoned):
+                raise
+            return Outcome("changed", "grew past --max-bytes while it was read",
+                           signature(os.fstat(stream.fileno())))
         # The file at its name now must be the one read, unchanged: no result for a
         # file deleted, replaced or written to meanwhile.
         try:
@@ -436,16 +453,32 @@ class Inbox:
             return Outcome("abandoned")
         if not self._in_inbox(folder, relative):
             return Outcome("gone", "its folder left the inbox while it was read")
-        document = records.document(self.header(relative, after, digest.hexdigest()))
+        header = self.header(relative, after, digest.hexdigest())
         written = self.write_result(relative, self.result_suffix,
-                                    encode_document(self.options.format, document))
+                                    lambda write: records.write(write, header))
         if written is not None:
             return written
-        message = (f"{len(records.chunks)} chunks, {after.st_size} bytes, "
+        message = (f"{records.count} chunks, {after.st_size} bytes, "
                    f"{time.monotonic() - started:.3f} s")
         if self.done is not None:
             message += self.move_to_done(folder, relative, name, after)
         return Outcome("processed", message, signature(after))
+
+    def _spool_file(self) -> BinaryIO:
+        """A nameless file for a result's records until they are written: in the output
+        folder, where the result goes, not in /tmp (which may be memory, as tmpfs).
+        Where the file system cannot make one nameless, a hidden temporary file
+        (``write_atomically``'s kind of name: one a crash leaves is removed at start)
+        is removed at once."""
+        flags = os.O_RDWR | os.O_CLOEXEC
+        try:
+            descriptor = os.open(".", flags | os.O_TMPFILE, 0o600, dir_fd=self.output)
+        except (AttributeError, OSError):  # not Linux, or not this file system
+            temporary = f".{secrets.token_hex(8)}{TEMP_SUFFIX}"
+            descriptor = os.open(temporary, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                 0o600, dir_fd=self.output)
+            os.unlink(temporary, dir_fd=self.output)
+        return open(descriptor, "w+b")
 
     def unchunkable(self, st: os.stat_result) -> str | None:
         """Why a file in this state is skipped (a link not followed, a FIFO...), or
@@ -487,12 +520,15 @@ class Inbox:
             except (OSError, Grown):
                 pass
         document = self.header(relative, st, sha256) | {"error": reason}
-        written = self.write_result(relative, ERROR_SUFFIX, orjson.dumps(document))
+        data = orjson.dumps(document)
+        written = self.write_result(relative, ERROR_SUFFIX, lambda write: write(data))
         return written or Outcome("error", reason, signature(st))
 
-    def write_result(self, relative: str, suffix: str, data: bytes) -> Outcome | None:
-        """Write one result (and remove the other kind, which no longer holds); None on
-        success, else the environment's failure."""
+    def write_result(self, relative: str, suffix: str,
+                     compose: Callable[[Write], None]) -> Outcome | None:
+        """Write one result, which ``compose`` writes a piece at a time (and remove the
+        other kind, which no longer holds); None on success, else the environment's
+        failure."""
         parts, name = _split(relative)
         other = ERROR_SUFFIX if suffix != ERROR_SUFFIX else self.result_suffix
         try:
@@ -501,7 +537,9 @@ class Inbox:
                     os.unlink(name + other, dir_fd=folder)
                 except FileNotFoundError:
                     pass
-                write_atomically(folder, name + suffix, data)
+                write_atomically(folder, name + suffix, compose)
+        except OutputError as error:  # reading the spool back
+            return Outcome("failed", f"cannot write its result: {error}")
         except OSError as error:
             # O_NOFOLLOW | O_DIRECTORY: a link and a file answer alike (ENOTDIR or ELOOP).
             where = ("a symbolic link or a file is on its output path, where a folder "
@@ -618,16 +656,17 @@ def _file_kind(mode: int) -> str:
     return "special file"
 
 
-def write_atomically(folder: int, name: str, data: bytes) -> None:
-    """Write ``name`` in ``folder`` so that readers see the old file or the whole new
-    one, never a part: a hidden temporary file (a short name, so that it fits where
-    the result's name does), fsync, rename, fsync of the folder."""
+def write_atomically(folder: int, name: str, compose: Callable[[Write], None]) -> None:
+    """Write ``name`` in ``folder``, as ``compose`` writes it a piece at a time, so that
+    readers see the old file or the whole new one, never a part: a hidden temporary
+    file (a short name, so that it fits where the result's name does), every piece
+    written whole, fsync, rename, fsync of the folder."""
     temporary = f".{secrets.token_hex(8)}{TEMP_SUFFIX}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o666, dir_fd=folder)
     try:
         with open(fd, "wb", closefd=True) as stream:
-            stream.write(data)
+            compose(partial(write_all, stream))
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)

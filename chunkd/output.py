@@ -7,12 +7,52 @@ the command quietly with status 0, as a Unix filter should; Ctrl-C is status 130
 
 from __future__ import annotations
 
+import errno
 import os
+import select
 import sys
 from collections.abc import Callable
 from typing import BinaryIO
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Writes in a row that may write nothing, each after waiting for the stream to be
+#: writable, before the output is given up as stuck.
+IDLE_WRITES = 100
+
+
+def write_all(stream: BinaryIO, data: bytes) -> None:
+    """Write all of ``data`` to ``stream``, or raise ``OSError``. A raw stream (stdout
+    under ``python -u`` or ``PYTHONUNBUFFERED=1``) may write part of it: Linux writes at
+    most 2 GiB - 4 KiB at once, a signal or a file size limit can cut a write short;
+    one whose descriptor another process made non-blocking may write nothing until it
+    is writable again. The rest is written until all is, so nothing is lost."""
+    view = memoryview(data)
+    idle = 0
+    while view:
+        try:
+            written = stream.write(view)
+        except BlockingIOError as error:  # a buffered stream, non-blocking underneath
+            written = error.characters_written
+        if not written:  # None or 0: wait for the stream rather than spin
+            idle += 1
+            if idle > IDLE_WRITES:
+                raise OSError(errno.EIO, "writes make no progress")
+            _wait_writable(stream)
+            continue
+        idle = 0
+        view = view[written:]
+
+
+def _wait_writable(stream: BinaryIO) -> None:
+    """Until the stream's descriptor can be written (at once for a file); a stream
+    without one is only tried again."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    poll = select.poll()
+    poll.register(descriptor, select.POLLOUT)
+    poll.poll()
 
 
 class OutputError(Exception):
@@ -26,13 +66,16 @@ class Output:
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> int:
+        """Write all of ``data`` (see ``write_all``); returns its length, as a stream's
+        ``write`` does."""
         try:
-            self.stream.write(data)
+            write_all(self.stream, data)
         except BrokenPipeError:
             raise
         except OSError as error:
             raise OutputError(f"stdout: {error.strerror or error}") from None
+        return len(data)
 
     def flush(self) -> None:
         try:

@@ -3,7 +3,11 @@
 A record is the chunk's fields (index, start, end, length, the optional fields the
 settings ask for, text), preceded by ``doc`` when the input names its documents and
 by the extra fields of an NDJSON input line.  Writers write bytes to a binary stream;
-the caller decides when to flush.
+the caller decides when to flush. Every write is whole (``chunkd.output.write_all``:
+a raw stream's short writes are completed) and at most about ``BATCH_BYTES`` (a record
+larger than that alone), so that no output is ever held whole in memory: a whole-
+document format encodes its records as they come into a spool, in memory up to
+``BATCH_BYTES`` and then in a temporary file, and writes the document from it.
 
 Names: a document name that is valid UTF-8 is written as a string; a file name that
 is not (Linux names are bytes) is written as ``{"bytes": "<base64>"}`` in JSON (the
@@ -14,13 +18,21 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import BinaryIO
 
 import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk
+from chunkd.output import OutputError, write_all
 
 FORMATS = ("ndjson", "json", "msgpack")
+#: The most bytes a writer joins for one write (a record larger than this alone).
+BATCH_BYTES = 1 << 20
+#: What writes bytes out: all of them, or raises.
+Write = Callable[[bytes], object]
 
 
 def name_value(name: object, binary: bool = False) -> object:
@@ -51,6 +63,41 @@ def chunk_record(chunk: Chunk, header: dict | None = None) -> dict:
             "length": chunk.length, **_optional(chunk), "text": chunk.text}
 
 
+def _json_records(chunks: Iterable[Chunk], opening: bytes, closing: bytes) -> Iterator[bytes]:
+    """Each chunk's JSON record, as ``orjson.dumps(chunk_record(chunk, header))`` would
+    write it: ``opening`` (``{`` and the header's keys), its fields, then ``closing``."""
+    # Formatting the numbers directly and letting orjson escape only the text is a
+    # third cheaper than a dict per chunk, and output is most of the command's time.
+    dumps = orjson.dumps
+    return (opening + b'"index":%d,"start":%d,"end":%d,"length":%d,' % chunk[:4]
+            + (dumps(_optional(chunk))[1:-1] + b"," if chunk[5:] != _NONE else b"")
+            + b'"text":' + dumps(chunk[4]) + closing for chunk in chunks)
+
+
+def write_batches(write: Write, pieces: Iterable[bytes], separator: bytes = b"",
+                  after_others: bool = False) -> int:
+    """Write ``pieces`` joined by ``separator``, about ``BATCH_BYTES`` a write;
+    ``after_others``: pieces were written before, so a separator comes first. Returns
+    the number of pieces."""
+    # A batch after others starts with an empty piece, so that the join puts the
+    # separator before its first one.
+    lead = [b""] if separator else []
+    batch = lead[:] if after_others else []
+    append, size, count, empty = batch.append, 0, 0, len(batch)
+    for piece in pieces:
+        append(piece)
+        size += len(piece)
+        if size >= BATCH_BYTES:
+            write(separator.join(batch))
+            count += len(batch) - empty
+            batch = lead[:]
+            append, size, empty = batch.append, 0, len(batch)
+    if len(batch) > empty:
+        write(separator.join(batch))
+        count += len(batch) - empty
+    return count
+
+
 class Writer:
     """NDJSON: one JSON object a line, one line per chunk, written as it comes."""
 
@@ -60,6 +107,7 @@ class Writer:
         """``named``: whether records carry their document's name as ``doc``."""
         self.stream = stream
         self.named = named
+        self.out: Write = partial(write_all, stream)
 
     def begin(self, doc: object, fields: dict) -> None:
         """Start a document."""
@@ -68,13 +116,7 @@ class Writer:
         self.opening = b"{" + (orjson.dumps(self.header)[1:-1] + b"," if self.header else b"")
 
     def write(self, chunks: list[Chunk]) -> None:
-        # Formatting the numbers directly and letting orjson escape only the text is a
-        # third cheaper than a dict per chunk, and output is most of the command's time.
-        dumps, opening = orjson.dumps, self.opening
-        self.stream.write(b"".join([
-            opening + b'"index":%d,"start":%d,"end":%d,"length":%d,' % chunk[:4]
-            + (dumps(_optional(chunk))[1:-1] + b"," if chunk[5:] != _NONE else b"")
-            + b'"text":' + dumps(chunk[4]) + b"}\n" for chunk in chunks]))
+        write_batches(self.out, _json_records(chunks, self.opening, b"}\n"))
 
     def end(self) -> None:
         """End the document."""
@@ -103,51 +145,157 @@ class MsgpackWriter(Writer):
 
     def write(self, chunks: list[Chunk]) -> None:
         pack, header = self.pack, self.header
-        self.stream.write(b"".join([pack(chunk_record(chunk, header)) for chunk in chunks]))
+        write_batches(self.out, (pack(chunk_record(chunk, header)) for chunk in chunks))
+
+
+class Spool:
+    """Bytes written in order, then copied out once: in memory up to ``BATCH_BYTES``,
+    then in the file ``open_file`` makes (read and written, nameless). A failure of
+    that file (a full disk) is an ``OutputError`` naming it."""
+
+    def __init__(self, open_file: Callable[[], BinaryIO]) -> None:
+        self.open_file = open_file
+        self.memory = bytearray()
+        self.file: BinaryIO | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.file is None and len(self.memory) + len(data) <= BATCH_BYTES:
+            self.memory += data
+            return
+        try:
+            if self.file is None:
+                self.file = self.open_file()
+                write_all(self.file, self.memory)
+                self.memory = bytearray()
+            write_all(self.file, data)
+        except OSError as error:
+            raise _spool_error(error) from None
+
+    def copy_to(self, write: Write) -> None:
+        """Write what was spooled, ``BATCH_BYTES`` at a time."""
+        if self.file is None:
+            if self.memory:
+                write(bytes(self.memory))
+            return
+        try:
+            self.file.seek(0)
+        except OSError as error:
+            raise _spool_error(error) from None
+        while block := self._read():
+            write(block)
+
+    def _read(self) -> bytes:
+        try:
+            return self.file.read(BATCH_BYTES)
+        except OSError as error:
+            raise _spool_error(error) from None
+
+    def close(self) -> None:
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:  # a failure already reported: the file is nameless, gone
+                pass
+            self.file = None
+
+
+def _spool_error(error: OSError) -> OutputError:
+    return OutputError(f"the temporary file of a document's records: "
+                       f"{error.strerror or error}")
 
 
 class DocumentRecords:
     """A whole document's records, for the formats that write a document at once
-    (``--format json``, the daemon's results): its chunk records and, in parent/child
-    mode, each parent once (``{"index", "start", "end", "length", "text"}``)."""
+    (``--format json``, the daemon's results, JSON or msgpack): its chunk records and,
+    in parent/child mode, each parent once (``{"index", "start", "end", "length",
+    "text"}``). They are encoded as they come into spools (``open_file`` makes the
+    file a spool goes to past ``BATCH_BYTES``), so that memory is bounded by a batch,
+    not by the document's output; ``write`` writes the document, as ``encode`` would
+    encode ``header``, the parents if any, then the chunks (always last)."""
 
-    def __init__(self) -> None:
-        self.chunks: list[dict] = []
-        self.parents: list[dict] = []
+    def __init__(self, format: str = "json",
+                 open_file: Callable[[], BinaryIO] = tempfile.TemporaryFile) -> None:
+        self.format = format
+        self.chunks, self.parents = Spool(open_file), Spool(open_file)
+        self.count = self.parent_count = 0   # chunks and parents so far
+        self.last_parent: int | None = None  # the index of the last parent spooled
+        if format == "msgpack":
+            import msgpack
+            self.pack = msgpack.Packer().pack
 
     def add(self, chunks: list[Chunk]) -> None:
+        parents = []
         for chunk in chunks:
             parent = chunk.parent
-            if parent is not None and (not self.parents or self.parents[-1]["index"] != parent.index):
-                self.parents.append(parent._asdict())
-            self.chunks.append(chunk_record(chunk))
+            if parent is not None and parent.index != self.last_parent:
+                self.last_parent = parent.index
+                parents.append(parent)
+        if self.format == "msgpack":
+            pack = self.pack
+            records = (pack(chunk_record(chunk)) for chunk in chunks)
+            parent_records = (pack(parent._asdict()) for parent in parents)
+            separator = b""
+        else:
+            records = _json_records(chunks, b"{", b"}")
+            parent_records = (orjson.dumps(parent._asdict()) for parent in parents)
+            separator = b","
+        self.parent_count += write_batches(self.parents.write, parent_records, separator,
+                                           self.parent_count > 0)
+        self.count += write_batches(self.chunks.write, records, separator, self.count > 0)
 
-    def document(self, header: dict) -> dict:
-        """``header``'s keys, the parents if any, then the chunks (always last)."""
-        return header | ({"parents": self.parents} if self.parents else {}) | {"chunks": self.chunks}
+    def write(self, write: Write, header: dict) -> None:
+        """Write the document: ``header``'s keys, ``parents`` if any, then ``chunks``."""
+        if self.format == "msgpack":
+            import msgpack
+            packer = msgpack.Packer()
+            write(packer.pack_map_header(len(header) + (self.parent_count > 0) + 1)
+                  + b"".join(packer.pack(key) + packer.pack(value)
+                             for key, value in header.items()))
+            if self.parent_count:
+                write(packer.pack("parents") + packer.pack_array_header(self.parent_count))
+                self.parents.copy_to(write)
+            write(packer.pack("chunks") + packer.pack_array_header(self.count))
+            self.chunks.copy_to(write)
+            return
+        opening = orjson.dumps(header)[:-1]
+        write(opening + b"," if header else opening)
+        if self.parent_count:
+            write(b'"parents":[')
+            self.parents.copy_to(write)
+            write(b"],")
+        write(b'"chunks":[')
+        self.chunks.copy_to(write)
+        write(b"]}")
+
+    def close(self) -> None:
+        """Remove the spools' files."""
+        self.chunks.close()
+        self.parents.close()
 
 
 class JsonWriter(Writer):
     """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``;
-    it holds a document's chunks until the document ends."""
+    it spools a document's records until the document ends (see ``DocumentRecords``)."""
+
+    records: DocumentRecords | None = None
 
     def begin(self, doc: object, fields: dict) -> None:
+        self.close()  # a document that failed leaves its records unwritten
         self.header = {"doc": name_value(doc)} | fields
-        self.records = DocumentRecords()
+        self.records = DocumentRecords("json")
 
     def write(self, chunks: list[Chunk]) -> None:
         self.records.add(chunks)
 
     def end(self) -> None:
-        self.stream.write(encode_document("json", self.records.document(self.header)) + b"\n")
+        self.records.write(self.out, self.header)
+        self.out(b"\n")
+        self.close()
 
-
-def encode_document(format: str, document: dict) -> bytes:
-    """A whole document (a dict with a ``chunks`` list) as JSON or msgpack bytes."""
-    if format == "msgpack":
-        import msgpack
-        return msgpack.packb(document)
-    return orjson.dumps(document)
+    def close(self, failed: bool = False) -> None:
+        if self.records is not None:
+            self.records.close()
+            self.records = None
 
 
 def make_writer(format: str, stream: BinaryIO, named: bool) -> Writer:
