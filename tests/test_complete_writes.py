@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
 import msgpack
 import orjson
@@ -249,3 +250,41 @@ def test_format_json_whose_spool_fails_is_one_line_and_exit_1(tmp_path):
     assert (result.returncode, result.stderr) == (
         1, b"chunkd: the temporary file of a document's records: File too large\n")
     assert os.listdir(spool) == []
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_a_non_blocking_stdout_that_fills_up_is_waited_for(tmp_path, unbuffered):
+    """Another process may make a shared pipe non-blocking (node and ssh do): when it
+    is full, chunkd waits until it can write again, and loses nothing."""
+    import fcntl
+    import termios
+
+    path = tmp_path / "doc.md"
+    path.write_text("Some words here. " * 20_000, encoding="utf-8")
+    expected = run_chunkd("--chars", "200", str(path)).stdout
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    capacity = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+    assert len(expected) > 2 * capacity
+    env = dict(os.environ, **({"PYTHONUNBUFFERED": "1"} if unbuffered else {}))
+    process = subprocess.Popen([chunkd_command(), "--chars", "200", str(path)],
+                               stdout=write_end, stderr=subprocess.PIPE, env=env)
+    os.close(write_end)
+    try:
+        # Only once the pipe is full (the next write cannot go through) is it read.
+        deadline = time.monotonic() + 60
+        pending = bytearray(4)
+        while process.poll() is None:
+            fcntl.ioctl(read_end, termios.FIONREAD, pending)
+            if int.from_bytes(pending, sys.byteorder) >= capacity:
+                break
+            assert time.monotonic() < deadline, "the pipe never filled"
+            time.sleep(0.01)
+        with open(read_end, "rb") as pipe:
+            output = pipe.read()
+        assert (process.wait(timeout=60), process.stderr.read()) == (0, b"")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert output == expected
