@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from command import chunkd_command, ndjson, run_chunkd
-from chunkd.output import Output
+from chunkd.output import Output, OutputError
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
 from chunkd.writers import BATCH_BYTES, make_writer
@@ -96,6 +96,18 @@ def test_a_stream_that_writes_short_still_gets_every_byte(format):
     written(format, Output(short), chunks)
     assert bytes(short.data) == whole.getvalue()
     assert len(decoded(format, bytes(short.data))) == (1 if format == "json" else len(chunks))
+
+
+def test_a_stream_that_never_takes_a_byte_is_an_output_error_not_a_hang():
+    class Stuck(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:
+            return 0
+
+    with pytest.raises(OutputError, match="^stdout: writes make no progress$"):
+        Output(Stuck()).write(b"some bytes")
 
 
 @pytest.mark.parametrize("format", FORMATS)
