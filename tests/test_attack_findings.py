@@ -227,14 +227,15 @@ def test_a_file_replaced_while_its_old_result_is_written_gets_its_own_result(inb
     old result is being written keeps the old result until the next full rescan
     (--rescan, 60 s by default)."""
     target = inbox / "a.txt"
-    watcher = watch(inbox, "--rescan", "600", "-v")
+    paused, go = inbox.parent / "paused", inbox.parent / "go"
+    watcher = watch(inbox, "--rescan", "600", "-v", faults={"pause_writing": {
+        "suffix": "a.txt.chunks.json", "paused": str(paused), "go": str(go)}})
     watcher.started()
-    drop(target, (b"version one " * 100 + b"\n\n") * 40000)      # 48 MB: a long write
-    while not any(p.name.endswith(".chunkd-tmp") for p in inbox.iterdir()):
-        assert watcher.process.poll() is None
-        time.sleep(0.001)
-    new = b"version two\n"
+    drop(target, b"version one\n")
+    watcher.wait_for(paused.exists, what="the old version's result about to be written")
+    new = b"version two, longer\n"
     drop(target, new)
+    go.touch()
 
     def current() -> bool:
         try:
@@ -254,20 +255,25 @@ def test_move_done_moves_only_the_file_that_was_chunked(tmp_path, watch):
     inbox, done = tmp_path / "in", tmp_path / "done"
     inbox.mkdir()
     target = inbox / "a.txt"
-    watcher = watch(inbox, "--move-done", str(done), "-v")
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    watcher = watch(inbox, "--move-done", str(done), "-v", faults={"pause_writing": {
+        "suffix": "a.txt.chunks.json", "paused": str(paused), "go": str(go)}})
     watcher.started()
-    drop(target, (b"version one " * 100 + b"\n\n") * 40000)      # 48 MB: a long write
-    while not any(p.name.endswith(".chunkd-tmp") for p in inbox.iterdir()):
-        assert watcher.process.poll() is None
-        time.sleep(0.001)
-    new = b"version two\n"
+    drop(target, b"version one\n")
+    watcher.wait_for(paused.exists, what="the old version's result about to be written")
+    new = b"version two, longer\n"
     drop(target, new)
-    watcher.wait_for(lambda: watcher.lines("processed a.txt"), timeout=60, what="the outcome")
-    time.sleep(1)
-    moved = (done / "a.txt").read_bytes() if (done / "a.txt").exists() else None
-    if moved == new:                       # the new version left the inbox: it must have
-        result = orjson.loads((inbox / "a.txt.chunks.json").read_bytes())  # been chunked
-        assert result["size"] == len(new), "the new version was moved to DONE unchunked"
+    go.touch()
+
+    def new_version_chunked_then_moved() -> bool:
+        try:
+            result = orjson.loads((inbox / "a.txt.chunks.json").read_bytes())
+            return result["size"] == len(new) and (done / "a.txt").read_bytes() == new
+        except (OSError, ValueError):
+            return False
+    watcher.wait_for(new_version_chunked_then_moved, timeout=60,
+                     what="the new version's result, then the new version moved")
+    assert not target.exists()
     assert watcher.stop() == 0
 
 
@@ -284,8 +290,7 @@ def test_changing_format_leaves_no_stale_result_of_the_other_format(inbox, watch
     watcher.wait_for((inbox / "a.txt.chunks.msgpack").exists, what="the msgpack result")
     drop(inbox / "a.txt", b"second version, quite different")
     watcher.wait_for(lambda: len(watcher.lines("processed a.txt")) >= 2, what="the new version")
-    stale = inbox / "a.txt.chunks.json"
-    assert not stale.exists() or orjson.loads(stale.read_bytes())["size"] == 31, \
+    assert not (inbox / "a.txt.chunks.json").exists(), \
         "a result of the old version is still at a.txt.chunks.json"
     assert watcher.stop() == 0
 
@@ -308,24 +313,16 @@ def test_folders_made_for_results_let_the_group_remove_them(tmp_path, watch):
     assert watcher.stop() == 0
 
 
-def test_naming_the_inbox_as_output_dir_is_not_taken_for_another_daemon(inbox):
+def test_naming_the_inbox_as_output_dir_is_not_taken_for_another_daemon(inbox, watch):
     """README: 'a second one on the same inbox or output folder exits 2 (an exclusive
     lock)'. With --output-dir naming the inbox itself the daemon locks the folder twice
-    through two descriptors and refuses to start, blaming 'another chunkd watch'."""
-    log = inbox.parent / "self-output.log"
-    with open(log, "wb") as stderr:
-        process = subprocess.Popen([chunkd_command(), "watch", str(inbox), "--output-dir",
-                                    str(inbox)], stdout=subprocess.DEVNULL, stderr=stderr)
-    try:
-        process.wait(timeout=8)
-    except subprocess.TimeoutExpired:      # it started: what was expected
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert b"another chunkd watch" not in log.read_bytes(), log.read_bytes()
+    through two descriptors and refused to start, blaming 'another chunkd watch'. It
+    starts, chunks, and stops cleanly."""
+    (inbox / "a.txt").write_text("a file to chunk", encoding="utf-8")
+    watcher = watch(inbox, "--output-dir", str(inbox))
+    watcher.wait_for((inbox / "a.txt.chunks.json").exists, what="the result")
+    assert watcher.stop() == 0
+    assert not any("another chunkd watch" in line for line in watcher.log())
 
 
 def test_durations_that_are_not_finite_are_usage_errors(inbox):

@@ -11,7 +11,11 @@ and in each of its worker processes. Faults:
 - "lose_events": inotify's events are lost, and watchdog's logger says its queue
   overflowed, as watchdog does when the kernel drops events;
 - "interrupt_importing": a module name; importing it raises KeyboardInterrupt, as a
-  Ctrl-C during start-up does.
+  Ctrl-C during start-up does;
+- "pause_writing": ``{"suffix": ..., "paused": PATH, "go": PATH}``; the first result
+  whose name ends so is held before it is written: PATH "paused" is created, and the
+  write goes on once PATH "go" exists (or after 60 s), so that a test can act at
+  exactly that moment.
 """
 
 import errno
@@ -41,6 +45,24 @@ if faults.get("enospc_while"):
         return real_write(folder, name, data)
 
     chunkd.inbox.write_atomically = full_disk_write
+
+if faults.get("pause_writing"):
+    import time
+
+    import chunkd.inbox
+
+    pause = faults["pause_writing"]
+    real_atomic_write = chunkd.inbox.write_atomically
+
+    def paused_write(folder, name, compose):
+        if name.endswith(pause["suffix"]) and not os.path.exists(pause["paused"]):
+            open(pause["paused"], "x").close()
+            deadline = time.monotonic() + 60
+            while not os.path.exists(pause["go"]) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return real_atomic_write(folder, name, compose)
+
+    chunkd.inbox.write_atomically = paused_write
 
 if faults.get("eacces_suffix"):
     real_open = os.open
