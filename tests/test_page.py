@@ -331,6 +331,16 @@ def test_an_overlap_not_smaller_than_the_size_is_refused_on_the_page(page, serve
     assert page.locator(".row").count() == 0
 
 
+def test_strategy_tooltips_are_plain_text(page, server):
+    open_server_page(page, server.url)
+    titles = dict(page.eval_on_selector_all("#strategy option",
+                                            "o => o.map(x => [x.value, x.title])"))
+    assert titles["recursive"].endswith("merged greedily up to the size (LangChain's "
+                                        "_merge_splits).")
+    assert titles["markdown"].endswith("; headings on every chunk.")
+    assert not any("`" in title for title in titles.values())
+
+
 def test_markup_in_a_document_is_shown_as_text(page, server):
     open_server_page(page, server.url)
     paste(page, HOSTILE)

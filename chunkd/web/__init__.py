@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import importlib.resources
 import io
+import re
 import statistics
 
 import orjson
@@ -48,13 +49,24 @@ def with_token_counts(settings: Settings) -> Settings:
     return dataclasses.replace(settings, count_tokens=True)
 
 
+#: reST inline markup in a docstring: ``literal``, `interpreted`, :role:`target`.
+_REST_MARKUP = re.compile(r"(?::\w+:)?``?([^`]+?)``?")
+
+
+def plain_summary(docstring: str | None) -> str:
+    """A docstring's first paragraph as plain text on one line (a tooltip shows
+    markup as written)."""
+    first = (docstring or "").split("\n\n")[0]
+    return " ".join(_REST_MARKUP.sub(r"\1", first).split())
+
+
 def strategy_descriptions() -> list[dict]:
     """Every registered strategy as the page's settings form offers it: a window
     strategy takes a size in its own unit, the others in one of their units; a
     strategy with ``parents`` also takes a parent size."""
     return [{"name": name, "units": list(kind.units), "window": kind.window,
              "default_size": kind.default_size, "parents": kind.parents,
-             "summary": " ".join((kind.__doc__ or "").split("\n\n")[0].split())}
+             "summary": plain_summary(kind.__doc__)}
             for name, kind in REGISTRY.items()]
 
 
