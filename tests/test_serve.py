@@ -200,7 +200,9 @@ def test_invalid_utf8_gets_the_filters_message(server, tmp_path):
 
 def test_unknown_paths_and_parameters(server):
     status, answer = split(server, b"text", chars=10, colour="red")
-    assert status == 400 and answer["error"] == "unrecognized arguments: --colour red"
+    assert status == 400 and answer["error"] == (
+        "unknown parameter 'colour'; a split takes strategy, chars, tokens, size, overlap, "
+        "parent-chars, parent-tokens, parent-overlap, errors and doc")
     for path in ("/../../etc/passwd", "/chunkd/serve.py", "/web/app.js", "/api/split"):
         status, _, _ = request(server, "GET", path, host=f"127.0.0.1:{server.port}")
         assert status == 404, path
