@@ -241,7 +241,8 @@ def test_a_busy_port_is_a_clear_error():
 
 
 def test_bad_options_are_usage_errors():
-    for options in (["--port", "70000"], ["--max-bytes", "0"], ["--chars", "5", "--overlap", "9"]):
+    for options in (["--port", "70000"], ["--max-bytes", "0"], ["--chars", "5", "--overlap", "9"],
+                    ["--max-chunks", "0"], ["--time-limit", "0"], ["--idle-timeout", "nan"]):
         result = run_chunkd("serve", *options)
         assert result.returncode == 2, options
         assert result.stderr.decode().splitlines()[-1].startswith("chunkd serve: error: ")

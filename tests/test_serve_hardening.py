@@ -122,6 +122,18 @@ def test_a_host_that_is_not_this_server_as_reached_is_refused(server, host):
         assert data.startswith(f"chunkd serve: Host {host!r} is not a name of this server".encode())
 
 
+def test_on_the_ipv6_loopback_it_is_reached_as_its_address_or_localhost():
+    with Serve("--host", "::1") as serve:
+        assert serve.url == f"http://[::1]:{serve.port}/"
+        for host, status in ((f"[::1]:{serve.port}", 200), (f"localhost:{serve.port}", 200),
+                             (f"[0:0::1]:{serve.port}", 200), (f"127.0.0.1:{serve.port}", 403),
+                             (f"[::1]:{serve.port + 1}", 403)):
+            assert request(serve, "GET", "/", host=host)[0] == status, host
+        origin = {"Origin": f"http://[::1]:{serve.port}"}
+        assert post_split(serve, b"x", "chars=10", origin, host=f"[::1]:{serve.port}")[0] == 200
+        assert post_split(serve, b"x", "chars=10", origin, host=f"localhost:{serve.port}")[0] == 403
+
+
 # --- a request is never command-line arguments ---------------------------------------
 
 @pytest.mark.parametrize("query, message", [
