@@ -64,8 +64,8 @@ from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (ERRORS, CommandParser, Settings, SettingsError, _number, _overlap,
                              add_settings_options, parse_with_settings, settings_from_options)
 from chunkd.strategies import build
-from chunkd.web import (ASSETS, FEED_POINTS, ReportTooLarge, asset, report,
-                        strategy_descriptions, with_token_counts)
+from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
+                        with_token_counts)
 
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BYTES = 64 * 2**20
@@ -230,10 +230,10 @@ class Splits:
             answer = _read_until_end(read_end, time.monotonic() + self.time_limit)
         finally:
             os.close(read_end)
-            os.kill(pid, signal.SIGKILL)  # at the limit; or a process already ending
-            _, ended = os.waitpid(pid, 0)
-            with self.lock:
+            with self.lock:  # a pid stop() may kill is never one reaped (and reused)
+                os.kill(pid, signal.SIGKILL)  # at the limit; or a process already ending
                 self.running.discard(pid)
+            _, ended = os.waitpid(pid, 0)
         if answer is None:
             return 422, _error(f"the split took more than {self.time_limit:g} s, the most "
                                "this server gives one (--time-limit); choose a larger size, "
@@ -304,8 +304,7 @@ def _split(settings: Settings, body: bytes, name: str | None,
            max_chunks: int) -> tuple[int, bytes]:
     """The status and JSON answer of one split (in its own process)."""
     try:
-        blocks = (body[at:at + FEED_POINTS] for at in range(0, len(body), FEED_POINTS))
-        text = "".join(decode_blocks(blocks, name or "the document", settings.errors))
+        text = "".join(decode_blocks([body], name or "the document", settings.errors))
         data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
                                    max_points=REPEAT_BOUND * len(text) + 2**20))
     except InputError as error:
@@ -313,9 +312,11 @@ def _split(settings: Settings, body: bytes, name: str | None,
     except ReportTooLarge as error:
         return 422, _error(str(error))
     except MemoryError:
-        return 422, _error(f"the split needs more than the {SPLIT_MEMORY // 2**30} GiB of memory "
-                           "a split may take; choose a larger size, or split a smaller "
-                           "document")
+        return 422, _error(f"the split needs more than the {SPLIT_MEMORY // 2**30} GiB of "
+                           "memory a split may take; choose a larger size, or split a "
+                           "smaller document")
+    except Exception as error:  # a fault in a strategy: said, not a silent empty answer
+        return 500, _error(f"the split failed: {type(error).__name__}: {error}")
     if len(data) > MAX_ANSWER:
         return 422, _error(f"the answer would be {_size(len(data))}, more than this server "
                            f"sends ({_size(MAX_ANSWER)}); choose a larger size or a smaller "
@@ -347,6 +348,7 @@ class PageServer(ThreadingHTTPServer):
         self.splits = Splits(time_limit, max_chunks)
         self.idle_timeout = idle_timeout
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.closing: list[tuple[float, socket.socket]] = []  # turned away, closing
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
                                     "strategies": strategy_descriptions(),
                                     "initial": initial, "max_bytes": max_bytes})
@@ -373,26 +375,55 @@ class PageServer(ThreadingHTTPServer):
 
     def process_request(self, request, client_address) -> None:
         """A thread for the connection, unless ``MAX_CONNECTIONS`` are open: then a
-        503 at once (it fits in the socket's buffer) and the connection closed."""
+        503 at once, without a thread (see ``turn_away``)."""
         if not self.connections.acquire(blocking=False):
-            message = (f"chunkd serve: {MAX_CONNECTIONS} connections are open, the most "
-                       "it takes; try again\n").encode()
-            head = [f"HTTP/1.0 503 {HTTPStatus(503).phrase}", "Connection: close",
-                    "Content-Type: text/plain; charset=utf-8",
-                    f"Content-Length: {len(message)}",
-                    *(f"{header}: {value}" for header, value in SECURITY_HEADERS.items())]
-            try:
-                request.setblocking(False)
-                request.send("\r\n".join(head).encode() + b"\r\n\r\n" + message)
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self.turn_away(request)
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
             self.connections.release()
             raise
+
+    def turn_away(self, request: socket.socket) -> None:
+        """Answer 503 (it fits in the socket's buffer) and end the sending; the
+        connection is closed once the client has closed it or within
+        ``DRAIN_SECONDS``, its request read and dropped meanwhile (closing a socket
+        with unread data resets the connection, and the client might lose the 503)."""
+        message = (f"chunkd serve: {MAX_CONNECTIONS} connections are open, the most it "
+                   "takes; try again\n").encode()
+        head = [f"HTTP/1.0 503 {HTTPStatus(503).phrase}", "Connection: close",
+                "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(message)}",
+                *(f"{header}: {value}" for header, value in SECURITY_HEADERS.items())]
+        try:
+            request.setblocking(False)
+            request.send("\r\n".join(head).encode() + b"\r\n\r\n" + message)
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            request.close()
+            return
+        if len(self.closing) >= MAX_CONNECTIONS:  # turned away in a flood: no waiting
+            request.close()
+        else:
+            self.closing.append((time.monotonic() + DRAIN_SECONDS, request))
+
+    def service_actions(self) -> None:
+        """Between requests (at least twice a second): close the connections turned
+        away whose client has closed, or whose time is up."""
+        super().service_actions()
+        now, waiting = time.monotonic(), []
+        for deadline, connection in self.closing:
+            try:
+                while connection.recv(1 << 16):
+                    pass
+            except BlockingIOError:
+                if now < deadline:
+                    waiting.append((deadline, connection))
+                    continue
+            except OSError:
+                pass
+            connection.close()
+        self.closing = waiting
 
     def process_request_thread(self, request, client_address) -> None:
         try:
