@@ -373,7 +373,7 @@ class PageServer(ThreadingHTTPServer):
             host = socket.gethostname()
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: socket.socket, client_address: tuple) -> None:
         """A thread for the connection, unless ``MAX_CONNECTIONS`` are open: then a
         503 at once, without a thread (see ``turn_away``)."""
         if not self.connections.acquire(blocking=False):
@@ -425,13 +425,13 @@ class PageServer(ThreadingHTTPServer):
             connection.close()
         self.closing = waiting
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.connections.release()
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: socket.socket, client_address: tuple) -> None:
         """One line, not a traceback: most often a client that went away or stalled."""
         error = sys.exc_info()[1]
         reason = (error.strerror or type(error).__name__ if isinstance(error, OSError)
@@ -604,17 +604,20 @@ class PageHandler(BaseHTTPRequestHandler):
         self.respond(status, f"chunkd serve: {message}\n".encode(), "text/plain; charset=utf-8")
         self.close_connection = True
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
         """http.server's own errors (a method it lacks, a request line too long or
         malformed): one line of text, with the security headers as every answer."""
         if self.request_version in ("", "HTTP/0.9"):
             self.request_version = "HTTP/1.0"  # headers, for a malformed request line too
         self.close_connection = True
-        self.log(f"refused {self.requestline[:200]!r}: {code} {message or HTTPStatus(code).phrase}")
-        self.respond(code, f"chunkd serve: {message or HTTPStatus(code).phrase}\n".encode(),
-                     "text/plain; charset=utf-8", body_too=self.command != "HEAD")
+        message = message or HTTPStatus(code).phrase
+        self.log(f"refused {self.requestline[:200]!r}: {code} {message}")
+        self.respond(code, f"chunkd serve: {message}\n".encode(), "text/plain; charset=utf-8",
+                     body_too=self.command != "HEAD")
 
-    def respond(self, status: int, body: bytes, content_type: str, *, body_too: bool = True) -> None:
+    def respond(self, status: int, body: bytes, content_type: str, *,
+                body_too: bool = True) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -119,7 +119,8 @@ def test_a_host_that_is_not_this_server_as_reached_is_refused(server, host):
         status, _, data = request(server, method, "/api/split?chars=10" if body else "/",
                                   body, host=host)
         assert status == 403, (method, host)
-        assert data.startswith(f"chunkd serve: Host {host!r} is not a name of this server".encode())
+        refusal = f"chunkd serve: Host {host!r} is not a name of this server"
+        assert data.startswith(refusal.encode())
 
 
 def test_on_the_ipv6_loopback_it_is_reached_as_its_address_or_localhost():
@@ -130,8 +131,8 @@ def test_on_the_ipv6_loopback_it_is_reached_as_its_address_or_localhost():
                              (f"[::1]:{serve.port + 1}", 403)):
             assert request(serve, "GET", "/", host=host)[0] == status, host
         origin = {"Origin": f"http://[::1]:{serve.port}"}
-        assert post_split(serve, b"x", "chars=10", origin, host=f"[::1]:{serve.port}")[0] == 200
-        assert post_split(serve, b"x", "chars=10", origin, host=f"localhost:{serve.port}")[0] == 403
+        for host, status in ((f"[::1]:{serve.port}", 200), (f"localhost:{serve.port}", 403)):
+            assert post_split(serve, b"x", "chars=10", origin, host=host)[0] == status, host
 
 
 # --- a request is never command-line arguments ---------------------------------------
@@ -276,12 +277,21 @@ def test_the_http_servers_own_errors_carry_the_security_headers(server, sent, st
     assert body.startswith(b"chunkd serve: ") and body.count(b"\n") == 1
 
 
-def test_stdout_that_cannot_be_written_is_one_line_and_status_1():
-    with open("/dev/full", "wb") as full:
-        result = subprocess.run([chunkd_command(), "serve", "--port", "0"], stdout=full,
+@pytest.mark.parametrize("stdout, reason", [("full", "No space left on device"),
+                                            ("reader gone", "Broken pipe")])
+def test_stdout_that_cannot_be_written_is_one_line_and_status_1(stdout, reason):
+    """Nobody would learn where the page is: it says why, and stops."""
+    if stdout == "full":
+        target = os.open("/dev/full", os.O_WRONLY)
+    else:
+        reader, target = os.pipe()
+        os.close(reader)
+    try:
+        result = subprocess.run([chunkd_command(), "serve", "--port", "0"], stdout=target,
                                 stderr=subprocess.PIPE, timeout=60)
-    assert (result.returncode, result.stderr) == (
-        1, b"chunkd serve: stdout: No space left on device\n")
+    finally:
+        os.close(target)
+    assert (result.returncode, result.stderr) == (1, f"chunkd serve: stdout: {reason}\n".encode())
 
 
 def test_a_client_that_goes_away_mid_document_costs_one_line():
