@@ -381,9 +381,9 @@ class PageServer(ThreadingHTTPServer):
             return
         try:
             super().process_request(request, client_address)
-        except BaseException:
+        except RuntimeError:  # no thread could be started: the connection is dropped
             self.connections.release()
-            raise
+            self.shutdown_request(request)
 
     def turn_away(self, request: socket.socket) -> None:
         """Answer 503 (it fits in the socket's buffer) and end the sending; the

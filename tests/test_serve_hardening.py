@@ -329,7 +329,8 @@ def test_connections_beyond_the_bound_get_a_503_at_once():
     with Serve("--idle-timeout", "600") as serve:
         stalled = [socket.create_connection((serve.host, serve.port), timeout=PROMPTLY)
                    for _ in range(MAX_CONNECTIONS)]
-        answer = raw_exchange(serve, f"GET / HTTP/1.1\r\nHost: {own_host(serve)}\r\n\r\n".encode())
+        get = f"GET / HTTP/1.1\r\nHost: {own_host(serve)}\r\n\r\n".encode()
+        answer = raw_exchange(serve, get)
         assert answer.startswith(b"HTTP/1.0 503 Service Unavailable\r\n")
         assert b"\r\nContent-Security-Policy: default-src 'none';" in answer
         assert answer.endswith(f"chunkd serve: {MAX_CONNECTIONS} connections are open, the "
@@ -341,3 +342,16 @@ def test_connections_beyond_the_bound_get_a_503_at_once():
             status, _, _ = request(serve, "GET", "/", host=own_host(serve))
             return status == 200
         wait_for(served, "a request served once the stalled connections are closed")
+
+
+def test_sigterm_stops_it_at_once_with_connections_stalled():
+    serve = Serve()
+    stalled = [socket.create_connection((serve.host, serve.port), timeout=PROMPTLY)
+               for _ in range(10)]
+    stalled[0].sendall(b"POST /api/split HTTP/1.1\r\n")
+    assert request(serve, "GET", "/", host=own_host(serve))[0] == 200  # all accepted
+    try:
+        assert serve.stop(signal.SIGTERM) == (0, "")  # Serve.stop waits 30 s at most
+    finally:
+        for connection in stalled:
+            connection.close()
