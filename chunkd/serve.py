@@ -530,13 +530,11 @@ class PageHandler(BaseHTTPRequestHandler):
         site = self.headers.get("Sec-Fetch-Site")
         if origin is None and site in (None, "same-origin"):
             return True  # not a browser: curl, a script on this machine
-        if origin is not None:
+        if origin is not None and site in (None, "same-origin"):
             parts = urlsplit(origin)
+            reached = self.own_authority(self.headers["Host"])  # checked: not None
             if (parts.scheme == "http" and not parts.path and not parts.query
-                    and self.own_authority(parts.netloc) is not None
-                    and self.own_authority(parts.netloc) == self.own_authority(
-                        self.headers["Host"])
-                    and site in (None, "same-origin")):
+                    and self.own_authority(parts.netloc) == reached):
                 return True
         sender = origin or f"another site (Sec-Fetch-Site: {site})"
         self.refuse(403, f"a page from {sender} may not use this server; open "

@@ -4,7 +4,6 @@ what one request can take, and keeps answering (and stops on SIGTERM) meanwhile.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
