@@ -3,48 +3,87 @@
     chunkd serve                       # http://127.0.0.1:8000/, loopback only
     chunkd serve --tokens 300 --port 8080
 
-The page (``chunkd.web``) posts a document to ``/api/split`` with the settings as query
-parameters spelled like the command-line options (``?strategy=recursive&tokens=300&
-overlap=15%25&parent-tokens=1200``); they are parsed by the same option parser as the
-filter's, so they mean the same and are refused with the same message. The answer is a
-report: the filter's records for that document, with exact token counts, and a summary.
+The page (``chunkd.web``) posts a document to ``/api/split`` with its choices as query
+parameters named like the command-line options (``?strategy=recursive&tokens=300&
+overlap=15%25&parent-tokens=1200``). A request is never parsed as command-line
+arguments: it takes only these parameters (``QUERY``), each value read by its
+option's own conversion and the settings checked as the filter's are, so they mean
+the same and are refused with the same message. The options the page has no control
+for (``--language``, ``--separators``, ...) are the server's, fixed when it started.
+The answer is a report: the filter's records for that document, with exact token
+counts, and a summary.
 
 Safety, for a page that holds the user's documents: it listens on the loopback
 address unless ``--host`` says otherwise; it answers only requests whose Host names
-this server (an IP address, ``localhost``, the ``--host`` name or this machine's name:
-not a DNS name rebound to 127.0.0.1 by a foreign web page), takes posts only from its
-own origin, limits the body (``--max-bytes``), and every answer carries a
-Content-Security-Policy that lets the page load nothing but its own files.
+this server as the connection reached it, with its port (the address reached,
+``localhost`` on a loopback address, the ``--host`` name, this machine's name when it
+listens on every address: never a DNS name rebound to it by a foreign web page);
+a post that carries an Origin must come from exactly that origin (a browser always
+sends one; a program on the machine such as curl need not). Every answer, errors
+included, carries a Content-Security-Policy that lets the page load nothing but its
+own files.
 
-Exit status: 0 stopped by Ctrl-C or SIGTERM, 2 bad options or an address it cannot
-listen on.
+Bounds, so that one request cannot take the machine: the body (``--max-bytes``); each
+split runs in a process of its own, forked for it, killed after ``--time-limit``
+seconds, with at most ``SPLIT_MEMORY`` more memory than the server, giving at most
+``--max-chunks`` chunks holding at most four times the document's text
+(``MAX_ANSWER`` bytes of answer); ``SPLITS_AT_ONCE`` splits at once;
+``MAX_CONNECTIONS`` connections at once, each closed after ``--idle-timeout``
+seconds without a byte. A regular expression the server was started with
+(``--separators`` with ``--separator-regex``) thus cannot stop it either.
+
+Exit status: 0 stopped by Ctrl-C or SIGTERM, 1 the address could not be written to
+stdout, 2 bad options or an address it cannot listen on.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
+import os
+import resource
+import selectors
 import signal
 import socket
 import socketserver
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NoReturn
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
 from chunkd import __version__
-from chunkd.output import EXIT_OK, EXIT_USAGE
+from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _silence_stdout as silence_stdout
 from chunkd.readers import InputError, decode_blocks
-from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
-                             parse_with_settings, settings_from_args)
+from chunkd.settings import (ERRORS, CommandParser, Settings, SettingsError, _number, _overlap,
+                             add_settings_options, parse_with_settings, settings_from_options)
 from chunkd.strategies import build
-from chunkd.web import ASSETS, asset, report, strategy_descriptions, with_token_counts
+from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
+                        with_token_counts)
 
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BYTES = 64 * 2**20
+DEFAULT_MAX_CHUNKS = 100_000
+DEFAULT_TIME_LIMIT = 60.0
+DEFAULT_IDLE_TIMEOUT = 20.0
+#: The most connections open at once, a thread each; one more is answered 503 at once.
+MAX_CONNECTIONS = 64
+#: The most splits at once, a process each (reading the document included); another
+#: waits for one to end, up to the time limit.
+SPLITS_AT_ONCE = 2
+#: The memory (address space) a split's process may take beyond the server's own.
+SPLIT_MEMORY = 2 * 2**30
+#: The largest answer a split gives (the report as JSON).
+MAX_ANSWER = 512 * 2**20
+#: The chunks of a document may hold at most this many times its code points (plus a
+#: mebibyte, for short documents): more repeats it over and over (the overlap).
+REPEAT_BOUND = 4
 
 #: The page loads its own script, style and data, nothing else, and cannot be framed.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -64,64 +103,229 @@ SECURITY_HEADERS = {
 #: sending, gets the answer rather than a reset connection.
 DRAIN_SECONDS = 5.0
 
+#: The query parameters of a split, each read as the option of the same name reads
+#: its value; ``doc`` is the document's name.
+QUERY: dict[str, Callable[[str], object]] = {
+    "strategy": str, "chars": _number, "tokens": _number, "size": _number,
+    "overlap": _overlap, "parent-chars": _number, "parent-tokens": _number,
+    "parent-overlap": _overlap, "errors": str}
+#: The settings a request cannot choose: the server's own, as it was started.
+SERVER_SETTINGS = ("strip_headings", "embed_text", "separators", "separator_regex",
+                   "language", "keep_separator", "strip_whitespace")
 
-class _OptionParser(argparse.ArgumentParser):
-    """The settings options of every chunkd command; a bad value raises
-    ``SettingsError`` with argparse's message instead of exiting."""
 
-    def error(self, message: str):
-        raise SettingsError(message)
-
-
-def settings_from_query(query: str, fixed: list[str]) -> tuple[Settings, str | None]:
-    """The settings and the document name (``doc``) of a split request. Every other
-    parameter is a settings option without its dashes (``parent-chars=800``); the
-    option parser refuses what is not one. ``fixed``: the server's own arguments for
-    the settings the page has no control for (``--language python``...)."""
-    argv, name = ["--count-tokens", *fixed], None
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | None]:
+    """The settings and the document name (``doc``) of a split request; the settings
+    a request cannot choose are ``server``'s. Bad values raise ``SettingsError``
+    (or ``ValueError``, for a malformed query) with the option's message."""
+    values: dict[str, object] = {}
+    name = None
+    pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query),
+                      max_num_fields=len(QUERY) + 1)
+    for key, value in pairs:
+        if key in values or (key == "doc" and name is not None):
+            raise SettingsError(f"{key} is given twice")
         if key == "doc":
             name = value or None
+        elif key not in QUERY:
+            raise SettingsError(f"unknown parameter {key!r}; a split takes "
+                                f"{', '.join(QUERY)} and doc")
         else:
-            argv += [f"--{key}", value]
-    parser = _OptionParser(prog="chunkd serve", add_help=False)
-    add_settings_options(parser)
-    return settings_from_args(parser.parse_args(argv)), name
+            try:
+                values[key] = QUERY[key](value)
+            except argparse.ArgumentTypeError as error:
+                raise SettingsError(f"argument --{key}: {error}") from None
+    errors = values.pop("errors", "strict")
+    if errors not in ERRORS:
+        raise SettingsError(f"argument --errors: invalid choice: {errors!r} (choose from "
+                            f"{', '.join(map(repr, ERRORS))})")
+    options = {key.replace("-", "_"): value for key, value in values.items()}
+    fixed = {field: getattr(server, field) for field in SERVER_SETTINGS}
+    return settings_from_options(**options, **fixed, errors=errors, count_tokens=True), name
 
 
 # --- who may ask ---------------------------------------------------------------------
 
-def split_host(host: str) -> str:
-    """The name in a Host header or an origin's authority, without the port."""
-    if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+def parse_authority(authority: str) -> tuple[str, int | None] | None:
+    """The (name, port) in a Host header or an origin's authority: the name in lower
+    case, an IP address written as ``ipaddress`` writes it; None if malformed."""
+    if authority.startswith("["):
+        name, bracket, rest = authority[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:] if rest else None
+    else:
+        name, colon, port = authority.partition(":")
+        port = port if colon else None
+    if port is not None and not (port.isascii() and port.isdigit() and int(port) < 65536):
+        return None
+    return canonical(name), None if port is None else int(port)
 
 
-def is_ip_address(name: str) -> bool:
+def canonical(name: str) -> str:
+    """A host name in lower case; an IP address written one way (an IPv4 address
+    mapped into IPv6 as IPv4)."""
     try:
-        ipaddress.ip_address(name)
-        return True
+        address = ipaddress.ip_address(name)
     except ValueError:
-        return False
+        return name.lower()
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
 
 
 class Names:
-    """The names under which a browser may reach this server. An IP address and
-    ``localhost`` cannot be rebound by a foreign site's DNS; other names are trusted
-    only when they are the ``--host`` given or this machine's own name."""
+    """The names under which a browser reaches this server: the address the
+    connection reached (it cannot be rebound by a foreign site's DNS), ``localhost``
+    on a loopback address, the ``--host`` given, and this machine's name when it
+    listens on every address. Another IP address, another port or any other name
+    (``evil.localhost`` too) is not this server."""
 
-    def __init__(self, host: str) -> None:
-        self.names = {"localhost", host.lower().strip("[]"), socket.gethostname().lower()}
+    def __init__(self, host: str, everywhere: bool) -> None:
+        self.given = {canonical(host.strip("[]"))}
+        if everywhere:
+            self.given.add(socket.gethostname().lower())
 
-    def allowed(self, name: str) -> bool:
-        name = name.lower().rstrip(".")
-        return (is_ip_address(name) or name in self.names
-                or name.endswith(".localhost"))  # browsers resolve these to loopback
+    def of(self, local_address: str) -> set[str]:
+        """The names of this server for a connection that reached ``local_address``."""
+        local = canonical(local_address)
+        names = self.given | {local}
+        if ipaddress.ip_address(local).is_loopback:
+            names.add("localhost")
+        return names
 
-    def allowed_origin(self, origin: str) -> bool:
-        parts = urlsplit(origin)
-        return parts.scheme == "http" and self.allowed(split_host(parts.netloc))
+
+# --- splits, each in a process of its own --------------------------------------------
+
+class Splits:
+    """Runs each split in a process forked for it, so that nothing a request runs (a
+    regular expression that backtracks for ever, a setting that makes millions of
+    chunks) can hold the server: the process is killed at the time limit, its memory
+    is bounded, and the server goes on answering and stops at once on SIGTERM."""
+
+    def __init__(self, time_limit: float, max_chunks: int) -> None:
+        self.time_limit = time_limit
+        self.max_chunks = max_chunks
+        self.slots = threading.BoundedSemaphore(SPLITS_AT_ONCE)
+        self.running: set[int] = set()
+        self.lock = threading.Lock()
+
+    def split(self, settings: Settings, body: bytes, name: str | None) -> tuple[int, bytes]:
+        """The status and JSON answer of a split (run within a slot: see ``slots``)."""
+        read_end, write_end = os.pipe()
+        with self.lock:  # stop() sees every process
+            try:
+                pid = os.fork()
+            except OSError as error:  # out of processes or memory: the machine is busy
+                os.close(read_end)
+                os.close(write_end)
+                return 503, _error(f"cannot start a split: {error.strerror or error}; "
+                                   "try again")
+            if pid == 0:
+                os.close(read_end)
+                _split_in_child(write_end, settings, body, name, self.max_chunks,
+                                self.time_limit)
+            self.running.add(pid)
+        os.close(write_end)
+        try:
+            answer = _read_until_end(read_end, time.monotonic() + self.time_limit)
+        finally:
+            os.close(read_end)
+            with self.lock:  # a pid stop() may kill is never one reaped (and reused)
+                os.kill(pid, signal.SIGKILL)  # at the limit; or a process already ending
+                self.running.discard(pid)
+            _, ended = os.waitpid(pid, 0)
+        if answer is None:
+            return 422, _error(f"the split took more than {self.time_limit:g} s, the most "
+                               "this server gives one (--time-limit); choose a larger size, "
+                               "or split a smaller document")
+        if len(answer) < 2:
+            how = (f"signal {signal.Signals(os.WTERMSIG(ended)).name}"
+                   if os.WIFSIGNALED(ended) else f"status {os.WEXITSTATUS(ended)}")
+            return 500, _error(f"the split failed: its process ended with {how} (a split "
+                               f"may take {SPLIT_MEMORY // 2**30} GiB of memory)")
+        return int.from_bytes(answer[:2], "big"), answer[2:]
+
+    def stop(self) -> None:
+        """Kill the splits still running (the server is stopping)."""
+        with self.lock:
+            for pid in self.running:
+                os.kill(pid, signal.SIGKILL)
+
+
+def _read_until_end(fd: int, deadline: float) -> bytes | None:
+    """What a split's process writes until it ends; None at the deadline."""
+    parts = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return None
+            data = os.read(fd, 1 << 20)
+            if not data:
+                return b"".join(parts)
+            parts.append(data)
+
+
+def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
+                    max_chunks: int, time_limit: float) -> NoReturn:
+    """A split's process: write the status (two bytes) and the answer to ``out``."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the server kills it
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(math.ceil(time_limit) + 5)  # ends it even if the server was killed
+        # The listening socket and the connections are the server's, not this one's.
+        os.closerange(3, out)
+        os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        _limit_memory(SPLIT_MEMORY)
+        status, answer = _split(settings, body, name, max_chunks)
+        view = memoryview(status.to_bytes(2, "big") + answer)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os._exit(0)
+
+
+def _limit_memory(more: int) -> None:
+    """Let this process grow by ``more`` bytes of address space, no further (beyond
+    that, an allocation fails: a MemoryError)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return  # not Linux: the time limit and the other bounds still hold
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > size + more:
+        resource.setrlimit(resource.RLIMIT_AS, (size + more, hard))
+
+
+def _split(settings: Settings, body: bytes, name: str | None,
+           max_chunks: int) -> tuple[int, bytes]:
+    """The status and JSON answer of one split (in its own process)."""
+    try:
+        text = "".join(decode_blocks([body], name or "the document", settings.errors))
+        data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
+                                   max_points=REPEAT_BOUND * len(text) + 2**20))
+    except InputError as error:
+        return 400, _error(str(error))
+    except ReportTooLarge as error:
+        return 422, _error(str(error))
+    except MemoryError:
+        return 422, _error(f"the split needs more than the {SPLIT_MEMORY // 2**30} GiB of "
+                           "memory a split may take; choose a larger size, or split a "
+                           "smaller document")
+    except Exception as error:  # a fault in a strategy: said, not a silent empty answer
+        return 500, _error(f"the split failed: {type(error).__name__}: {error}")
+    if len(data) > MAX_ANSWER:
+        return 422, _error(f"the answer would be {_size(len(data))}, more than this server "
+                           f"sends ({_size(MAX_ANSWER)}); choose a larger size or a smaller "
+                           "overlap")
+    return 200, data
+
+
+def _error(message: str) -> bytes:
+    return orjson.dumps({"error": message})
 
 
 # --- the server ----------------------------------------------------------------------
@@ -130,19 +334,26 @@ class PageServer(ThreadingHTTPServer):
     """The HTTP server of one ``chunkd serve``."""
 
     daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS
 
     def __init__(self, host: str, port: int, initial: dict, max_bytes: int,
-                 fixed: Sequence[str] = ()) -> None:
+                 settings: Settings | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS,
+                 time_limit: float = DEFAULT_TIME_LIMIT,
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
         self.address_family = family
-        self.names = Names(host)
         self.max_bytes = max_bytes
-        self.fixed = list(fixed)  # settings arguments the page has no control for
+        self.settings = settings or Settings()  # those the page has no control for
+        self.splits = Splits(time_limit, max_chunks)
+        self.idle_timeout = idle_timeout
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.closing: list[tuple[float, socket.socket]] = []  # turned away, closing
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
                                     "strategies": strategy_descriptions(),
                                     "initial": initial, "max_bytes": max_bytes})
         super().__init__(address, PageHandler)
+        self.names = Names(host, self.everywhere)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind asks DNS for the host's full name, which can hang on a
@@ -151,11 +362,81 @@ class PageServer(ThreadingHTTPServer):
         self.server_name, self.server_port = self.server_address[:2]
 
     @property
+    def everywhere(self) -> bool:
+        """Whether it listens on every address (0.0.0.0 or ::)."""
+        return ipaddress.ip_address(self.server_address[0]).is_unspecified
+
+    @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        if ipaddress.ip_address(host).is_unspecified:
+        if self.everywhere:
             host = socket.gethostname()
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+    def process_request(self, request: socket.socket, client_address: tuple) -> None:
+        """A thread for the connection, unless ``MAX_CONNECTIONS`` are open: then a
+        503 at once, without a thread (see ``turn_away``)."""
+        if not self.connections.acquire(blocking=False):
+            self.turn_away(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:  # no thread could be started: the connection is dropped
+            self.connections.release()
+            self.shutdown_request(request)
+
+    def turn_away(self, request: socket.socket) -> None:
+        """Answer 503 (it fits in the socket's buffer) and end the sending; the
+        connection is closed once the client has closed it or within
+        ``DRAIN_SECONDS``, its request read and dropped meanwhile (closing a socket
+        with unread data resets the connection, and the client might lose the 503)."""
+        message = (f"chunkd serve: {MAX_CONNECTIONS} connections are open, the most it "
+                   "takes; try again\n").encode()
+        head = [f"HTTP/1.0 503 {HTTPStatus(503).phrase}", "Connection: close",
+                "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(message)}",
+                *(f"{header}: {value}" for header, value in SECURITY_HEADERS.items())]
+        try:
+            request.setblocking(False)
+            request.send("\r\n".join(head).encode() + b"\r\n\r\n" + message)
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            request.close()
+            return
+        if len(self.closing) >= MAX_CONNECTIONS:  # turned away in a flood: no waiting
+            request.close()
+        else:
+            self.closing.append((time.monotonic() + DRAIN_SECONDS, request))
+
+    def service_actions(self) -> None:
+        """Between requests (at least twice a second): close the connections turned
+        away whose client has closed, or whose time is up."""
+        super().service_actions()
+        now, waiting = time.monotonic(), []
+        for deadline, connection in self.closing:
+            try:
+                while connection.recv(1 << 16):
+                    pass
+            except BlockingIOError:
+                if now < deadline:
+                    waiting.append((deadline, connection))
+                    continue
+            except OSError:
+                pass
+            connection.close()
+        self.closing = waiting
+
+    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
+
+    def handle_error(self, request: socket.socket, client_address: tuple) -> None:
+        """One line, not a traceback: most often a client that went away or stalled."""
+        error = sys.exc_info()[1]
+        reason = (error.strerror or type(error).__name__ if isinstance(error, OSError)
+                  else f"{type(error).__name__}: {error}")
+        log(f"connection from {client_address[0]} ended: {reason}")
 
 
 class PageHandler(BaseHTTPRequestHandler):
@@ -164,6 +445,10 @@ class PageHandler(BaseHTTPRequestHandler):
     server: PageServer
     server_version = "chunkd"
     sys_version = ""
+
+    def setup(self) -> None:
+        self.timeout = self.server.idle_timeout  # StreamRequestHandler sets it on the socket
+        super().setup()
 
     def do_GET(self) -> None:
         if not self.check_host():
@@ -178,46 +463,86 @@ class PageHandler(BaseHTTPRequestHandler):
             self.respond(404, b"not found\n", "text/plain; charset=utf-8")
 
     def do_POST(self) -> None:
-        if not self.check_host():
-            return
-        origin = self.headers.get("Origin")
-        if origin is not None and not self.server.names.allowed_origin(origin):
-            self.refuse(403, f"a page from {origin} may not use this server")
+        if not self.check_host() or not self.check_origin():
             return
         parts = urlsplit(self.path)
         if parts.path != "/api/split":
             self.respond(404, b"not found\n", "text/plain; charset=utf-8")
             return
-        body = self.read_body()
-        if body is None:
+        length = self.body_length()
+        if length is None:
+            return
+        splits = self.server.splits
+        if not splits.slots.acquire(timeout=splits.time_limit):
+            self.api_error(503, f"{SPLITS_AT_ONCE} splits are running, the most this server "
+                                "runs at once; try again")
+            self.drain(length)
             return
         try:
-            settings, name = settings_from_query(parts.query, self.server.fixed)
-            settings = with_token_counts(settings)
-            text = "".join(decode_blocks([body], name or "the document", settings.errors))
-        except (SettingsError, InputError, ValueError) as error:
-            self.api_error(400, str(error))
-            return
-        started = time.perf_counter()
-        data = orjson.dumps(report(settings, text, name))
-        self.respond(200, data, "application/json")
-        self.log(f"split {len(body):,} bytes in {time.perf_counter() - started:.2f} s")
+            started = time.perf_counter()
+            body = self.read_body(length, time.monotonic() + splits.time_limit)
+            if body is None:
+                return
+            try:
+                settings, name = settings_from_query(parts.query, self.server.settings)
+            except (SettingsError, ValueError) as error:
+                self.api_error(400, str(error))
+                return
+            status, data = splits.split(settings, body, name)
+        finally:
+            splits.slots.release()
+        self.respond(status, data, "application/json")
+        if status == 200:
+            self.log(f"split {_size(len(body))} in {time.perf_counter() - started:.2f} s")
+        else:
+            self.log(f"refused a split of {_size(len(body))}: "
+                     f"{orjson.loads(data)['error']}")
 
     def check_host(self) -> bool:
-        """Answer only requests for this server's names (DNS rebinding)."""
+        """Answer only requests for this server's names and port (DNS rebinding)."""
         host = self.headers.get("Host")
         if host is None:
             self.refuse(400, "no Host header")
             return False
-        if not self.server.names.allowed(split_host(host)):
+        if self.own_authority(host) is None:
             self.refuse(403, f"Host {host!r} is not a name of this server (a DNS name "
                              "pointed here by another site?); open "
                              f"{self.server.url} instead")
             return False
         return True
 
-    def read_body(self) -> bytes | None:
-        """The request's body, or None once an error has been answered."""
+    def own_authority(self, authority: str) -> tuple[str, int] | None:
+        """``authority`` (``name:port``) parsed, if it names this server as this
+        connection reached it; else None."""
+        parsed = parse_authority(authority)
+        if parsed is None:
+            return None
+        name, port = parsed
+        local = self.connection.getsockname()[0]
+        if name not in self.server.names.of(local) or (port or 80) != self.server.server_port:
+            return None
+        return name, port or 80
+
+    def check_origin(self) -> bool:
+        """A post that carries an Origin comes from exactly this server's page, as
+        reached (the Host): another port, name or address is another site."""
+        origin = self.headers.get("Origin")
+        site = self.headers.get("Sec-Fetch-Site")
+        if origin is None and site in (None, "same-origin"):
+            return True  # not a browser: curl, a script on this machine
+        if origin is not None and site in (None, "same-origin"):
+            parts = urlsplit(origin)
+            reached = self.own_authority(self.headers["Host"])  # checked: not None
+            if (parts.scheme == "http" and not parts.path and not parts.query
+                    and self.own_authority(parts.netloc) == reached):
+                return True
+        sender = origin or f"another site (Sec-Fetch-Site: {site})"
+        self.refuse(403, f"a page from {sender} may not use this server; open "
+                         f"{self.server.url} instead")
+        return False
+
+    def body_length(self) -> int | None:
+        """The request's Content-Length, or None once an error has been answered."""
         length_header = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or length_header is None:
             self.api_error(411, "send the document with a Content-Length")
@@ -235,11 +560,24 @@ class PageHandler(BaseHTTPRequestHandler):
                                 "a larger --max-bytes")
             self.drain(length)
             return None
-        body = self.rfile.read(length)
-        if len(body) < length:
+        return length
+
+    def read_body(self, length: int, deadline: float) -> bytes | None:
+        """The request's body, read by the deadline; None once the client stalled, went
+        away or missed the deadline (answered, if it can still be)."""
+        parts, left = [], length
+        while left and time.monotonic() < deadline:
+            data = self.rfile.read1(min(left, 1 << 20))
+            if not data:
+                self.close_connection = True
+                return None
+            parts.append(data)
+            left -= len(data)
+        if left:
+            self.api_error(408, "the document did not arrive within the time limit")
             self.close_connection = True
             return None
-        return body
+        return b"".join(parts)
 
     def drain(self, length: int) -> None:
         """Read and drop a refused body for a while: closing a socket with unread
@@ -257,27 +595,49 @@ class PageHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def api_error(self, status: int, message: str) -> None:
-        self.respond(status, orjson.dumps({"error": message}), "application/json")
+        self.respond(status, _error(message), "application/json")
 
     def refuse(self, status: int, message: str) -> None:
         self.log(f"refused {self.command} {self.path}: {message}")
         self.respond(status, f"chunkd serve: {message}\n".encode(), "text/plain; charset=utf-8")
         self.close_connection = True
 
-    def respond(self, status: int, body: bytes, content_type: str) -> None:
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """http.server's own errors (a method it lacks, a request line too long or
+        malformed): one line of text, with the security headers as every answer."""
+        if self.request_version in ("", "HTTP/0.9"):
+            self.request_version = "HTTP/1.0"  # headers, for a malformed request line too
+        self.close_connection = True
+        message = message or HTTPStatus(code).phrase
+        self.log(f"refused {self.requestline[:200]!r}: {code} {message}")
+        self.respond(code, f"chunkd serve: {message}\n".encode(), "text/plain; charset=utf-8",
+                     body_too=self.command != "HEAD")
+
+    def respond(self, status: int, body: bytes, content_type: str, *,
+                body_too: bool = True) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         for header, value in SECURITY_HEADERS.items():
             self.send_header(header, value)
         self.end_headers()
-        self.wfile.write(body)
+        if body_too:
+            self.wfile.write(body)
 
     def log(self, line: str) -> None:
-        print(f"chunkd serve: {line}", file=sys.stderr, flush=True)
+        log(line)
 
     def log_message(self, format: str, *args) -> None:
         """Quiet: one line per split or refusal is written by ``log``."""
+
+
+def log(line: str) -> None:
+    """One line on stderr; nothing if stderr cannot be written (nowhere to say so)."""
+    try:
+        print(f"chunkd serve: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _size(count: int) -> str:
@@ -301,8 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "has no control for (--language, --separators, --embed-text, ...) apply "
                     "to every split. Nothing "
                     "leaves this machine: the page loads nothing from the network.",
-        epilog="Exit status: 0 stopped by Ctrl-C or SIGTERM, 2 bad options or an address "
-               "it cannot listen on.")
+        epilog="Exit status: 0 stopped by Ctrl-C or SIGTERM, 1 the address could not be "
+               "written to stdout, 2 bad options or an address it cannot listen on.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on (default: 127.0.0.1, this machine "
                              "only); 0.0.0.0 or :: offers the page to the network")
@@ -311,6 +671,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
                         help="the largest document it takes, in bytes (default: "
                              f"{DEFAULT_MAX_BYTES}, 64 MiB)")
+    parser.add_argument("--max-chunks", type=int, default=DEFAULT_MAX_CHUNKS, metavar="N",
+                        help="the most chunks a split gives; settings that make more are "
+                             f"refused (default: {DEFAULT_MAX_CHUNKS:,})")
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="S",
+                        help="the longest a split may take, in seconds, before it is "
+                             f"stopped and refused (default: {DEFAULT_TIME_LIMIT:g})")
+    parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT,
+                        metavar="S", help="a connection that sends or takes nothing for S "
+                                          "seconds is closed (default: "
+                                          f"{DEFAULT_IDLE_TIMEOUT:g})")
     add_settings_options(parser)
     return parser
 
@@ -325,8 +695,14 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be from 0 to 65535, got {args.port}")
-    if args.max_bytes < 1:
-        parser.error(f"--max-bytes must be at least 1, got {args.max_bytes}")
+    for option in ("max_bytes", "max_chunks"):
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1, "
+                         f"got {getattr(args, option)}")
+    for option in ("time_limit", "idle_timeout"):
+        if not 0 < getattr(args, option) <= 86400:
+            parser.error(f"--{option.replace('_', '-')} must be more than 0 and at most "
+                         f"86400 seconds, got {getattr(args, option):g}")
     signal.signal(signal.SIGTERM, _stop)
     try:
         return serve(args, settings)
@@ -339,8 +715,9 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     build(with_token_counts(settings))  # load the tokenizer now, not at the first split
     initial = {name: getattr(args, name) for name in INITIAL_OPTIONS}
     try:
-        server = PageServer(args.host, args.port, initial, args.max_bytes,
-                            fixed=settings.other_arguments())
+        server = PageServer(args.host, args.port, initial, args.max_bytes, settings,
+                            max_chunks=args.max_chunks, time_limit=args.time_limit,
+                            idle_timeout=args.idle_timeout)
     except (OSError, UnicodeError) as error:
         reason = getattr(error, "strerror", None) or error
         print(f"chunkd serve: cannot listen on {args.host} port {args.port}: {reason}",
@@ -348,9 +725,16 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_USAGE
     with server:
         bound = server.server_address[0]
-        everywhere = ipaddress.ip_address(bound).is_unspecified
-        print(f"chunkd serve: open {server.url} (Ctrl-C stops it)"
-              + (f"; listening on every address ({bound}): anyone who can reach this "
-                 "machine can use the page" if everywhere else ""), flush=True)
-        server.serve_forever()
+        try:
+            print(f"chunkd serve: open {server.url} (Ctrl-C stops it)"
+                  + (f"; listening on every address ({bound}): anyone who can reach this "
+                     "machine can use the page" if server.everywhere else ""), flush=True)
+        except (OSError, ValueError) as error:  # nobody would learn where the page is
+            log(f"stdout: {getattr(error, 'strerror', None) or error}")
+            silence_stdout()
+            return EXIT_FAILED
+        try:
+            server.serve_forever()
+        finally:
+            server.splits.stop()
     return EXIT_OK

@@ -53,7 +53,8 @@ class Watch:
     """What a page did that it should not: errors (CSP refusals included) and dialogs.
     The browser logs the server's refusals (400, 413) of what a test sends on purpose."""
 
-    REFUSALS = ("status of 400 (Bad Request)", "status of 413 (Request Entity Too Large)")
+    REFUSALS = ("status of 400 (Bad Request)", "status of 413 (Request Entity Too Large)",
+                "status of 422 (Unprocessable Entity)")
 
     def __init__(self, page) -> None:
         self.errors: list[str] = []
@@ -329,6 +330,31 @@ def test_an_overlap_not_smaller_than_the_size_is_refused_on_the_page(page, serve
     assert page.text_content("#message") == ("--overlap 100 is not smaller than the size (100 "
                                              "chars); write --overlap 99 or less, or a larger --chars")
     assert page.locator(".row").count() == 0
+
+
+def test_strategy_tooltips_are_plain_text(page, server):
+    open_server_page(page, server.url)
+    titles = dict(page.eval_on_selector_all("#strategy option",
+                                            "o => o.map(x => [x.value, x.title])"))
+    assert titles["recursive"].endswith("merged greedily up to the size (LangChain's "
+                                        "_merge_splits).")
+    assert titles["markdown"].endswith("; headings on every chunk.")
+    assert not any("`" in title for title in titles.values())
+
+
+def test_a_split_over_the_servers_bounds_is_refused_on_the_page(page):
+    with Serve("--max-chunks", "50") as serve:
+        open_server_page(page, serve.url)
+        paste(page, "a" * 200)
+        choose(page, "recursive", "chars", "1", "0")
+        page.click("#split")
+        expect(page.locator("#message")).to_have_text(
+            "these settings cut the document into more than 50 chunks, the most this server "
+            "shows; choose a larger size")
+        assert page.locator(".row").count() == 0
+        paste(page, "a" * 50)  # within the bound: split and shown
+        split(page)
+        assert page.locator("#message").is_hidden() and page.locator(".row").count() > 0
 
 
 def test_markup_in_a_document_is_shown_as_text(page, server):

@@ -200,7 +200,9 @@ def test_invalid_utf8_gets_the_filters_message(server, tmp_path):
 
 def test_unknown_paths_and_parameters(server):
     status, answer = split(server, b"text", chars=10, colour="red")
-    assert status == 400 and answer["error"] == "unrecognized arguments: --colour red"
+    assert status == 400 and answer["error"] == (
+        "unknown parameter 'colour'; a split takes strategy, chars, tokens, size, overlap, "
+        "parent-chars, parent-tokens, parent-overlap, errors and doc")
     for path in ("/../../etc/passwd", "/chunkd/serve.py", "/web/app.js", "/api/split"):
         status, _, _ = request(server, "GET", path, host=f"127.0.0.1:{server.port}")
         assert status == 404, path
@@ -239,7 +241,8 @@ def test_a_busy_port_is_a_clear_error():
 
 
 def test_bad_options_are_usage_errors():
-    for options in (["--port", "70000"], ["--max-bytes", "0"], ["--chars", "5", "--overlap", "9"]):
+    for options in (["--port", "70000"], ["--max-bytes", "0"], ["--chars", "5", "--overlap", "9"],
+                    ["--max-chunks", "0"], ["--time-limit", "0"], ["--idle-timeout", "nan"]):
         result = run_chunkd("serve", *options)
         assert result.returncode == 2, options
         assert result.stderr.decode().splitlines()[-1].startswith("chunkd serve: error: ")

@@ -16,7 +16,9 @@ import dataclasses
 import hashlib
 import importlib.resources
 import io
+import re
 import statistics
+from collections.abc import Iterator
 
 import orjson
 
@@ -48,21 +50,68 @@ def with_token_counts(settings: Settings) -> Settings:
     return dataclasses.replace(settings, count_tokens=True)
 
 
+#: reST inline markup in a docstring: ``literal``, `interpreted`, :role:`target`.
+_REST_MARKUP = re.compile(r"(?::\w+:)?``?([^`]+?)``?")
+
+#: Code points fed to the chunker at a time, so that a bound stops a split early.
+FEED_POINTS = 1 << 14
+
+
+class ReportTooLarge(ValueError):
+    """A report over the bound its caller set; the message says which and what to do."""
+
+
+def plain_summary(docstring: str | None) -> str:
+    """A docstring's first paragraph as plain text on one line (a tooltip shows
+    markup as written)."""
+    first = (docstring or "").split("\n\n")[0]
+    return " ".join(_REST_MARKUP.sub(r"\1", first).split())
+
+
 def strategy_descriptions() -> list[dict]:
     """Every registered strategy as the page's settings form offers it: a window
     strategy takes a size in its own unit, the others in one of their units; a
     strategy with ``parents`` also takes a parent size."""
     return [{"name": name, "units": list(kind.units), "window": kind.window,
              "default_size": kind.default_size, "parents": kind.parents,
-             "summary": " ".join((kind.__doc__ or "").split("\n\n")[0].split())}
+             "summary": plain_summary(kind.__doc__)}
             for name, kind in REGISTRY.items()]
 
 
-def report(settings: Settings, text: str, name: str | None = None) -> dict:
-    """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
-    same settings (with ``doc`` when the document has a ``name``, as for a FILE)."""
+def bounded_chunks(settings: Settings, text: str, max_chunks: int | None = None,
+                   max_points: int | None = None) -> list[Chunk]:
+    """The document's chunks; over ``max_chunks`` chunks, or over ``max_points`` code
+    points in all chunks together (the overlap repeats text), ``ReportTooLarge`` as
+    soon as a block of the text shows it, before the rest is cut."""
     chunker = build(settings)
-    chunks = chunker.feed(text) + chunker.finish()
+
+    def blocks() -> Iterator[list[Chunk]]:
+        for at in range(0, len(text), FEED_POINTS):
+            yield chunker.feed(text[at:at + FEED_POINTS])
+        yield chunker.finish()
+
+    chunks: list[Chunk] = []
+    points = 0
+    for block in blocks():
+        chunks += block
+        points += sum(chunk.end - chunk.start for chunk in block)
+        if max_chunks is not None and len(chunks) > max_chunks:
+            raise ReportTooLarge(f"these settings cut the document into more than "
+                                 f"{max_chunks:,} chunks, the most this server shows; "
+                                 "choose a larger size")
+        if max_points is not None and points > max_points:
+            raise ReportTooLarge(f"the chunks hold more than {max_points:,} code points "
+                                 "together, the most this server shows for this document; "
+                                 "choose a smaller overlap or a larger size")
+    return chunks
+
+
+def report(settings: Settings, text: str, name: str | None = None,
+           max_chunks: int | None = None, max_points: int | None = None) -> dict:
+    """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
+    same settings (with ``doc`` when the document has a ``name``, as for a FILE).
+    ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``)."""
+    chunks = bounded_chunks(settings, text, max_chunks, max_points)
     out = io.BytesIO()
     writer = make_writer("ndjson", out, named=name is not None)
     writer.begin(name, {})
