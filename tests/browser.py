@@ -30,8 +30,11 @@ class Serve:
     def __init__(self, *args: str) -> None:
         # Its log goes to a file: a pipe nobody reads would fill and stop the server.
         self.log = tempfile.TemporaryFile()
+        # PYTHONFAULTHANDLER: a server that does not stop dumps every thread's stack
+        # when aborted (see ``stop``), so that the test says where it hung.
         self.process = subprocess.Popen([chunkd_command(), "serve", "--port", "0", *args],
-                                        stdout=subprocess.PIPE, stderr=self.log)
+                                        stdout=subprocess.PIPE, stderr=self.log,
+                                        env=os.environ | {"PYTHONFAULTHANDLER": "1"})
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         assert ready, "chunkd serve printed no address within 60 s"
         self.banner = self.process.stdout.readline().decode()
@@ -46,8 +49,13 @@ class Serve:
         try:
             self.process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            raise
+            self.process.send_signal(signal.SIGABRT)
+            try:
+                self.process.wait(timeout=10)
+            finally:
+                self.process.kill()
+            raise AssertionError(f"chunkd serve did not stop within 30 s of signal "
+                                 f"{signum}; its threads: {self.stderr()[-6000:]}") from None
         return self.process.returncode, self.stderr()
 
     def stderr(self) -> str:
