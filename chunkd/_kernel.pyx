@@ -720,6 +720,10 @@ cdef class RecursiveSplitter:
     cdef Py_ssize_t next_index
     cdef list out
     cdef _Level top
+    #: None, or a list to which each chunk joined with a dropped separator (not a
+    #: slice of the document) adds ``(index, fallback.Joined)``, where its code points
+    #: come from (parent/child chunking maps its children's offsets through it).
+    cdef public list joined
 
     def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
                   separators=SEPARATORS, keep_separator="end", bint strip_whitespace=True,
@@ -825,7 +829,9 @@ cdef class RecursiveSplitter:
         dropped separator that the document does not have exactly between them)."""
         made = joined_chunk(self.buf, self.base, spans, join, self.strip)
         if made is not None:
-            start, end, chunk_text = made
+            start, end, chunk_text, placed = made
+            if self.joined is not None:
+                self.joined.append((self.next_index, placed))
             self.out.append(make_chunk(self.next_index, start, end,
                                        self.length_of(chunk_text), chunk_text))
             self.next_index += 1
