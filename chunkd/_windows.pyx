@@ -48,6 +48,14 @@ from chunkd._common cimport (Py_UNICODE_ISSPACE, PyObject_GC_UnTrack, PyUnicode_
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk
 
 _new_tuple = tuple.__new__
+
+#: The most code points a heading keeps in a heading path: a longer one is cut (see
+#: ``cut_heading``), so that a record's path, at most six headings deep, stays small
+#: whatever the document's heading lines.
+cdef Py_ssize_t HEADING_CODE_POINTS = 256
+HEADING_LIMIT = HEADING_CODE_POINTS
+#: What ends a heading that was cut.
+ELLIPSIS = "\u2026"
 #: The optional fields after ``headings`` (``parent``, ...), None in a window's chunk.
 _AFTER_HEADINGS = (None,) * (len(OPTIONAL_FIELDS) - OPTIONAL_FIELDS.index("headings") - 1)
 
@@ -530,6 +538,27 @@ cdef enum LinePhase:
     LINE_REST          # the rest of a line that is no heading
 
 
+def cut_heading(str text not None, Py_ssize_t keep):
+    """``text`` cut at its last grapheme boundary (the pinned ``regex`` module's
+    ``\\X``) at or before ``keep`` code points, then "…"."""
+    import regex
+
+    end = 0
+    # A boundary at ``keep`` is decided by the code point after it, so one more is read.
+    for cluster in regex.finditer(r"\X", text[:keep + 1]):
+        if cluster.end() > keep:
+            break
+        end = cluster.end()
+    return text[:end] + ELLIPSIS
+
+
+def capped_heading(str text not None):
+    """A heading as heading paths hold it: at most ``HEADING_LIMIT`` code points."""
+    if len(text) <= HEADING_LIMIT:
+        return text
+    return cut_heading(text, HEADING_LIMIT - 1)
+
+
 cdef class SectionScanner:
     """Markdown section starts and heading paths, as text streams in (no windows).
 
@@ -541,13 +570,17 @@ cdef class SectionScanner:
     before ``settled`` has been reported. The text before the first heading is reported
     (at offset 0, before any other) as soon as a non-white code point outside a heading
     line shows that it is not only white space; until some section has been reported,
-    the text read is white space, but for a line in hand that may be a heading.
+    the text read is white space (or a byte-order mark), but for a line in hand that
+    may be a heading.
     ``finish()`` ends the document and readies the scanner for the next one.
 
     A section starts at an ATX heading line (0-3 spaces, 1-6 ``#``, then a space, a
     tab or the line's end) outside fenced code (0-3 spaces then 3 or more backticks or
     tildes; closed by a line of 0-3 spaces, at least as many of the same character,
-    then only white space). Lines end after ``\\n``.
+    then only white space). Lines end after ``\\n``. A U+FEFF at the document's very
+    start (a byte-order mark) is skipped: the first line is read after it, though its
+    section's offset counts it. A heading longer than ``HEADING_LIMIT`` code points is
+    cut (``capped_heading``).
     """
     cdef readonly Py_ssize_t position      # document offset of the next code point
     cdef Py_ssize_t line_start
@@ -561,6 +594,7 @@ cdef class SectionScanner:
     cdef list levels                      # the enclosing headings' levels and texts
     cdef list titles
     cdef bint started                     # a section has been reported
+    cdef bint marked                      # the document begins with a byte-order mark
     cdef list events
 
     def __cinit__(self):
@@ -575,6 +609,7 @@ cdef class SectionScanner:
         self.levels = []
         self.titles = []
         self.started = False
+        self.marked = False
         self.events = []
 
     def feed(self, str text not None):
@@ -616,6 +651,9 @@ cdef class SectionScanner:
         cdef Py_ssize_t n = len(text), offset = self.position - i, at, heading_from
         cdef Py_UCS4 c
         heading_from = i if self.phase == LINE_HEADING else -1
+        if offset + i == 0 and i < n and PyUnicode_READ(kind, data, i) == 0xFEFF:
+            i += 1       # a byte-order mark: in the offsets, but no part of the first line
+            self.marked = True
         while i < n:
             if self.phase == LINE_REST and self.started:
                 at = _find_newline(kind, data, i, n)   # the common case: skip the line
@@ -720,8 +758,11 @@ cdef class SectionScanner:
         while self.levels and self.levels[len(self.levels) - 1] >= self.hashes:
             self.levels.pop()
             self.titles.pop()
+        title = title.strip()
+        if len(title) > HEADING_CODE_POINTS:
+            title = capped_heading(title)
         self.levels.append(self.hashes)
-        self.titles.append(title.strip())
+        self.titles.append(title)
         self.started = True
         self.events.append((self.line_start, tuple(self.titles)))
         return 0
@@ -771,8 +812,9 @@ cdef class SectionWindows(_Windows):
             return self.section_start
         # No section yet: everything the scanner has settled is white space, which
         # trimming would drop; the text before the first heading may still turn out to
-        # be a section, starting at the first code point kept (see ``sections``).
-        return self.scanner.settled_offset()
+        # be a section, starting at the first code point kept (see ``sections``). But a
+        # byte-order mark is no white space: that section would begin with it.
+        return 0 if self.scanner.marked else self.scanner.settled_offset()
 
     cdef int scan(self, bint final) except -1:
         self.scanner.scan(self.buf, self.scan_pos - self.base)
