@@ -45,6 +45,9 @@ class Strategy:
     parents: ClassVar[bool] = False
     #: Whether it can leave heading lines out of its chunks (``strip_headings``).
     strips_headings: ClassVar[bool] = False
+    #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
+    #: others ``build`` adds it (``EmbedText``).
+    embeds: ClassVar[bool] = False
 
     @classmethod
     def default_overlap(cls, size: int) -> int:
@@ -82,7 +85,7 @@ def build(settings: Settings) -> Chunker:
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
         chunker = ParentChild(kind.splitter(settings.parent_settings()), chunker)
-    if settings.embed_text:
+    if settings.embed_text and not kind.embeds:
         chunker = EmbedText(chunker)
     if settings.count_tokens:
         chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
