@@ -765,6 +765,16 @@ cdef class RecursiveSplitter:
         self.out = []
         self.top.reset(0)
 
+    def resize(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap):
+        """Split the next document at another size and overlap, in the same unit
+        (the markdown strategy's sections, each at the size its heading path leaves).
+        Only between documents: nothing of one may have been fed."""
+        if self.base + len(self.buf) + self.pending_len:
+            raise ValueError("resize a splitter between documents only")
+        checked_arguments(chunk_size, chunk_overlap, ("",), "end", False)
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+
     def feed(self, str text not None):
         """Take the next piece of the document; return the chunks now final."""
         self.pending.append(text)

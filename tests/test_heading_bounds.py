@@ -231,3 +231,20 @@ def test_cut_heading_keeps_whole_clusters():
     assert cut_heading("ab" + "e\u0301" + "cd", 3) == "ab…"
     assert cut_heading("ab" + "e\u0301" + "cd", 4) == "abe\u0301…"
     assert [m.end() for m in regex.finditer(r"\X", "abe\u0301")] == [1, 2, 4]
+
+
+def test_a_splitter_resizes_only_between_documents():
+    """The markdown strategy resizes one recursive splitter from section to section."""
+    from chunkd._kernel import RecursiveSplitter
+
+    splitter = RecursiveSplitter(10, 2)
+    splitter.resize(5, 1)
+    assert [c.text for c in splitter.feed("aaa bbb ccc") + splitter.finish()] == ["aaa", "bbb", "ccc"]
+    splitter.feed("more")
+    with pytest.raises(ValueError, match="between documents only"):
+        splitter.resize(8, 1)
+    splitter.finish()
+    for size, overlap in [(0, 0), (3, 4), (3, -1)]:
+        with pytest.raises(ValueError):
+            splitter.resize(size, overlap)
+    assert (splitter.chunk_size, splitter.chunk_overlap) == (5, 1)

@@ -22,7 +22,6 @@ the size, as in Docling's HybridChunker: see ``EmbedPrefix``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from chunkd.chunk import Chunk
@@ -31,13 +30,11 @@ from chunkd.strategies.recursive import Recursive
 from chunkd.units import length_counter
 
 if TYPE_CHECKING:
+    from chunkd._kernel import RecursiveSplitter
     from chunkd.settings import Settings
 
 #: Between the heading path and the chunk's text in ``embed_text``.
 PATH_JOIN, TEXT_JOIN = " > ", "\n\n"
-#: Splitters kept for the sizes that sections' prefixes leave (a few are common; a
-#: document whose prefixes all differ must not grow a splitter for each).
-KEPT_SPLITTERS = 32
 
 
 @register
@@ -59,7 +56,8 @@ class Markdown(Strategy):
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
         prefixes = EmbedPrefix(settings) if settings.embed_text else None
-        return MarkdownSplitter(Recursive.splitter(settings), settings.strip_headings, prefixes)
+        return MarkdownSplitter(Recursive.splitter(settings),  # type: ignore[arg-type]
+                                settings.strip_headings, prefixes)
 
 
 class EmbedPrefix:
@@ -83,7 +81,6 @@ class EmbedPrefix:
         counter = length_counter(settings.unit)
         self.length: Callable[[str], int] = len if counter is None else counter.count
         self.tokens = counter is not None
-        self.splitters: dict[int, Chunker] = {}
 
     def fitted(self, headings: tuple[str, ...],
                fits: Callable[[str], bool] | None = None) -> str:
@@ -116,20 +113,11 @@ class EmbedPrefix:
     def within_half(self, prefix: str) -> bool:
         return 2 * self.length(prefix) <= self.settings.size
 
-    def splitter(self, prefix_length: int) -> Chunker | None:
-        """The splitter of a section's text under a prefix of ``prefix_length`` (None:
-        the one at the size itself)."""
-        if not prefix_length:
-            return None
+    def sized(self, prefix_length: int) -> tuple[int, int]:
+        """The size and overlap that a section's text is split at under a prefix of
+        ``prefix_length``."""
         size = self.settings.size - prefix_length
-        splitter = self.splitters.get(size)
-        if splitter is None:
-            if len(self.splitters) >= KEPT_SPLITTERS:
-                del self.splitters[next(iter(self.splitters))]       # the oldest
-            splitter = self.splitters[size] = Recursive.splitter(replace(
-                self.settings, size=size, overlap=min(self.settings.overlap, size - 1),
-                embed_text=False))
-        return splitter
+        return size, min(self.settings.overlap, size - 1)
 
     def embed_text(self, prefix: str, prefix_length: int, headings: tuple[str, ...],
                    chunk: Chunk) -> str:
@@ -147,15 +135,15 @@ class EmbedPrefix:
 
 class MarkdownSplitter:
     """Sections of one document at a time, each split by ``splitter`` (a recursive
-    splitter, reused from section to section), or with ``prefixes``, by the splitter
-    that leaves room for the section's heading path in ``embed_text``."""
+    splitter, reused from section to section); with ``prefixes``, resized for each
+    section to leave room for its heading path in ``embed_text``."""
 
-    def __init__(self, splitter: Chunker, strip_headings: bool,
+    def __init__(self, splitter: RecursiveSplitter, strip_headings: bool,
                  prefixes: EmbedPrefix | None = None) -> None:
         from chunkd._windows import SectionScanner
 
         self.scanner = SectionScanner()
-        self.full_size = splitter
+        self.splitter = splitter
         self.strip_headings = strip_headings
         self.prefixes = prefixes
         self._start_document()
@@ -168,7 +156,6 @@ class MarkdownSplitter:
         self.headings: tuple[str, ...] = ()
         self.prefix = ""         # the current section's in embed_text, and its length
         self.prefix_length = 0
-        self.splitter = self.full_size
         self.started = False     # the first section is known
         self.next_index = 0
 
@@ -206,7 +193,9 @@ class MarkdownSplitter:
             if self.prefixes is not None:
                 self.prefix = self.prefixes.fitted(headings)
                 self.prefix_length = self.prefixes.length(self.prefix)
-                self.splitter = self.prefixes.splitter(self.prefix_length) or self.full_size
+                size, overlap = self.prefixes.sized(self.prefix_length)
+                if size != self.splitter.chunk_size:    # the last section was finished
+                    self.splitter.resize(size, overlap)
         return chunks
 
     def _end_section(self, end: int) -> list[Chunk]:
