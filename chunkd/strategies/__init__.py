@@ -95,7 +95,9 @@ def build(settings: Settings) -> Chunker:
 class EmbedText:
     """Adds ``embed_text``, what to embed for a chunk of a headed document: its heading
     path (``A > B > C``), a blank line, then its text (the text alone where there are
-    no headings); ``text`` stays the exact document slice."""
+    no headings); ``text`` stays the exact document slice. For strategies whose size
+    does not count what the path adds (sections); the markdown strategy fits the path
+    into its size itself (``embeds``)."""
 
     def __init__(self, chunker: Chunker) -> None:
         self.chunker = chunker
