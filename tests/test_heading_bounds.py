@@ -14,7 +14,7 @@ import sys
 
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkd
@@ -23,7 +23,7 @@ from command import chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents, token_length
 from test_markdown import check_embedded, unit_length
 from test_memory import MEASURE
-from test_windows import SETTINGS, TEXT_FRAGMENTS, HealthCheck, cut
+from test_windows import SETTINGS, TEXT_FRAGMENTS, cut
 
 #: Peak resident memory a run on these files must stay under (chunkd alone is about 25 MB).
 PEAK_LIMIT_MB = 64
@@ -55,6 +55,7 @@ def measured_run(args: list[str]) -> tuple[bytes, int]:
         output += block
         if len(output) > OUTPUT_CAP:
             process.kill()
+            process.stdout.close()       # chunkd, left alone, ends at the closed pipe
             process.wait(timeout=60)
             pytest.fail(f"more than {OUTPUT_CAP} bytes of output for chunkd {' '.join(args)}")
     status = process.wait(timeout=300)
