@@ -9,7 +9,6 @@ HEADING_LIMIT: int
 ELLIPSIS: str
 
 def cut_heading(text: str, keep: int) -> str: ...
-def capped_heading(text: str) -> str: ...
 
 class _Windows:
     size: int

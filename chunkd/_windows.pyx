@@ -26,8 +26,9 @@ between pieces sees exactly what a pass over the whole text sees.
 * Sections: ``SectionScanner`` reads line by line, keeping only the state of the line
   in hand (indent, run of ``#`` or fence characters, the heading's text) and the fence
   that is open; a section start is reported once its heading line is complete. It
-  holds no text but a heading line, so other strategies (the recursive splitter run
-  inside each section) can use it on a stream.
+  holds no text but the start of a heading's title (its first ``HEADING_LIMIT + 1``
+  code points, whatever the line's length), so other strategies (the recursive
+  splitter run inside each section) can use it on a stream.
 
 Windows: the units of the window in progress are kept in a queue (start and end
 offsets); when it holds ``size`` units, the window is emitted and the first
@@ -552,13 +553,6 @@ def cut_heading(str text not None, Py_ssize_t keep):
     return text[:end] + ELLIPSIS
 
 
-def capped_heading(str text not None):
-    """A heading as heading paths hold it: at most ``HEADING_LIMIT`` code points."""
-    if len(text) <= HEADING_LIMIT:
-        return text
-    return cut_heading(text, HEADING_LIMIT - 1)
-
-
 cdef class SectionScanner:
     """Markdown section starts and heading paths, as text streams in (no windows).
 
@@ -580,7 +574,7 @@ cdef class SectionScanner:
     then only white space). Lines end after ``\\n``. A U+FEFF at the document's very
     start (a byte-order mark) is skipped: the first line is read after it, though its
     section's offset counts it. A heading longer than ``HEADING_LIMIT`` code points is
-    cut (``capped_heading``).
+    cut (``cut_heading``).
     """
     cdef readonly Py_ssize_t position      # document offset of the next code point
     cdef Py_ssize_t line_start
@@ -590,7 +584,14 @@ cdef class SectionScanner:
     cdef Py_UCS4 run_char
     cdef Py_UCS4 fence_char               # 0: no fence open
     cdef Py_ssize_t fence_length
-    cdef list heading_text                # pieces of the heading line after its #s
+    # The heading line's text after its #s, as far as its title needs it: code points
+    # read, the first and after the last that are not white space, where the last run
+    # of # began (-1: the last of them is no #), the code point before that run and
+    # where the text before it ends, the last code point read; and the pieces from the
+    # first code point that is not white space, HEADING_LIMIT + 1 of them at most.
+    cdef Py_ssize_t h_read, h_first, h_last, h_run, h_before_run_end
+    cdef Py_UCS4 h_before_run, h_previous
+    cdef list heading_text
     cdef list levels                      # the enclosing headings' levels and texts
     cdef list titles
     cdef bint started                     # a section has been reported
@@ -605,7 +606,7 @@ cdef class SectionScanner:
         self.phase = LINE_INDENT
         self.count = self.hashes = 0
         self.fence_char = 0
-        self.heading_text = []
+        self.start_heading()
         self.levels = []
         self.titles = []
         self.started = False
@@ -664,7 +665,7 @@ cdef class SectionScanner:
                 at = _find_newline(kind, data, i, n)
                 if at < 0:
                     break
-                self.heading_text.append(PyUnicode_Substring(text, heading_from, at))
+                self.heading_part(text, heading_from, at)
                 heading_from = -1
                 i = at
             c = PyUnicode_READ(kind, data, i)
@@ -712,7 +713,7 @@ cdef class SectionScanner:
                     self.content()
             i += 1
         if heading_from >= 0 and heading_from < n:
-            self.heading_text.append(PyUnicode_Substring(text, heading_from, n))
+            self.heading_part(text, heading_from, n)
         self.position = n + offset
         return 0
 
@@ -745,22 +746,64 @@ cdef class SectionScanner:
         self.count = self.hashes = 0
         return 0
 
+    cdef void start_heading(self) noexcept:
+        self.h_read = self.h_last = self.h_before_run_end = 0
+        self.h_first = self.h_run = -1
+        self.h_before_run = self.h_previous = 0
+        self.heading_text = []
+
+    cdef int heading_part(self, str text, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Read ``text[lo:hi]``, the next part of the heading line's text after its #s,
+        keeping only what its title needs: a heading line of any length costs at most
+        HEADING_LIMIT + 1 code points here."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t i, at, shift = self.h_read - lo   # text[i] is the line's at i + shift
+        cdef Py_ssize_t keep_from, keep_to
+        cdef Py_UCS4 c
+        for i in range(lo, hi):
+            c = PyUnicode_READ(kind, data, i)
+            if not is_white(c):
+                at = i + shift
+                if self.h_first < 0:
+                    self.h_first = at
+                if c != 35:
+                    self.h_run = -1
+                elif self.h_run < 0 or self.h_last != at:     # a new run of #
+                    self.h_run = at
+                    self.h_before_run = self.h_previous
+                    self.h_before_run_end = self.h_last
+                self.h_last = at + 1
+            self.h_previous = c
+        if self.h_first >= 0:
+            keep_from = max(lo, self.h_first - shift)
+            keep_to = min(hi, self.h_first + HEADING_CODE_POINTS + 1 - shift)
+            if keep_from < keep_to:
+                self.heading_text.append(PyUnicode_Substring(text, keep_from, keep_to))
+        self.h_read += hi - lo
+        return 0
+
+    cdef str heading_title(self):
+        """The title of the heading line read: without surrounding white space, and
+        without a closing run of # preceded by a space or a tab (or by nothing)."""
+        cdef Py_ssize_t last = self.h_last
+        if self.h_run >= 0 and (self.h_before_run == 0 or self.h_before_run == 32
+                                or self.h_before_run == 9):
+            last = self.h_before_run_end
+        if self.h_first < 0 or last <= self.h_first:
+            return ""
+        kept = "".join(self.heading_text)
+        if last - self.h_first > HEADING_CODE_POINTS:
+            return cut_heading(kept, HEADING_CODE_POINTS - 1)
+        return kept[:last - self.h_first]
+
     cdef int heading(self) except -1:
         """A heading line ended: its section starts at ``line_start``."""
-        title = "".join(self.heading_text).rstrip()
-        self.heading_text = []
-        # A closing run of # preceded by a space or a tab (or by nothing) is no part of it.
-        cdef Py_ssize_t kept = len(title)
-        while kept and title[kept - 1] == "#":
-            kept -= 1
-        if kept < len(title) and (kept == 0 or title[kept - 1] in " \t"):
-            title = title[:kept]
+        title = self.heading_title()
+        self.start_heading()
         while self.levels and self.levels[len(self.levels) - 1] >= self.hashes:
             self.levels.pop()
             self.titles.pop()
-        title = title.strip()
-        if len(title) > HEADING_CODE_POINTS:
-            title = capped_heading(title)
         self.levels.append(self.hashes)
         self.titles.append(title)
         self.started = True

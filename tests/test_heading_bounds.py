@@ -124,9 +124,12 @@ def test_a_long_heading_is_cut_at_a_grapheme_boundary(heading, kept):
     assert reference.capped(heading) == kept
 
 
-# Long heading lines among the window tests' fragments: cut at any place in a cluster.
+# Long heading lines among the window tests' fragments: cut at any place in a cluster,
+# and long runs of white space or of # where the title begins and ends.
 LONG_HEADINGS = ["# " + "x" * 250 + fragment * 3 + "\n" for fragment in
-                 ["e\u0301", "🇫🇷", "👩\u200d👩\u200d👧", "\u0915\u094d\u0937", "中文", "ab "]]
+                 ["e\u0301", "🇫🇷", "👩\u200d👩\u200d👧", "\u0915\u094d\u0937", "中文", "ab "]] + [
+    "# " + " " * 300 + "title ##\n", "# title" + " " * 300 + "### \n", "## " + "#" * 300,
+    "# " + "a" * 300 + "\u3000###\n", "#\t" + "\u3000" * 300 + "x", "# " + "x " * 200]
 headed_documents = st.lists(st.one_of(st.sampled_from(TEXT_FRAGMENTS + LONG_HEADINGS),
                                       st.text(max_size=5)), max_size=60).map("".join)
 
