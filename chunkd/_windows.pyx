@@ -25,7 +25,9 @@ between pieces sees exactly what a pass over the whole text sees.
   ``\\n``.
 * Sections: ``SectionScanner`` reads line by line, keeping only the state of the line
   in hand (indent, run of ``#`` or fence characters, the heading's text) and the fence
-  that is open; a section start is reported once its heading line is complete. It
+  that is open; a section start is reported once its heading line is complete (or
+  once its title is certain to be longer than ``HEADING_LIMIT``, so that a heading
+  line of any length streams). It
   holds no text but the start of a heading's title (its first ``HEADING_LIMIT + 1``
   code points, whatever the line's length), so other strategies (the recursive
   splitter run inside each section) can use it on a stream.
@@ -560,8 +562,9 @@ cdef class SectionScanner:
     not reported yet, in order, as ``(offset, headings)``: the document offset of the
     section's first code point and the texts of its enclosing headings, outermost
     first, its own included (``()`` for the text before the first heading). A heading's
-    section is reported when its line is complete: every heading's section that starts
-    before ``settled`` has been reported. The text before the first heading is reported
+    section is reported when its line is complete, or as soon as its title is certain
+    to be longer than ``HEADING_LIMIT`` (what follows cannot change the cut title):
+    every heading's section that starts before ``settled`` has been reported. The text before the first heading is reported
     (at offset 0, before any other) as soon as a non-white code point outside a heading
     line shows that it is not only white space; until some section has been reported,
     the text read is white space (or a byte-order mark), but for a line in hand that
@@ -588,10 +591,13 @@ cdef class SectionScanner:
     # read, the first and after the last that are not white space, where the last run
     # of # began (-1: the last of them is no #), the code point before that run and
     # where the text before it ends, the last code point read; and the pieces from the
-    # first code point that is not white space, HEADING_LIMIT + 1 of them at most.
+    # first code point that is not white space, HEADING_LIMIT + 1 of them at most;
+    # whether its section was reported before the line's end (its title is too long to
+    # depend on the rest).
     cdef Py_ssize_t h_read, h_first, h_last, h_run, h_before_run_end
     cdef Py_UCS4 h_before_run, h_previous
     cdef list heading_text
+    cdef bint h_reported
     cdef list levels                      # the enclosing headings' levels and texts
     cdef list titles
     cdef bint started                     # a section has been reported
@@ -635,6 +641,8 @@ cdef class SectionScanner:
         if self.phase == LINE_REST or self.phase == LINE_FENCE_RUN \
                 or self.phase == LINE_FENCE_TAIL or self.fence_char:
             return self.position            # the line in hand is no heading
+        if self.phase == LINE_HEADING and self.h_reported:
+            return self.position            # a heading already reported
         return self.line_start
 
     cdef int content(self) except -1:
@@ -751,6 +759,7 @@ cdef class SectionScanner:
         self.h_first = self.h_run = -1
         self.h_before_run = self.h_previous = 0
         self.heading_text = []
+        self.h_reported = False
 
     cdef int heading_part(self, str text, Py_ssize_t lo, Py_ssize_t hi) except -1:
         """Read ``text[lo:hi]``, the next part of the heading line's text after its #s,
@@ -761,6 +770,7 @@ cdef class SectionScanner:
         cdef Py_ssize_t i, at, shift = self.h_read - lo   # text[i] is the line's at i + shift
         cdef Py_ssize_t keep_from, keep_to
         cdef Py_UCS4 c
+        cdef bint long_title = False
         for i in range(lo, hi):
             c = PyUnicode_READ(kind, data, i)
             if not is_white(c):
@@ -769,6 +779,8 @@ cdef class SectionScanner:
                     self.h_first = at
                 if c != 35:
                     self.h_run = -1
+                    # The title ends after this, whatever follows: longer than the limit.
+                    long_title = at - self.h_first >= HEADING_CODE_POINTS
                 elif self.h_run < 0 or self.h_last != at:     # a new run of #
                     self.h_run = at
                     self.h_before_run = self.h_previous
@@ -781,6 +793,10 @@ cdef class SectionScanner:
             if keep_from < keep_to:
                 self.heading_text.append(PyUnicode_Substring(text, keep_from, keep_to))
         self.h_read += hi - lo
+        if long_title and not self.h_reported:
+            # Its section can be reported now, and the rest of the line streams on.
+            self.h_reported = True
+            self.report(cut_heading("".join(self.heading_text), HEADING_CODE_POINTS - 1))
         return 0
 
     cdef str heading_title(self):
@@ -799,8 +815,15 @@ cdef class SectionScanner:
 
     cdef int heading(self) except -1:
         """A heading line ended: its section starts at ``line_start``."""
+        if self.h_reported:
+            self.start_heading()
+            return 0
         title = self.heading_title()
         self.start_heading()
+        return self.report(title)
+
+    cdef int report(self, str title) except -1:
+        """The heading line in hand has this title: its section starts at ``line_start``."""
         while self.levels and self.levels[len(self.levels) - 1] >= self.hashes:
             self.levels.pop()
             self.titles.pop()

@@ -21,9 +21,9 @@ import chunkd
 import windows_reference as reference
 from command import chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents, token_length
-from test_markdown import check_embedded, unit_length
-from test_memory import MEASURE
-from test_windows import SETTINGS, TEXT_FRAGMENTS, cut
+from test_markdown import check_embedded, check_markdown, unit_length
+from test_memory import MEASURE, STREAM_BYTES, stream_through_chunkd
+from test_windows import SETTINGS, TEXT_FRAGMENTS, check_scanner, cut
 
 #: Peak resident memory a run on these files must stay under (chunkd alone is about 25 MB).
 PEAK_LIMIT_MB = 64
@@ -140,10 +140,43 @@ def test_long_headings_equal_the_reference(doc):
     """Sections and their capped paths, whole and in pieces, as the plain reference
     has them."""
     text, pieces = doc
+    check_scanner(text, pieces)
     splitter = chunkd.Splitter(1, 0, strategy="sections")
     chunks = [c for piece in pieces for c in splitter.feed(piece)] + splitter.finish()
     assert [(c.start, c.end, c.headings) for c in chunks] == [
         (w["start"], w["end"], w["headings"]) for w in reference.windows(text, "sections", 1, 0)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cut(headed_documents), st.integers(1, 120), st.data(), st.sampled_from(["chars", "tokens"]),
+       st.booleans())
+def test_markdown_with_long_headings_equals_the_reference(doc, size, data, unit, strip_headings):
+    """A long heading's section is reported before its line ends (its cut title cannot
+    change): the chunks are still LangChain's, whole and in pieces, with and without
+    embed_text, the heading line stripped or not."""
+    text, pieces = doc
+    check_markdown(text, pieces, unit, size, data.draw(st.integers(0, size - 1)), strip_headings)
+
+
+@pytest.mark.parametrize("text", [
+    "intro\n# " + "x " * 200 + "\nbody text here\n## " + "y" * 300 + " ##\nmore\n",
+    "# " + "x" * 300,                                   # the document ends in the line
+    "# " + "x" * 300 + "\n",
+    "# " + "x" * 255 + " " * 50 + "###\nafter\n",     # whole: the closing run goes
+])
+def test_long_heading_lines_fed_a_code_point_at_a_time(text):
+    for strip_headings in (False, True):
+        check_markdown(text, list(text), "chars", 40, 5, strip_headings)
+        check_markdown(text, [text], "tokens", 16, 2, strip_headings)
+
+
+def test_a_gigantic_heading_line_streams_in_bounded_memory():
+    """One heading line of 210 MB: its chunks stream as it is read, as a long section's do."""
+    block = b"# " + b"word " * 200_000
+    for embed in ([], ["--embed-text"]):
+        status, lines, peak_mb = stream_through_chunkd(["--strategy", "markdown", *embed], block)
+        assert status == 0 and lines > STREAM_BYTES // 1100
+        assert peak_mb < PEAK_LIMIT_MB, f"peak RSS {peak_mb} MB"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

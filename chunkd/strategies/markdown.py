@@ -152,7 +152,9 @@ class MarkdownSplitter:
         self.held = ""           # the document from ``base`` on
         self.base = 0            # document offset of held[0]
         self.given = 0           # the document before this went to a splitter (or nowhere)
-        self.body = 0            # where the current section's split text starts
+        # Where the current section's split text starts (None: after a stripped
+        # heading line that has not ended yet).
+        self.body: int | None = 0
         self.headings: tuple[str, ...] = ()
         self.prefix = ""         # the current section's in embed_text, and its length
         self.prefix_length = 0
@@ -173,14 +175,16 @@ class MarkdownSplitter:
 
     def finish(self) -> list[Chunk]:
         """End the document; return its last chunks."""
-        chunks = self._sections(self.scanner.finish())
+        chunks = self._sections(self.scanner.finish(), final=True)
         if self.started:
-            chunks += self._end_section(self.base + len(self.held))
+            chunks += self._end_section(self.base + len(self.held), final=True)
         self._start_document()
         return chunks
 
-    def _sections(self, starts: list[tuple[int, tuple[str, ...]]]) -> list[Chunk]:
-        """End the current section at each new section's start, and begin the next."""
+    def _sections(self, starts: list[tuple[int, tuple[str, ...]]],
+                  final: bool = False) -> list[Chunk]:
+        """End the current section at each new section's start, and begin the next
+        (``final``: the document has ended)."""
         chunks: list[Chunk] = []
         for offset, headings in starts:
             if self.started:
@@ -189,7 +193,8 @@ class MarkdownSplitter:
                 self.started = True
                 self._take(offset)
             self.headings = headings
-            self.body = self._line_end(offset) if self.strip_headings and headings else offset
+            self.body = (self._line_end(offset, final)
+                         if self.strip_headings and headings else offset)
             if self.prefixes is not None:
                 self.prefix = self.prefixes.fitted(headings)
                 self.prefix_length = self.prefixes.length(self.prefix)
@@ -198,17 +203,25 @@ class MarkdownSplitter:
                     self.splitter.resize(size, overlap)
         return chunks
 
-    def _end_section(self, end: int) -> list[Chunk]:
-        return self._placed(self.splitter.feed(self._take(end)) + self.splitter.finish())
+    def _end_section(self, end: int, final: bool = False) -> list[Chunk]:
+        return self._placed(self.splitter.feed(self._take(end, final)) + self.splitter.finish())
 
-    def _line_end(self, start: int) -> int:
-        """The end of the heading line at ``start`` (complete, since it was reported)."""
-        newline = self.held.find("\n", start - self.base)
-        return self.base + (len(self.held) if newline < 0 else newline + 1)
+    def _line_end(self, start: int, final: bool) -> int | None:
+        """The end of the heading line at ``start``, or the document's if ``final``:
+        None while the line goes on (a long heading is reported before its end)."""
+        newline = self.held.find("\n", max(start, self.base) - self.base)
+        if newline >= 0:
+            return self.base + newline + 1
+        return self.base + len(self.held) if final else None
 
-    def _take(self, upto: int) -> str:
+    def _take(self, upto: int, final: bool = False) -> str:
         """The current section's text from ``given`` to ``upto``, without its heading
         line when headings are stripped; it is given."""
+        if self.body is None:               # in a stripped heading line that goes on
+            self.body = self._line_end(self.given, final)
+            if self.body is None:
+                self.given = upto
+                return ""
         start = max(self.given, self.body)
         piece = self.held[start - self.base:upto - self.base] if upto > start else ""
         self.given = upto
