@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from chunkd.chunk import Chunk
+from chunkd.fallback import Joined
 
 SEPARATORS: tuple[str, ...]
 
@@ -22,10 +23,12 @@ class RecursiveSplitter:
     chunk_overlap: int
     counter: TokenCounter | None
     merge_long: bool
+    joined: list[tuple[int, Joined]] | None
     def __init__(self, chunk_size: int, chunk_overlap: int, *,
                  separators: Iterable[str | re.Pattern[str]] = ...,
                  keep_separator: bool | Literal["start", "end"] = ...,
                  strip_whitespace: bool = ..., merge_long: bool = ...,
                  join: str | None = ..., counter: TokenCounter | None = None) -> None: ...
+    def resize(self, chunk_size: int, chunk_overlap: int) -> None: ...
     def feed(self, text: str) -> list[Chunk]: ...
     def finish(self) -> list[Chunk]: ...

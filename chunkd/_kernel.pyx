@@ -720,6 +720,10 @@ cdef class RecursiveSplitter:
     cdef Py_ssize_t next_index
     cdef list out
     cdef _Level top
+    #: None, or a list to which each chunk joined with a dropped separator (not a
+    #: slice of the document) adds ``(index, fallback.Joined)``, where its code points
+    #: come from (parent/child chunking maps its children's offsets through it).
+    cdef public list joined
 
     def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
                   separators=SEPARATORS, keep_separator="end", bint strip_whitespace=True,
@@ -760,6 +764,16 @@ cdef class RecursiveSplitter:
         self.next_index = 0
         self.out = []
         self.top.reset(0)
+
+    def resize(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap):
+        """Split the next document at another size and overlap, in the same unit
+        (the markdown strategy's sections, each at the size its heading path leaves).
+        Only between documents: nothing of one may have been fed."""
+        if self.base + len(self.buf) + self.pending_len:
+            raise ValueError("resize a splitter between documents only")
+        checked_arguments(chunk_size, chunk_overlap, ("",), "end", False)
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
 
     def feed(self, str text not None):
         """Take the next piece of the document; return the chunks now final."""
@@ -825,7 +839,9 @@ cdef class RecursiveSplitter:
         dropped separator that the document does not have exactly between them)."""
         made = joined_chunk(self.buf, self.base, spans, join, self.strip)
         if made is not None:
-            start, end, chunk_text = made
+            start, end, chunk_text, placed = made
+            if self.joined is not None:
+                self.joined.append((self.next_index, placed))
             self.out.append(make_chunk(self.next_index, start, end,
                                        self.length_of(chunk_text), chunk_text))
             self.next_index += 1

@@ -5,6 +5,10 @@ from chunkd.chunk import Chunk
 GRAPHEME_BREAK_VALUES: tuple[str, ...]
 CONJUNCT_BREAK_VALUES: tuple[str, ...]
 PICTOGRAPHIC_BIT: int
+HEADING_LIMIT: int
+ELLIPSIS: str
+
+def cut_heading(text: str, keep: int) -> str: ...
 
 class _Windows:
     size: int

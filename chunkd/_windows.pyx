@@ -25,9 +25,12 @@ between pieces sees exactly what a pass over the whole text sees.
   ``\\n``.
 * Sections: ``SectionScanner`` reads line by line, keeping only the state of the line
   in hand (indent, run of ``#`` or fence characters, the heading's text) and the fence
-  that is open; a section start is reported once its heading line is complete. It
-  holds no text but a heading line, so other strategies (the recursive splitter run
-  inside each section) can use it on a stream.
+  that is open; a section start is reported once its heading line is complete (or
+  once its title is certain to be longer than ``HEADING_LIMIT``, so that a heading
+  line of any length streams). It
+  holds no text but the start of a heading's title (its first ``HEADING_LIMIT + 1``
+  code points, whatever the line's length), so other strategies (the recursive
+  splitter run inside each section) can use it on a stream.
 
 Windows: the units of the window in progress are kept in a queue (start and end
 offsets); when it holds ``size`` units, the window is emitted and the first
@@ -48,6 +51,14 @@ from chunkd._common cimport (Py_UNICODE_ISSPACE, PyObject_GC_UnTrack, PyUnicode_
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk
 
 _new_tuple = tuple.__new__
+
+#: The most code points a heading keeps in a heading path: a longer one is cut (see
+#: ``cut_heading``), so that a record's path, at most six headings deep, stays small
+#: whatever the document's heading lines.
+cdef Py_ssize_t HEADING_CODE_POINTS = 256
+HEADING_LIMIT = HEADING_CODE_POINTS
+#: What ends a heading that was cut.
+ELLIPSIS = "\u2026"
 #: The optional fields after ``headings`` (``parent``, ...), None in a window's chunk.
 _AFTER_HEADINGS = (None,) * (len(OPTIONAL_FIELDS) - OPTIONAL_FIELDS.index("headings") - 1)
 
@@ -530,6 +541,20 @@ cdef enum LinePhase:
     LINE_REST          # the rest of a line that is no heading
 
 
+def cut_heading(str text not None, Py_ssize_t keep):
+    """``text`` cut at its last grapheme boundary (the pinned ``regex`` module's
+    ``\\X``) at or before ``keep`` code points, then "…"."""
+    import regex
+
+    end = 0
+    # A boundary at ``keep`` is decided by the code point after it, so one more is read.
+    for cluster in regex.finditer(r"\X", text[:keep + 1]):
+        if cluster.end() > keep:
+            break
+        end = cluster.end()
+    return text[:end] + ELLIPSIS
+
+
 cdef class SectionScanner:
     """Markdown section starts and heading paths, as text streams in (no windows).
 
@@ -537,17 +562,22 @@ cdef class SectionScanner:
     not reported yet, in order, as ``(offset, headings)``: the document offset of the
     section's first code point and the texts of its enclosing headings, outermost
     first, its own included (``()`` for the text before the first heading). A heading's
-    section is reported when its line is complete: every heading's section that starts
-    before ``settled`` has been reported. The text before the first heading is reported
+    section is reported when its line is complete, or as soon as its title is certain
+    to be longer than ``HEADING_LIMIT`` (what follows cannot change the cut title):
+    every heading's section that starts before ``settled`` has been reported. The text before the first heading is reported
     (at offset 0, before any other) as soon as a non-white code point outside a heading
     line shows that it is not only white space; until some section has been reported,
-    the text read is white space, but for a line in hand that may be a heading.
+    the text read is white space (or a byte-order mark), but for a line in hand that
+    may be a heading.
     ``finish()`` ends the document and readies the scanner for the next one.
 
     A section starts at an ATX heading line (0-3 spaces, 1-6 ``#``, then a space, a
     tab or the line's end) outside fenced code (0-3 spaces then 3 or more backticks or
     tildes; closed by a line of 0-3 spaces, at least as many of the same character,
-    then only white space). Lines end after ``\\n``.
+    then only white space). Lines end after ``\\n``. A U+FEFF at the document's very
+    start (a byte-order mark) is skipped: the first line is read after it, though its
+    section's offset counts it. A heading longer than ``HEADING_LIMIT`` code points is
+    cut (``cut_heading``).
     """
     cdef readonly Py_ssize_t position      # document offset of the next code point
     cdef Py_ssize_t line_start
@@ -557,10 +587,21 @@ cdef class SectionScanner:
     cdef Py_UCS4 run_char
     cdef Py_UCS4 fence_char               # 0: no fence open
     cdef Py_ssize_t fence_length
-    cdef list heading_text                # pieces of the heading line after its #s
+    # The heading line's text after its #s, as far as its title needs it: code points
+    # read, the first and after the last that are not white space, where the last run
+    # of # began (-1: the last of them is no #), the code point before that run and
+    # where the text before it ends, the last code point read; and the pieces from the
+    # first code point that is not white space, HEADING_LIMIT + 1 of them at most;
+    # whether its section was reported before the line's end (its title is too long to
+    # depend on the rest).
+    cdef Py_ssize_t h_read, h_first, h_last, h_run, h_before_run_end
+    cdef Py_UCS4 h_before_run, h_previous
+    cdef list heading_text
+    cdef bint h_reported
     cdef list levels                      # the enclosing headings' levels and texts
     cdef list titles
     cdef bint started                     # a section has been reported
+    cdef bint marked                      # the document begins with a byte-order mark
     cdef list events
 
     def __cinit__(self):
@@ -571,10 +612,11 @@ cdef class SectionScanner:
         self.phase = LINE_INDENT
         self.count = self.hashes = 0
         self.fence_char = 0
-        self.heading_text = []
+        self.start_heading()
         self.levels = []
         self.titles = []
         self.started = False
+        self.marked = False
         self.events = []
 
     def feed(self, str text not None):
@@ -599,6 +641,8 @@ cdef class SectionScanner:
         if self.phase == LINE_REST or self.phase == LINE_FENCE_RUN \
                 or self.phase == LINE_FENCE_TAIL or self.fence_char:
             return self.position            # the line in hand is no heading
+        if self.phase == LINE_HEADING and self.h_reported:
+            return self.position            # a heading already reported
         return self.line_start
 
     cdef int content(self) except -1:
@@ -616,6 +660,9 @@ cdef class SectionScanner:
         cdef Py_ssize_t n = len(text), offset = self.position - i, at, heading_from
         cdef Py_UCS4 c
         heading_from = i if self.phase == LINE_HEADING else -1
+        if offset + i == 0 and i < n and PyUnicode_READ(kind, data, i) == 0xFEFF:
+            i += 1       # a byte-order mark: in the offsets, but no part of the first line
+            self.marked = True
         while i < n:
             if self.phase == LINE_REST and self.started:
                 at = _find_newline(kind, data, i, n)   # the common case: skip the line
@@ -626,7 +673,7 @@ cdef class SectionScanner:
                 at = _find_newline(kind, data, i, n)
                 if at < 0:
                     break
-                self.heading_text.append(PyUnicode_Substring(text, heading_from, at))
+                self.heading_part(text, heading_from, at)
                 heading_from = -1
                 i = at
             c = PyUnicode_READ(kind, data, i)
@@ -674,7 +721,7 @@ cdef class SectionScanner:
                     self.content()
             i += 1
         if heading_from >= 0 and heading_from < n:
-            self.heading_text.append(PyUnicode_Substring(text, heading_from, n))
+            self.heading_part(text, heading_from, n)
         self.position = n + offset
         return 0
 
@@ -707,21 +754,81 @@ cdef class SectionScanner:
         self.count = self.hashes = 0
         return 0
 
+    cdef void start_heading(self) noexcept:
+        self.h_read = self.h_last = self.h_before_run_end = 0
+        self.h_first = self.h_run = -1
+        self.h_before_run = self.h_previous = 0
+        self.heading_text = []
+        self.h_reported = False
+
+    cdef int heading_part(self, str text, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Read ``text[lo:hi]``, the next part of the heading line's text after its #s,
+        keeping only what its title needs: a heading line of any length costs at most
+        HEADING_LIMIT + 1 code points here."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t i, at, shift = self.h_read - lo   # text[i] is the line's at i + shift
+        cdef Py_ssize_t keep_from, keep_to
+        cdef Py_UCS4 c
+        cdef bint long_title = False
+        for i in range(lo, hi):
+            c = PyUnicode_READ(kind, data, i)
+            if not is_white(c):
+                at = i + shift
+                if self.h_first < 0:
+                    self.h_first = at
+                if c != 35:
+                    self.h_run = -1
+                    # The title ends after this, whatever follows: longer than the limit.
+                    long_title = at - self.h_first >= HEADING_CODE_POINTS
+                elif self.h_run < 0 or self.h_last != at:     # a new run of #
+                    self.h_run = at
+                    self.h_before_run = self.h_previous
+                    self.h_before_run_end = self.h_last
+                self.h_last = at + 1
+            self.h_previous = c
+        if self.h_first >= 0:
+            keep_from = max(lo, self.h_first - shift)
+            keep_to = min(hi, self.h_first + HEADING_CODE_POINTS + 1 - shift)
+            if keep_from < keep_to:
+                self.heading_text.append(PyUnicode_Substring(text, keep_from, keep_to))
+        self.h_read += hi - lo
+        if long_title and not self.h_reported:
+            # Its section can be reported now, and the rest of the line streams on.
+            self.h_reported = True
+            self.report(cut_heading("".join(self.heading_text), HEADING_CODE_POINTS - 1))
+        return 0
+
+    cdef str heading_title(self):
+        """The title of the heading line read: without surrounding white space, and
+        without a closing run of # preceded by a space or a tab (or by nothing)."""
+        cdef Py_ssize_t last = self.h_last
+        if self.h_run >= 0 and (self.h_before_run == 0 or self.h_before_run == 32
+                                or self.h_before_run == 9):
+            last = self.h_before_run_end
+        if self.h_first < 0 or last <= self.h_first:
+            return ""
+        kept = "".join(self.heading_text)
+        if last - self.h_first > HEADING_CODE_POINTS:
+            return cut_heading(kept, HEADING_CODE_POINTS - 1)
+        return kept[:last - self.h_first]
+
     cdef int heading(self) except -1:
         """A heading line ended: its section starts at ``line_start``."""
-        title = "".join(self.heading_text).rstrip()
-        self.heading_text = []
-        # A closing run of # preceded by a space or a tab (or by nothing) is no part of it.
-        cdef Py_ssize_t kept = len(title)
-        while kept and title[kept - 1] == "#":
-            kept -= 1
-        if kept < len(title) and (kept == 0 or title[kept - 1] in " \t"):
-            title = title[:kept]
+        if self.h_reported:
+            self.start_heading()
+            return 0
+        title = self.heading_title()
+        self.start_heading()
+        return self.report(title)
+
+    cdef int report(self, str title) except -1:
+        """The heading line in hand has this title: its section starts at ``line_start``."""
         while self.levels and self.levels[len(self.levels) - 1] >= self.hashes:
             self.levels.pop()
             self.titles.pop()
         self.levels.append(self.hashes)
-        self.titles.append(title.strip())
+        self.titles.append(title)
         self.started = True
         self.events.append((self.line_start, tuple(self.titles)))
         return 0
@@ -771,8 +878,9 @@ cdef class SectionWindows(_Windows):
             return self.section_start
         # No section yet: everything the scanner has settled is white space, which
         # trimming would drop; the text before the first heading may still turn out to
-        # be a section, starting at the first code point kept (see ``sections``).
-        return self.scanner.settled_offset()
+        # be a section, starting at the first code point kept (see ``sections``). But a
+        # byte-order mark is no white space: that section would begin with it.
+        return 0 if self.scanner.marked else self.scanner.settled_offset()
 
     cdef int scan(self, bint final) except -1:
         self.scanner.scan(self.buf, self.scan_pos - self.base)

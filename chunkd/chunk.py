@@ -21,7 +21,7 @@ class Parent(NamedTuple):
 
 
 class Chunk(NamedTuple):
-    """One chunk of a document: ``document[start:end] == text``.
+    """One chunk of a document: ``document[start:end] == text`` (but see below).
 
     ``start`` and ``end`` are offsets in code points (Python ``str`` indices);
     ``length`` is the size of ``text`` in the strategy's unit (code points, tokens,
@@ -30,10 +30,18 @@ class Chunk(NamedTuple):
 
     * ``tokens``: the exact cl100k_base count of ``text`` (``count_tokens``);
     * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
-    * ``headings``: the Markdown headings enclosing the chunk, outermost first;
+    * ``headings``: the Markdown headings enclosing the chunk, outermost first: at most
+      six, each at most 256 code points (a longer heading is cut at its last grapheme
+      boundary at or before 255 code points and ends with "…");
     * ``parent``: the parent chunk of a child (``parent_size``), a ``Parent``;
-    * ``embed_text``: the text to embed, the heading path then the text (``embed_text``);
+    * ``embed_text``: the text to embed, the heading path, a blank line, then the text
+      (``embed_text``). In the markdown strategy it fits the size: the path takes at
+      most half of it (outermost headings dropped first, then the innermost cut) and
+      the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``);
     * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``).
+
+    With ``keep_separator`` "none" a chunk joined from pieces may differ from
+    ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
     """
 
     index: int

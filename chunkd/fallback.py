@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from chunkd.chunk import Chunk
 
@@ -172,7 +173,7 @@ class RecursiveSplitter:
         """Make the chunk of the pieces ``spans`` joined with ``join``."""
         made = joined_chunk(self.buf, self.base, spans, join, self.strip)
         if made is not None:
-            self._append(*made)
+            self._append(*made[:3])
 
     def _append(self, start: int, end: int, text: str) -> None:
         self.out.append(Chunk(self.next_index, start, end, self.length(text), text))
@@ -213,32 +214,46 @@ def checked_arguments(chunk_size: int, chunk_overlap: int,
     return keep, used
 
 
+class Joined(NamedTuple):
+    """Where the code points of a chunk of pieces joined with a dropped separator come
+    from: the pieces' offsets in the text they were cut from, the joining text's
+    length, and the white space stripped from the joined text's start."""
+
+    spans: tuple[tuple[int, int], ...]
+    join_length: int
+    lead: int
+
+    def offset(self, at: int, place: Callable[[int], int] | None = None) -> int:
+        """The offset of the chunk's code point ``at``: a piece's code point where it
+        is, a joining separator's code point in the separator that follows its piece
+        (which starts right after the piece's last code point). ``place``: the
+        document offset of each offset of the text the pieces were cut from (a
+        parent's text, for its children); by default they are document offsets."""
+        at += self.lead
+        for start, end in self.spans:
+            if at < end - start:
+                return start + at if place is None else place(start + at)
+            at -= end - start
+            if at < self.join_length:
+                return (end if place is None else place(end - 1) + 1) + at
+            at -= self.join_length
+        raise AssertionError("offset past the joined text")
+
+
 def joined_chunk(buffer: str, base: int, spans: list[tuple[int, int]], join: str,
-                 strip: bool) -> tuple[int, int, str] | None:
+                 strip: bool) -> tuple[int, int, str, Joined] | None:
     """LangChain's chunk of the document pieces ``spans`` joined with ``join`` (the
     dropped separator) and stripped if ``strip``, with the document offsets of its
-    first code point and after its last; None if it is empty. ``buffer`` holds the
-    document from offset ``base``."""
+    first code point and after its last, and where its code points come from; None if
+    it is empty. ``buffer`` holds the document from offset ``base``."""
     texts = [buffer[start - base:end - base] for start, end in spans]
     joined = join.join(texts)
     text = joined.strip() if strip else joined
     if not text:
         return None
-    lead = len(joined) - len(joined.lstrip()) if strip else 0
-
-    def document_offset(at: int) -> int:
-        """Where the joined text's code point ``at`` is in the document (a joining
-        separator's code point: in the separator that follows its piece)."""
-        for (start, end), piece in zip(spans, texts):
-            if at < len(piece):
-                return start + at
-            at -= len(piece)
-            if at < len(join):
-                return end + at
-            at -= len(join)
-        raise AssertionError("offset past the joined text")
-
-    return document_offset(lead), document_offset(lead + len(text) - 1) + 1, text
+    placed = Joined(tuple(spans), len(join),
+                    len(joined) - len(joined.lstrip()) if strip else 0)
+    return placed.offset(0), placed.offset(len(text) - 1) + 1, text, placed
 
 
 def _source(separator: str | re.Pattern) -> str:

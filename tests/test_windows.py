@@ -232,7 +232,11 @@ def test_section_scanner_reports_each_start_once_as_soon_as_settled(doc):
     """Section starts and heading paths as the text streams in: in order, each once,
     every heading's section before ``settled`` already (the text before the first
     heading is reported when it shows a non-white code point, and before any other)."""
-    text, pieces = doc
+    check_scanner(*doc)
+
+
+def check_scanner(text: str, pieces: list[str]) -> None:
+    """The scanner's reports, piece by piece, against the plain reference."""
     expected = [(start, headings) for start, _, headings in reference.section_units(text)]
     scanner = SectionScanner()
     reported, read = [], 0

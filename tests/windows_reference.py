@@ -89,12 +89,29 @@ HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t](.*))?\Z", re.DOTALL)
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
+#: The contract's bound on a heading in a path, in code points.
+HEADING_LIMIT = 256
+
+
+def capped(title: str) -> str:
+    """A heading longer than the bound: its grapheme clusters while they fit in one
+    code point less, then "…"."""
+    if len(title) <= HEADING_LIMIT:
+        return title
+    kept = ""
+    for cluster in regex.findall(r"\X", title):
+        if len(kept) + len(cluster) > HEADING_LIMIT - 1:
+            break
+        kept += cluster
+    return kept + "\u2026"
+
+
 def heading_title(rest: str) -> str:
     rest = rest.rstrip()
     without_closing = rest.rstrip("#")
     if without_closing != rest and (without_closing == "" or without_closing[-1] in " \t"):
         rest = without_closing
-    return rest.strip()
+    return capped(rest.strip())
 
 
 def section_units(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
@@ -104,6 +121,8 @@ def section_units(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
     path: list[tuple[int, str]] = []
     for line_start, line in lines(text):
         content = line_content(line)
+        if line_start == 0:                # a byte-order mark is no part of the first line
+            content = content.removeprefix("\ufeff")
         if open_fence is not None:
             closing = re.match(r" {0,3}(`+|~+)", content)
             if (closing and closing.group(1)[0] == open_fence[0]
@@ -123,7 +142,7 @@ def section_units(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
             starts.append((line_start, tuple(title for _, title in path)))
     if not starts or starts[0][0] > 0:
         first = starts[0][0] if starts else len(text)
-        if text[:first].strip():
+        if text[:first].removeprefix("\ufeff").strip():
             starts.insert(0, (0, ()))
     ends = [start for start, _ in starts[1:]] + [len(text)]
     return [(start, end, headings) for (start, headings), end in zip(starts, ends)]

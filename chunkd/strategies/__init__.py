@@ -11,6 +11,8 @@ result must not depend on how the document is cut into pieces). Every front end
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
+from operator import add
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from chunkd.chunk import Chunk, Parent
@@ -43,6 +45,9 @@ class Strategy:
     parents: ClassVar[bool] = False
     #: Whether it can leave heading lines out of its chunks (``strip_headings``).
     strips_headings: ClassVar[bool] = False
+    #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
+    #: others ``build`` adds it (``EmbedText``).
+    embeds: ClassVar[bool] = False
 
     @classmethod
     def default_overlap(cls, size: int) -> int:
@@ -80,7 +85,7 @@ def build(settings: Settings) -> Chunker:
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
         chunker = ParentChild(kind.splitter(settings.parent_settings()), chunker)
-    if settings.embed_text:
+    if settings.embed_text and not kind.embeds:
         chunker = EmbedText(chunker)
     if settings.count_tokens:
         chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
@@ -90,7 +95,9 @@ def build(settings: Settings) -> Chunker:
 class EmbedText:
     """Adds ``embed_text``, what to embed for a chunk of a headed document: its heading
     path (``A > B > C``), a blank line, then its text (the text alone where there are
-    no headings); ``text`` stays the exact document slice."""
+    no headings); ``text`` stays the exact document slice. For strategies whose size
+    does not count what the path adds (sections); the markdown strategy fits the path
+    into its size itself (``embeds``)."""
 
     def __init__(self, chunker: Chunker) -> None:
         self.chunker = chunker
@@ -134,22 +141,50 @@ class ParentChild:
     """Parent/child chunking (LangChain's ParentDocumentRetriever): the parents are the
     chunks of the document at the parent settings; the children, the chunks of each
     parent's text at the child settings, with document offsets and their parent.
-    Children of overlapping parents are kept as they are (they may repeat text)."""
+    Children of overlapping parents are kept as they are (they may repeat text).
+
+    Both are recursive splitters (``chunkd._kernel.RecursiveSplitter``). A chunk joined
+    with a dropped separator (``keep_separator`` False) is no slice of its source, so
+    they record where its code points come from (``joined``): a child's offsets in its
+    parent's text are mapped to the document through that, code point by code point."""
 
     def __init__(self, parents: Chunker, children: Chunker) -> None:
         self.parents = parents
         self.children = children
+        parents.joined = []      # type: ignore[attr-defined]
+        children.joined = []     # type: ignore[attr-defined]
         self.next_index = 0
 
     def _children_of(self, parents: list[Chunk]) -> list[Chunk]:
         made = []
+        joined_parents = self._joined(self.parents)
         for parent in parents:
             record = Parent(parent.index, parent.start, parent.end, parent.length, parent.text)
-            for child in self.children.feed(parent.text) + self.children.finish():
-                made.append(child._replace(index=self.next_index, start=parent.start + child.start,
-                                           end=parent.start + child.end, parent=record))
+            children = self.children.feed(parent.text) + self.children.finish()
+            joined_children = self._joined(self.children)
+            joined_parent = joined_parents.get(parent.index)
+            # The document offset of each offset in the parent's text.
+            place = partial(add, parent.start) if joined_parent is None else joined_parent.offset
+            for child in children:
+                joined_child = joined_children.get(child.index)
+                if joined_child is not None:
+                    start = joined_child.offset(0, place)
+                    end = joined_child.offset(len(child.text) - 1, place) + 1
+                elif joined_parent is None:
+                    start, end = parent.start + child.start, parent.start + child.end
+                else:
+                    start, end = place(child.start), place(child.end - 1) + 1
+                made.append(child._replace(index=self.next_index, start=start, end=end,
+                                           parent=record))
                 self.next_index += 1
         return made
+
+    @staticmethod
+    def _joined(splitter: Chunker) -> dict:
+        """The joined chunks a splitter made since last asked: index -> ``Joined``."""
+        joined = dict(splitter.joined)  # type: ignore[attr-defined]
+        splitter.joined.clear()         # type: ignore[attr-defined]
+        return joined
 
     def feed(self, text: str) -> list[Chunk]:
         return self._children_of(self.parents.feed(text))
