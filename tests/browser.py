@@ -24,6 +24,10 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Serve:
     """``chunkd serve --port 0 ARGS`` in a subprocess; ``url`` is the address it prints."""
 
@@ -32,9 +36,12 @@ class Serve:
         self.log = tempfile.TemporaryFile()
         # PYTHONFAULTHANDLER: a server that does not stop dumps every thread's stack
         # when aborted (see ``stop``), so that the test says where it hung.
+        # Ctrl-C as at a terminal, even when the tests run as a background job, whose
+        # children a shell starts with SIGINT ignored.
         self.process = subprocess.Popen([chunkd_command(), "serve", "--port", "0", *args],
                                         stdout=subprocess.PIPE, stderr=self.log,
-                                        env=os.environ | {"PYTHONFAULTHANDLER": "1"})
+                                        env=os.environ | {"PYTHONFAULTHANDLER": "1"},
+                                        preexec_fn=_interruptible)
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         assert ready, "chunkd serve printed no address within 60 s"
         self.banner = self.process.stdout.readline().decode()

@@ -177,16 +177,13 @@ def test_output_dir_msgpack_and_recursive(inbox, tmp_path, watch):
     assert not (out / ".hidden.md.chunks.msgpack").exists()
 
 
-def big_document(copies: int = 30) -> str:
-    return "".join(p.read_text(encoding="utf-8") for p in corpus_documents()) * copies
-
-
 def test_sigterm_abandons_the_file_in_hand_and_exits_0_promptly(inbox, watch):
-    (inbox / "big.md").write_text(big_document(), encoding="utf-8")  # ~85 MB
-    watcher = watch(inbox, "--tokens", "16", "--max-bytes", "100000000", "--verbose")
+    (inbox / "big.md").write_bytes(b"Words of a long file. " * 200_000)  # 17 blocks
+    # Each block read 0.5 s late: the file is still in hand seconds after it starts.
+    watcher = watch(inbox, "--tokens", "16", "--verbose", faults={"slow_blocks": 0.5})
     watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="work on the big file")
     time.sleep(0.5)
-    assert not (inbox / "big.md.chunks.json").exists()  # still at work: seconds of it
+    assert not (inbox / "big.md.chunks.json").exists()
     started = time.monotonic()
     assert watcher.stop(timeout=10) == 0
     assert time.monotonic() - started < 5

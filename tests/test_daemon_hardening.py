@@ -13,7 +13,7 @@ import orjson
 
 from command import chunkd_command
 from oracle import corpus_documents
-from test_daemon import big_document, notify_socket
+from test_daemon import notify_socket
 from watching import filter_chunks, results
 
 
@@ -155,13 +155,14 @@ def test_a_notify_socket_nobody_reads_never_blocks_the_daemon(inbox, watch):
 
 def test_the_watchdog_is_pinged_while_a_long_file_blocks_the_queue(inbox, watch):
     """A file waiting behind a long one is not a stuck worker: pings go on."""
-    (inbox / "big.md").write_text(big_document(25), encoding="utf-8")  # ~71 MB of tokens
+    (inbox / "big.md").write_bytes(b"Words of a long file. " * 200_000)  # 17 blocks
     listener, name = notify_socket()
     listener.settimeout(0.5)
     env = os.environ | {"NOTIFY_SOCKET": name, "WATCHDOG_USEC": "1000000"}
     try:
-        watcher = watch(inbox, "--tokens", "16", "--workers", "1", "--max-bytes", "100000000",
-                        "-v", env=env)
+        # Each block read 0.3 s late: the big file takes at least 5 s on any machine.
+        watcher = watch(inbox, "--tokens", "16", "--workers", "1", "-v", env=env,
+                        faults={"slow_blocks": 0.3})
         watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="the big file")
         (inbox / "small.txt").write_text("Waits for the big one.", encoding="utf-8")
         pings, started = [], time.monotonic()
@@ -171,7 +172,7 @@ def test_the_watchdog_is_pinged_while_a_long_file_blocks_the_queue(inbox, watch)
                     pings.append(time.monotonic())
             except TimeoutError:
                 pass
-        assert time.monotonic() - started >= 4, "the big file took under 4 s: make it bigger"
+        assert time.monotonic() - started >= 4
         gaps = [b - a for a, b in zip(pings, pings[1:])]
         # Pinged every 0.5 s; a queued file would have read as stuck after 2 s.
         assert len(pings) >= 6 and max(gaps) < 1.5, (len(pings), gaps)
@@ -209,10 +210,11 @@ def test_a_result_never_outlives_the_file_it_belongs_to(inbox, tmp_path, watch):
 
 
 def test_no_result_for_a_file_deleted_while_it_is_chunked(inbox, watch):
-    (inbox / "big.md").write_text(big_document(10), encoding="utf-8")
-    watcher = watch(inbox, "--tokens", "16", "--max-bytes", "100000000", "-v")
+    (inbox / "big.md").write_bytes(b"Words of a long file. " * 200_000)  # 17 blocks
+    # Each block read 0.3 s late: the worker is still reading when the file goes.
+    watcher = watch(inbox, "--tokens", "16", "-v", faults={"slow_blocks": 0.3})
     watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="work on the big file")
-    time.sleep(0.5)                       # the (started) worker is reading it: seconds of work
+    time.sleep(0.5)
     (inbox / "big.md").unlink()
     watcher.wait_for(lambda: watcher.lines("gone big.md"), timeout=120, what="the outcome")
     assert watcher.lines("gone big.md") == ["gone big.md: deleted while it was read"]

@@ -15,7 +15,9 @@ and in each of its worker processes. Faults:
 - "pause_writing": ``{"suffix": ..., "paused": PATH, "go": PATH}``; the first result
   whose name ends so is held before it is written: PATH "paused" is created, and the
   write goes on once PATH "go" exists (or after 60 s), so that a test can act at
-  exactly that moment.
+  exactly that moment;
+- "slow_blocks": seconds; each block of an input the daemon chunks is read that much
+  later, so that a file takes a known least time whatever the machine's speed.
 """
 
 import errno
@@ -63,6 +65,20 @@ if faults.get("pause_writing"):
         return real_atomic_write(folder, name, compose)
 
     chunkd.inbox.write_atomically = paused_write
+
+if faults.get("slow_blocks"):
+    import time
+
+    import chunkd.inbox
+
+    real_read_blocks = chunkd.inbox.read_blocks
+
+    def slow_read_blocks(stream, on_bytes=None, *args, **kwargs):
+        for block in real_read_blocks(stream, on_bytes, *args, **kwargs):
+            time.sleep(faults["slow_blocks"])
+            yield block
+
+    chunkd.inbox.read_blocks = slow_read_blocks
 
 if faults.get("eacces_suffix"):
     real_open = os.open
