@@ -49,6 +49,9 @@ IGNORED = (".*", "*.tmp", "*.part", "*.crdownload", "*.swp", "*~")
 RESULT_SUFFIX = {"json": ".chunks.json", "msgpack": ".chunks.msgpack"}
 ERROR_SUFFIX = ".error.json"
 TEMP_SUFFIX = ".chunkd-tmp"
+#: What made a result; a result another version made is redone.
+CHUNKER = f"chunkd {__version__}"
+
 #: chunkd's own temporary names (``write_atomically``); a producer's look-alike stays.
 TEMPORARY = re.compile(r"\.[0-9a-f]{16}\.chunkd-tmp")
 #: An input on its way to --move-done (``move_to_done``), for an instant.
@@ -279,11 +282,13 @@ class Inbox:
 
     def current(self, relative: str, st: os.stat_result) -> bool:
         """Whether the input has a current result (or error result): one recorded
-        for these settings, this size, and this inode, mtime and ctime (users can set
-        an mtime but not a ctime, so these are trusted without reading the input)."""
+        by this chunkd version (another may chunk differently) for these settings, this
+        size, and this inode, mtime and ctime (users can set an mtime but not a ctime,
+        so these are trusted without reading the input)."""
         for suffix in (self.result_suffix, ERROR_SUFFIX):
             recorded = self.recorded(relative, suffix)
             if recorded is not None and recorded.get("size") == st.st_size \
+                    and recorded.get("chunker") == CHUNKER \
                     and recorded.get("settings") == self.recorded_settings \
                     and recorded.get("stat") == _stat_record(st):
                 return True
@@ -506,7 +511,7 @@ class Inbox:
     def header(self, relative: str, st: os.stat_result | None, sha256: str | None) -> dict:
         return {"source": name_value(relative, self.options.format == "msgpack"),
                 "sha256": sha256, "size": st.st_size if st is not None else None,
-                "settings": self.recorded_settings, "chunker": f"chunkd {__version__}",
+                "settings": self.recorded_settings, "chunker": CHUNKER,
                 "stat": _stat_record(st) if st is not None else None}
 
     def fail(self, relative: str, st: os.stat_result, reason: str,

@@ -11,6 +11,8 @@ import time
 
 import orjson
 
+import chunkd
+
 from command import chunkd_command
 from oracle import corpus_documents
 from test_daemon import notify_socket
@@ -380,4 +382,18 @@ def test_an_input_stranded_by_an_interrupted_move_is_reported_at_start(inbox, tm
         "an input left under a hidden name by a run stopped while moving it to --move-done: "
         ".0123456789abcdef.chunkd-moving; give it its name back"]
     assert stranded.exists()
+    assert watcher.stop() == 0
+
+
+def test_a_result_another_chunkd_version_made_is_redone(inbox, watch):
+    (inbox / "a.txt").write_text("Chunked by an older chunkd.", encoding="utf-8")
+    watcher = watch(inbox)
+    watcher.wait_for(lambda: "a.txt" in results(inbox), what="the result")
+    assert watcher.stop() == 0
+    path = inbox / "a.txt.chunks.json"
+    older = orjson.loads(path.read_bytes()) | {"chunker": "chunkd 0.1.0"}
+    path.write_bytes(orjson.dumps(older))
+    watcher = watch(inbox, "-v")
+    watcher.wait_for(lambda: watcher.processed() == ["a.txt"], what="the file redone")
+    assert results(inbox)["a.txt"]["chunker"] == f"chunkd {chunkd.__version__}"
     assert watcher.stop() == 0
