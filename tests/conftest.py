@@ -12,6 +12,15 @@ if os.environ.get("CI"):
 
 import pytest  # noqa: E402
 
+#: Markers that make a test slow as well: ``pytest -m "not slow"`` is the fast tier.
+SLOW_KINDS = ("browser", "systemd", "network")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture
 def watch():

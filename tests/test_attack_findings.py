@@ -16,9 +16,12 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from command import chunkd_command, ndjson, run_chunkd
 from watching import results
+
+pytestmark = pytest.mark.slow
 
 MiB = 1 << 20
 

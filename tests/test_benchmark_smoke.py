@@ -6,6 +6,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 

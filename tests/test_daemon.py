@@ -18,10 +18,13 @@ import time
 
 import msgpack
 import orjson
+import pytest
 
 from command import chunkd_command
 from oracle import corpus_documents
 from watching import filter_chunks, filter_documents, results
+
+pytestmark = pytest.mark.slow
 
 
 def test_in_place_renamed_in_and_slow_writes_each_give_one_complete_result(inbox, tmp_path, watch):

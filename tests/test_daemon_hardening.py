@@ -10,6 +10,7 @@ import subprocess
 import time
 
 import orjson
+import pytest
 
 import chunkd
 
@@ -17,6 +18,8 @@ from command import chunkd_command
 from oracle import corpus_documents
 from test_daemon import notify_socket
 from watching import filter_chunks, results
+
+pytestmark = pytest.mark.slow
 
 
 def everything_under(folder) -> dict[str, bytes]:

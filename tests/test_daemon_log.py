@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_a_skipped_link_is_neither_logged_as_chunked_nor_counted(inbox, tmp_path, watch):
     target = tmp_path / "target.md"

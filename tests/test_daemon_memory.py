@@ -17,6 +17,8 @@ import pytest
 
 from command import chunkd_command
 
+pytestmark = pytest.mark.slow
+
 # The daemon is started from a small Python that reports the peak RSS of it and its
 # workers once it exits (Linux counts a child's memory from before its exec, so the
 # test process, large, must not be its parent); SIGTERM is passed on to the daemon.

@@ -307,6 +307,7 @@ class Page(html.parser.HTMLParser):
         self.links += [value for name, value in attrs if name in ("src", "href") and value]
 
 
+@pytest.mark.slow
 def test_charts(tmp_path):
     options = ("--chars", "300,600", "--tokens", "100", "--overlap", "0,15%")
     drawn = {}

@@ -170,6 +170,7 @@ def test_long_heading_lines_fed_a_code_point_at_a_time(text):
         check_markdown(text, [text], "tokens", 16, 2, strip_headings)
 
 
+@pytest.mark.slow
 def test_a_gigantic_heading_line_streams_in_bounded_memory():
     """One heading line of 210 MB: its chunks stream as it is read, as a long section's do."""
     block = b"# " + b"word " * 200_000
@@ -237,6 +238,7 @@ def test_the_prefix_takes_at_most_half_the_size():
     assert prefixes(7) == [""]                                        # only "…" would fit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit,size", [("chars", 60), ("tokens", 24)])
 def test_embed_text_fits_on_the_corpus(unit, size):
     """Every shared-corpus document at a size small enough that paths must shrink."""
@@ -252,6 +254,7 @@ def test_embed_text_fits_on_the_corpus(unit, size):
     assert shrunk > 1000          # the rule was exercised, not only the easy case
 
 
+@pytest.mark.slow
 def test_the_command_fits_tokens_on_the_corpus():
     paths = [str(p) for p in corpus_documents()[::25]]
     result = run_chunkd("--strategy", "markdown", "--tokens", "32", "--embed-text", *paths)

@@ -17,6 +17,10 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ElementTree
 
+import pytest
+
+pytestmark = pytest.mark.network
+
 SUITE = "tests/unit_tests/test_text_splitters.py"
 CLASSES = {"RecursiveCharacterTextSplitter", "CharacterTextSplitter"}
 HERE = pathlib.Path(__file__).resolve().parent

@@ -12,6 +12,8 @@ import pytest
 from command import chunkd_command
 from oracle import corpus_documents
 
+pytestmark = pytest.mark.slow
+
 STREAM_BYTES = 210 * 1024 * 1024
 PEAK_LIMIT_MB = 100
 

@@ -18,6 +18,8 @@ from browser import Serve, launch
 from command import ndjson, run_chunkd
 from oracle import corpus_documents
 
+pytestmark = pytest.mark.browser
+
 #: English with emoji (code points beyond UTF-16's first plane shift JavaScript's offsets).
 ENGLISH = next(p for p in corpus_documents() if p.name == "src_ch02-00-guessing-game-tutorial.md")
 CHINESE = next(p for p in corpus_documents() if p.name == "src_guide_essentials_conditional.md")

@@ -189,6 +189,7 @@ def test_strings_that_are_not_utf8_are_the_rows_errors_in_parquet_output(tmp_pat
     assert written.column("doc").to_pylist() == ["a", "f"]
 
 
+@pytest.mark.slow
 def test_repeated_documents_in_a_small_file_stay_in_bounded_memory(tmp_path):
     """A dictionary-encoded column of one document repeated: the file is small, what
     it decodes to is not; a batch of rows is read at a time, not the file."""
@@ -359,6 +360,7 @@ def test_a_run_killed_by_a_signal_leaves_no_hidden_file(tmp_path, number):
     assert leftovers(tmp_path) == [] and not out.exists()
 
 
+@pytest.mark.slow
 def test_a_large_carried_column_is_written_in_bounded_memory(tmp_path):
     """Every chunk row of a document carries its columns: a MiB of them a row must
     not pile up in memory, unconverted, until a MiB of chunk text has."""
@@ -509,6 +511,7 @@ def write_big_parquet(path) -> tuple[int, int]:
     return documents, total
 
 
+@pytest.mark.slow
 def test_a_gigabyte_of_parquet_is_chunked_in_bounded_memory(tmp_path):
     source = tmp_path / "big.parquet"
     documents, text_bytes = write_big_parquet(source)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,7 @@ def test_pretokens_but_the_last_two_survive_appending(head, tail):
     assert pretokens(head + tail)[:len(stable)] == stable
 
 
+@pytest.mark.slow
 def test_every_code_point_is_classified_as_tiktoken_does():
     """Each code point in the contexts where letter, number, space and other differ
     (its class must follow tiktoken's Unicode version, not Python's)."""

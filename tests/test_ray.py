@@ -13,6 +13,8 @@ from chunkd.settings import SettingsError
 from command import run_chunkd
 from tables import corpus_rows, filter_records, write_corpus_parquet
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):

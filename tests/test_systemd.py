@@ -11,6 +11,8 @@ import pytest
 
 from command import chunkd_command
 
+pytestmark = pytest.mark.systemd
+
 UNITS = pathlib.Path(__file__).resolve().parent.parent / "systemd"
 INSTALLED_AT = "/opt/chunkd/bin/chunkd"  # where README's install steps put the command
 

@@ -61,6 +61,7 @@ CASES = [(strategy, size, overlap) for strategy, pairs in CORPUS_SETTINGS.items(
          for size, overlap in pairs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy,size,overlap", CASES)
 def test_corpus_whole_and_in_random_pieces(strategy, size, overlap):
     for path in DOCUMENTS:
