@@ -26,9 +26,9 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from chunkd.chunk import OPTIONAL_FIELDS, Chunk
+from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
 from chunkd.ids import ChunkIds
 from chunkd.settings import Settings
 from chunkd.strategies import build
@@ -124,9 +124,11 @@ def chunk_schema(header: pa.Schema, fields: tuple[str, ...]) -> pa.Schema:
 def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...]) -> list[pa.Array]:
     """The columns of ``chunk_schema`` after the header, for these chunks."""
     values = list(zip(*chunks)) if chunks else [()] * len(Chunk._fields)
-    columns = {name: values[Chunk._fields.index(name)] for name in _chunk_columns(fields)}
+    columns: dict[str, Sequence[object]] = {
+        name: values[Chunk._fields.index(name)] for name in _chunk_columns(fields)}
     if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
-        columns["parent"] = [None if parent is None else parent[:3] for parent in columns["parent"]]
+        parents = cast("Sequence[Parent | None]", columns["parent"])
+        columns["parent"] = [None if parent is None else parent[:3] for parent in parents]
     return [to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
 
 

@@ -13,7 +13,9 @@ class Parent(NamedTuple):
     exact offsets, its length in the unit and its text. Records write a child's parent
     as ``{"index", "start", "end"}``; whole-document formats list each parent once."""
 
-    index: int
+    # A field named like tuple.index: mypy reports the name, not a fault (the records'
+    # key is "index").
+    index: int  # type: ignore[assignment]
     start: int
     end: int
     length: int
@@ -44,7 +46,9 @@ class Chunk(NamedTuple):
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
     """
 
-    index: int
+    # A field named like tuple.index: mypy reports the name, not a fault (the records'
+    # key is "index").
+    index: int  # type: ignore[assignment]
     start: int
     end: int
     length: int

@@ -90,7 +90,8 @@ from chunkd.chunk import Chunk
 #: chunkd's separators, coarsest first; "" splits into code points (``chunkd.SEPARATORS``).
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
 
-Length = Callable[[str], "int | float"]
+#: A length function, as LangChain types its ``length_function``.
+Length = Callable[[str], int]
 
 
 class RecursiveSplitter:
@@ -117,7 +118,8 @@ class RecursiveSplitter:
         level = None
         for separator in reversed(used):
             level = _Level(self, separator, level, join)
-        self.top = level
+        assert level is not None, "checked_arguments gives at least one separator"
+        self.top: _Level = level
         self._start_document()
 
     def _start_document(self) -> None:
@@ -190,6 +192,7 @@ def checked_arguments(chunk_size: int, chunk_overlap: int,
     if not 0 <= chunk_overlap <= chunk_size:
         raise ValueError(f"chunk_overlap must be at least 0 and at most chunk_size "
                          f"({chunk_size}), got {chunk_overlap}")
+    keep: str | bool
     if keep_separator is True or keep_separator == "start":
         keep = "start"
     elif keep_separator == "end" or keep_separator is False:
@@ -270,16 +273,23 @@ class _Level:
         source = _source(separator)
         self.by_code_point = source == ""
         self.literal = separator if isinstance(separator, str) else None
-        self.pattern = None if self.by_code_point or self.literal is not None else separator
+        self.pattern = (separator if isinstance(separator, re.Pattern) and not self.by_code_point
+                        else None)
         self.join = (source if join is None else join) if sp.keep is False else ""
         self.join_length = sp.length(self.join) if sp.keep is False else 0
+
+    @property
+    def next_level(self) -> _Level:
+        """The next separator's level: only a level that has one delegates."""
+        assert self.child is not None, "the last level keeps its long pieces whole"
+        return self.child
 
     def reset(self, start: int) -> None:
         self.delegating = False  # the piece in hand is being fed to the child
         self.decided = False     # the separator has occurred in this scope
         self.piece_start = self.scan_pos = start
-        self.run: list[tuple[int, int, int | float]] = []  # the merger's pieces
-        self.total: int | float = 0
+        self.run: list[tuple[int, int, int]] = []  # the merger's pieces
+        self.total = 0
 
     def needed_from(self) -> int:
         """The lowest document offset this level and its descendants still read."""
@@ -287,7 +297,7 @@ class _Level:
         if self.run:
             need = min(need, self.run[0][0])
         if self.delegating:
-            need = min(need, self.child.needed_from())
+            need = min(need, self.next_level.needed_from())
         return need
 
     def advance(self, limit: int, final: bool) -> None:
@@ -299,6 +309,7 @@ class _Level:
                 self.split_by_pattern(limit)
             return
         sp, sep = self.sp, self.literal
+        assert sep is not None, "a level cuts by code point, by pattern or by literal"
         while (pos := sp.buf.find(sep, self.scan_pos - sp.base, limit - sp.base)) >= 0:
             self.cut(pos + sp.base, pos + sp.base + len(sep))
         if final:
@@ -309,8 +320,9 @@ class _Level:
 
     def split_by_pattern(self, limit: int) -> None:
         """Run the regular expression on the whole scope's text, as LangChain does."""
-        start = self.piece_start
-        for match in self.pattern.finditer(self.sp.text(start, limit)):
+        start, pattern = self.piece_start, self.pattern
+        assert pattern is not None, "called for a pattern's level only"
+        for match in pattern.finditer(self.sp.text(start, limit)):
             self.cut(start + match.start(), start + match.end())
         self.end_scope(limit)
 
@@ -324,7 +336,7 @@ class _Level:
 
     def end_piece(self, end: int) -> None:
         if self.delegating:
-            self.child.advance(end, True)
+            self.next_level.advance(end, True)
             self.delegating = False
         elif end > self.piece_start:
             self.take_piece(end)
@@ -347,7 +359,7 @@ class _Level:
         """The piece in hand reaches at least ``known_end``: delegate it once it must be long."""
         sp = self.sp
         if self.delegating:
-            self.child.advance(known_end, False)
+            self.next_level.advance(known_end, False)
         elif (self.child is not None and sp.lower_bound is not None
               and known_end > self.piece_start
               and sp.lower_bound(sp.text(self.piece_start, known_end)) >= sp.chunk_size):
@@ -358,7 +370,7 @@ class _Level:
     def end_scope(self, limit: int) -> None:
         """The scope ends at ``limit``: the last piece has no separator after it."""
         if self.delegating:
-            self.child.advance(limit, True)
+            self.next_level.advance(limit, True)
             self.delegating = False
         elif limit > self.piece_start:
             if not self.decided and self.child is not None:
@@ -370,8 +382,8 @@ class _Level:
         self.piece_start = self.scan_pos = limit
 
     def delegate(self, end: int, final: bool) -> None:
-        self.child.reset(self.piece_start)
-        self.child.advance(end, final)
+        self.next_level.reset(self.piece_start)
+        self.next_level.advance(end, final)
 
     def advance_code_points(self, limit: int, final: bool) -> None:
         """The "" separator: every code point is a piece."""
@@ -387,7 +399,7 @@ class _Level:
         if final:
             self.flush()
 
-    def merge(self, start: int, end: int, length: int | float) -> None:
+    def merge(self, start: int, end: int, length: int) -> None:
         """LangChain's ``_merge_splits``, one piece at a time, term for term."""
         sp, join = self.sp, self.join_length
         if self.run and self.total + length + join > sp.chunk_size:

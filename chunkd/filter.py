@@ -24,6 +24,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
@@ -114,7 +115,7 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
     """A ``--jobs`` worker: each document's whole output and its error, if any (the
     chunks made before an error are kept, as when streaming)."""
     chunker = build(settings)
-    results = []
+    results: list[Rendered] = []
     for document in batch:
         out = io.BytesIO()
         try:
@@ -130,7 +131,7 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
     return results
 
 
-def _is_local(item: Document | InputError) -> bool:
+def _is_local(item: Document | InputError) -> TypeGuard[Document]:
     """Whether a document is streamed here: large, or of unknown size (a pipe)."""
     return isinstance(item, Document) and (item.size is None or item.size > LOCAL_BYTES)
 
@@ -266,6 +267,7 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
         except InputError as error:
             report(error)
 
+    items: Iterator[Document | InputError | Paused]
     if args.input == "parquet":
         items = (item for path in args.files for item in args.parquet.documents(path))
     else:
@@ -283,8 +285,8 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
                 if isinstance(item, Paused):  # no output of its own
                     yield item
                     continue
-                files = args.input == "text" and isinstance(item, Document)
-                sizes.append((item.size or 0) if files else 0)
+                size = item.size if args.input == "text" and isinstance(item, Document) else None
+                sizes.append(size or 0)
                 yield item
 
         for item in in_order(noted(items), args.jobs, settings, args.format, named):
@@ -299,7 +301,8 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
             progress.advance(sizes.popleft())
     else:
         for document in items:
-            stream(document)
+            if not isinstance(document, Paused):  # (read without pauses: there are none)
+                stream(document)
     out.flush()
     writer.close(failed=status != EXIT_OK)
     progress.close()

@@ -40,7 +40,7 @@ from chunkd.output import OutputError, write_all
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds
-from chunkd.strategies import build, chunk_blocks
+from chunkd.strategies import Chunker, build, chunk_blocks
 from chunkd.writers import DocumentRecords, Write, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
@@ -188,7 +188,7 @@ class Inbox:
         self.done = (None if options.move_done is None
                      else open_folder(options.move_done, expect.get("done")))
         self.result_suffix = RESULT_SUFFIX[options.format]
-        self.chunker = None  # built on first use: the main process never chunks
+        self.chunker: Chunker | None = None  # built on first use: the main process never chunks
 
     def identities(self) -> dict:
         folders = {"root": self.root, "output": self.output, "done": self.done}
@@ -313,7 +313,7 @@ class Inbox:
         inputs a run killed in the middle of a --move-done left under a hidden name
         (they are not deleted: an operator must give them a name back)."""
         removed, stranded = 0, []
-        folders = [[]]
+        folders: list[list[str]] = [[]]
         while folders:
             parts = folders.pop()
             try:
@@ -530,7 +530,7 @@ class Inbox:
         return written or Outcome("error", reason, signature(st))
 
     def write_result(self, relative: str, suffix: str,
-                     compose: Callable[[Write], None]) -> Outcome | None:
+                     compose: Callable[[Write], object]) -> Outcome | None:
         """Write one result, which ``compose`` writes a piece at a time (and remove the
         other kind, which no longer holds); None on success, else the environment's
         failure."""
@@ -560,12 +560,14 @@ class Inbox:
         folder (atomic, whatever is at its name now); if that is not the file chunked
         (replaced meanwhile) it is put back; else it is linked into DONE (a link fails
         where a rename would replace) and the hidden name is removed."""
+        assert self.done is not None, "with --move-done only"
+        done = self.done
         parts, _ = _split(relative)
         hidden = f".{secrets.token_hex(8)}{MOVING_SUFFIX}"
         if not self._in_inbox(folder, relative):
             return "; not moved: its folder left the inbox"
         try:  # checked first, so that the usual refusal does not touch the input
-            with subfolder(self.done, parts) as target:
+            with subfolder(done, parts) as target:
                 os.stat(name, dir_fd=target, follow_symlinks=False)
             return "; not moved: a file of that name is already in --move-done"
         except FileNotFoundError:
@@ -581,7 +583,7 @@ class Inbox:
         if (moved.st_dev, moved.st_ino) != (chunked.st_dev, chunked.st_ino):
             return "; not moved: replaced since it was read" + self._put_back(folder, hidden, name)
         try:
-            with subfolder(self.done, parts, create=True) as target:
+            with subfolder(done, parts, create=True) as target:
                 os.link(hidden, name, src_dir_fd=folder, dst_dir_fd=target,
                         follow_symlinks=False)
                 os.unlink(hidden, dir_fd=folder)
@@ -661,7 +663,7 @@ def _file_kind(mode: int) -> str:
     return "special file"
 
 
-def write_atomically(folder: int, name: str, compose: Callable[[Write], None]) -> None:
+def write_atomically(folder: int, name: str, compose: Callable[[Write], object]) -> None:
     """Write ``name`` in ``folder``, as ``compose`` writes it a piece at a time, so that
     readers see the old file or the whole new one, never a part: a hidden temporary
     file (a short name, so that it fits where the result's name does), every piece

@@ -12,7 +12,7 @@ import os
 import select
 import sys
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Writes in a row that may write nothing, each after waiting for the stream to be
@@ -20,7 +20,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 IDLE_WRITES = 100
 
 
-def write_all(stream: BinaryIO, data: bytes) -> None:
+class Stream(Protocol):
+    """What output is written to: a binary stream, or an ``Output``; ``write`` returns
+    how much it wrote (None: nothing, for now)."""
+
+    def write(self, data: bytes | bytearray | memoryview, /) -> int | None: ...
+
+
+def write_all(stream: Stream, data: bytes | bytearray | memoryview) -> None:
     """Write all of ``data`` to ``stream``, or raise ``OSError``. A raw stream (stdout
     under ``python -u`` or ``PYTHONUNBUFFERED=1``) may write part of it: Linux writes at
     most 2 GiB - 4 KiB at once, a signal or a file size limit can cut a write short;
@@ -43,12 +50,15 @@ def write_all(stream: BinaryIO, data: bytes) -> None:
         view = view[written:]
 
 
-def _wait_writable(stream: BinaryIO) -> None:
+def _wait_writable(stream: Stream) -> None:
     """Until the stream's descriptor can be written (at once for a file); a stream
     without one is only tried again."""
+    fileno = getattr(stream, "fileno", None)
     try:
-        descriptor = stream.fileno()
-    except (AttributeError, OSError, ValueError):
+        descriptor = fileno() if fileno is not None else None
+    except (OSError, ValueError):  # io.UnsupportedOperation: no descriptor
+        descriptor = None
+    if descriptor is None:
         return
     poll = select.poll()
     poll.register(descriptor, select.POLLOUT)
@@ -66,7 +76,7 @@ class Output:
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | bytearray | memoryview, /) -> int:
         """Write all of ``data`` (see ``write_all``); returns its length, as a stream's
         ``write`` does."""
         try:

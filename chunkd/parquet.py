@@ -360,6 +360,7 @@ class ParquetWriter:
             return
         self._convert()
         self._write()
+        assert self.writer is not None, "_write made it"
         try:
             self.writer.close()
             if self.temporary is not None:

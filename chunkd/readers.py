@@ -57,7 +57,7 @@ class Document:
     ``size`` is its length in bytes or code points where known before reading (it
     decides whether ``--jobs`` hands it to a worker), else None (a pipe, a device)."""
 
-    name: str | int | None
+    name: object            # a path, an NDJSON line's "id" (any JSON value) or its number
     blocks: Iterable[str]
     fields: dict = field(default_factory=dict)
     size: int | None = None
@@ -78,7 +78,8 @@ def read_blocks(stream: BinaryIO, on_bytes: OnBytes = None,
         yield data
 
 
-def decode_blocks(blocks: Iterable[bytes], where: str, errors: str = "strict") -> Iterator[str]:
+def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
+                  errors: str = "strict") -> Iterator[str]:
     """Decode UTF-8 incrementally; invalid bytes raise ``InputError`` with their
     byte offset, or become U+FFFD with ``errors="replace"``."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
@@ -221,6 +222,7 @@ def ndjson_documents(stream: BinaryIO, errors: str, where: str = "stdin",
         if problem:
             yield InputError(f"{where}: line {number}: {problem}")
             continue
+        assert isinstance(record, dict), "_record_problem checked it"
         del line  # only the parsed text is held while the document is chunked
         name = record.pop("id", number)
         text = record.pop("text")

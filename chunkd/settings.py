@@ -16,7 +16,7 @@ import argparse
 import json
 import textwrap
 from dataclasses import dataclass, fields, replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from chunkd.errors import SettingsError as SettingsError  # reached from here too
 
@@ -106,11 +106,36 @@ class Settings:
         self._check_separators(kind)
         kind.check(self)
 
+    # Made, settings have every field resolved: typed views for the code that cuts.
+    @property
+    def chunk_size(self) -> int:
+        """``size``, resolved."""
+        assert self.size is not None, "resolved in __post_init__"
+        return self.size
+
+    @property
+    def chunk_overlap(self) -> int:
+        """``overlap``, resolved."""
+        assert self.overlap is not None, "resolved in __post_init__"
+        return self.overlap
+
+    @property
+    def length_unit(self) -> str:
+        """``unit``, resolved."""
+        assert self.unit is not None, "resolved in __post_init__"
+        return self.unit
+
+    @property
+    def separator_place(self) -> str:
+        """``keep_separator``, resolved."""
+        assert self.keep_separator is not None, "resolved in __post_init__"
+        return self.keep_separator
+
     def _check_parents(self, kind) -> None:
         if not kind.parents:
             raise SettingsError(f"the {self.strategy} strategy has no parent/child mode")
         parent_size = _whole(self.parent_size, "parent size", 1)
-        if parent_size <= self.size:
+        if parent_size <= self.chunk_size:
             raise SettingsError(f"the parent size ({parent_size}) must be larger than the "
                                 f"size ({self.size})")
         parent_overlap = (kind.default_overlap(parent_size) if self.parent_overlap is None
@@ -168,9 +193,10 @@ class Settings:
         the end of a piece (a full stop closes its sentence)."""
         return "start" if self.language is not None else "end"
 
-    def separator_fields(self) -> dict:
-        """The separator settings that differ from the defaults, as recorded."""
-        recorded = {}
+    def separator_fields(self) -> dict[str, Any]:
+        """The separator settings that differ from the defaults, as recorded (JSON
+        values)."""
+        recorded: dict[str, Any] = {}
         if self.separators is not None:
             recorded["separators"] = list(self.separators)
         if self.separator_regex:
@@ -212,11 +238,11 @@ class Settings:
             raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
         return cls(size=chunk_size, overlap=chunk_overlap, **options)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The settings as a result records them: the ones that shape every result,
         then the optional ones only when they are switched on (so that a new option
         does not make every earlier result look stale)."""
-        recorded = {"strategy": self.strategy, "unit": self.unit, "size": self.size,
+        recorded: dict[str, Any] = {"strategy": self.strategy, "unit": self.unit, "size": self.size,
                     "overlap": self.overlap, "errors": self.errors}
         if self.parent_size is not None:
             recorded |= {"parent_size": self.parent_size, "parent_overlap": self.parent_overlap}
@@ -441,10 +467,9 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
         larger = "--size" if kind.window else f"--{unit}"
         raise SettingsError(f"--overlap {overlap} is not smaller than the size ({given}); "
                             f"write --overlap {size_now - 1} or less, or a larger {larger}")
-    parent_size = None
-    if parent_chars is not None or parent_tokens is not None:
-        parent_unit, parent_size = (("tokens", parent_tokens) if parent_tokens is not None
-                                    else ("chars", parent_chars))
+    parent_size = parent_tokens if parent_tokens is not None else parent_chars
+    if parent_size is not None:
+        parent_unit = "tokens" if parent_tokens is not None else "chars"
         if parent_chars is not None and parent_tokens is not None:
             raise SettingsError("--parent-chars and --parent-tokens exclude each other")
         if parent_unit != (unit or "chars"):
@@ -465,7 +490,8 @@ def settings_from_options(strategy: str | None = None, chars: int | None = None,
     return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
                     parent_size=parent_size, parent_overlap=parent_overlap,
                     strip_headings=strip_headings, embed_text=embed_text,
-                    count_tokens=count_tokens, errors=errors, separators=separators,
+                    count_tokens=count_tokens, errors=errors,
+                    separators=None if separators is None else tuple(separators),
                     separator_regex=separator_regex, language=language,
                     keep_separator=keep_separator, strip_whitespace=strip_whitespace, ids=ids)
 

@@ -8,6 +8,11 @@ never touches the network.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chunkd._kernel import TokenCounter
 
 @functools.lru_cache(maxsize=None)
 def encoding():
@@ -23,7 +28,7 @@ def encoding():
 
 
 @functools.lru_cache(maxsize=None)
-def token_counter():
+def token_counter() -> TokenCounter:
     """The shared exact cl100k_base counter used by the kernel."""
     from chunkd import pretoken_classes
     from chunkd._kernel import TokenCounter
@@ -35,9 +40,10 @@ def token_counter():
 
 #: Length units of the recursive strategies: a unit's name to its counter factory
 #: (None: code points, counted by the kernel itself).
-LENGTH_UNITS = {"chars": lambda: None, "tokens": token_counter}
+LENGTH_UNITS: dict[str, Callable[[], TokenCounter | None]] = {
+    "chars": lambda: None, "tokens": token_counter}
 
 
-def length_counter(unit: str):
+def length_counter(unit: str) -> TokenCounter | None:
     """The kernel's counter for ``unit`` ("chars" or "tokens")."""
     return LENGTH_UNITS[unit]()

@@ -25,8 +25,8 @@ from typing import BinaryIO
 
 import orjson
 
-from chunkd.chunk import OPTIONAL_FIELDS, Chunk
-from chunkd.output import OutputError, write_all
+from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
+from chunkd.output import OutputError, Stream, write_all
 
 FORMATS = ("ndjson", "json", "msgpack")
 #: The most bytes a writer joins for one write (a record larger than this alone).
@@ -49,11 +49,12 @@ def name_value(name: object, binary: bool = False) -> object:
 
 def _optional(chunk: Chunk) -> dict:
     """The optional fields the chunk has, as plain JSON values."""
-    values = {}
+    values: dict[str, object] = {}
     for name, value in zip(OPTIONAL_FIELDS, chunk[5:], strict=True):
-        if value is not None:
-            values[name] = ({"index": value.index, "start": value.start, "end": value.end}
-                            if name == "parent" else value)
+        if isinstance(value, Parent):  # a record's parent is its number and span
+            values[name] = {"index": value.index, "start": value.start, "end": value.end}
+        elif value is not None:
+            values[name] = value
     return values
 
 
@@ -103,7 +104,7 @@ class Writer:
 
     binary_names = False
 
-    def __init__(self, stream: BinaryIO, named: bool) -> None:
+    def __init__(self, stream: Stream, named: bool) -> None:
         """``named``: whether records carry their document's name as ``doc``."""
         self.stream = stream
         self.named = named
@@ -134,7 +135,7 @@ class MsgpackWriter(Writer):
 
     binary_names = True
 
-    def __init__(self, stream: BinaryIO, named: bool) -> None:
+    def __init__(self, stream: Stream, named: bool) -> None:
         import msgpack  # only here: most runs write JSON
 
         super().__init__(stream, named)
@@ -185,6 +186,7 @@ class Spool:
             write(block)
 
     def _read(self) -> bytes:
+        assert self.file is not None, "read only once spooled to a file"
         try:
             return self.file.read(BATCH_BYTES)
         except OSError as error:
@@ -230,6 +232,7 @@ class DocumentRecords:
             if parent is not None and parent.index != self.last_parent:
                 self.last_parent = parent.index
                 parents.append(parent)
+        records: Iterator[bytes]
         if self.format == "msgpack":
             pack = self.pack
             records = (pack(chunk_record(chunk)) for chunk in chunks)
@@ -285,9 +288,11 @@ class JsonWriter(Writer):
         self.records = DocumentRecords("json")
 
     def write(self, chunks: list[Chunk]) -> None:
+        assert self.records is not None, "a document has begun"
         self.records.add(chunks)
 
     def end(self) -> None:
+        assert self.records is not None, "a document has begun"
         self.records.write(self.out, self.header)
         self.out(b"\n")
         self.close()
@@ -298,6 +303,6 @@ class JsonWriter(Writer):
             self.records = None
 
 
-def make_writer(format: str, stream: BinaryIO, named: bool) -> Writer:
+def make_writer(format: str, stream: Stream, named: bool) -> Writer:
     """The writer for ``format``, one of ``FORMATS``."""
     return {"ndjson": Writer, "json": JsonWriter, "msgpack": MsgpackWriter}[format](stream, named)

@@ -37,7 +37,7 @@ def build(settings: Settings) -> Chunker:
     if settings.embed_text and not kind.embeds:
         chunker = EmbedText(chunker)
     if settings.count_tokens:
-        chunker = TokenCounting(chunker, same_as_length=settings.unit == "tokens")
+        chunker = TokenCounting(chunker, same_as_length=settings.length_unit == "tokens")
     return chunker
 
 

@@ -78,7 +78,7 @@ class EmbedPrefix:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        counter = length_counter(settings.unit)
+        counter = length_counter(settings.length_unit)
         self.length: Callable[[str], int] = len if counter is None else counter.count
         self.tokens = counter is not None
 
@@ -111,13 +111,13 @@ class EmbedPrefix:
         return cut + TEXT_JOIN if len(cut) > 1 else ""   # "…" alone says nothing
 
     def within_half(self, prefix: str) -> bool:
-        return 2 * self.length(prefix) <= self.settings.size
+        return 2 * self.length(prefix) <= self.settings.chunk_size
 
     def sized(self, prefix_length: int) -> tuple[int, int]:
         """The size and overlap that a section's text is split at under a prefix of
         ``prefix_length``."""
-        size = self.settings.size - prefix_length
-        return size, min(self.settings.overlap, size - 1)
+        size = self.settings.chunk_size - prefix_length
+        return size, min(self.settings.chunk_overlap, size - 1)
 
     def embed_text(self, prefix: str, prefix_length: int, headings: tuple[str, ...],
                    chunk: Chunk) -> str:
@@ -125,7 +125,7 @@ class EmbedPrefix:
         text = chunk.text
         if not prefix:
             return text
-        size = self.settings.size
+        size = self.settings.chunk_size
         if self.tokens and (text[:1].isspace() or chunk.length + prefix_length > size) \
                 and self.length(prefix + text) > size:
             prefix = self.fitted(headings, lambda shorter: len(shorter) <= len(prefix)
@@ -229,14 +229,18 @@ class MarkdownSplitter:
 
     def _placed(self, chunks: list[Chunk]) -> list[Chunk]:
         """Chunks of the current section's split text as chunks of the document."""
-        placed = []
+        placed: list[Chunk] = []
+        if not chunks:
+            return placed
+        body = self.body
+        assert body is not None, "only text after a known heading line is split"
         prefixes = self.prefixes
         for chunk in chunks:
             embed_text = (None if prefixes is None
                           else prefixes.embed_text(self.prefix, self.prefix_length,
                                                    self.headings, chunk))
-            placed.append(chunk._replace(index=self.next_index, start=self.body + chunk.start,
-                                         end=self.body + chunk.end, headings=self.headings,
+            placed.append(chunk._replace(index=self.next_index, start=body + chunk.start,
+                                         end=body + chunk.end, headings=self.headings,
                                          embed_text=embed_text))
             self.next_index += 1
         return placed

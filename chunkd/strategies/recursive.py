@@ -4,7 +4,7 @@ streaming (``chunkd._kernel``), in code points or cl100k_base tokens."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from chunkd.errors import SettingsError
 from chunkd.strategies.base import Chunker, Strategy, register
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from chunkd.settings import Settings
 
 #: ``Settings.keep_separator`` -> the kernel's (LangChain's) ``keep_separator``.
-KEEP_SEPARATOR = {"end": "end", "start": "start", "none": False}
+KEEP_SEPARATOR: dict[str, Literal["start", "end"] | bool] = {
+    "end": "end", "start": "start", "none": False}
 
 
 @register
@@ -37,8 +38,8 @@ class Recursive(Strategy):
         from chunkd.fallback import checked_arguments
 
         try:
-            checked_arguments(settings.size, settings.overlap, separators(settings),
-                              KEEP_SEPARATOR[settings.keep_separator], merge_long=False)
+            checked_arguments(settings.chunk_size, settings.chunk_overlap, separators(settings),
+                              KEEP_SEPARATOR[settings.separator_place], merge_long=False)
         except ValueError as error:
             raise SettingsError(str(error)) from None
 
@@ -46,11 +47,11 @@ class Recursive(Strategy):
     def splitter(cls, settings: Settings) -> Chunker:
         from chunkd._kernel import RecursiveSplitter
 
-        return RecursiveSplitter(settings.size, settings.overlap,
+        return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap,
                                  separators=separators(settings),
-                                 keep_separator=KEEP_SEPARATOR[settings.keep_separator],
+                                 keep_separator=KEEP_SEPARATOR[settings.separator_place],
                                  strip_whitespace=settings.strip_whitespace,
-                                 counter=length_counter(settings.unit))
+                                 counter=length_counter(settings.length_unit))
 
 
 def separators(settings: Settings) -> list[str | re.Pattern]:

@@ -28,7 +28,7 @@ class WindowStrategy(Strategy):
     def splitter(cls, settings: Settings) -> Chunker:
         import chunkd._windows
 
-        return getattr(chunkd._windows, cls.compiled)(settings.size, settings.overlap)
+        return getattr(chunkd._windows, cls.compiled)(settings.chunk_size, settings.chunk_overlap)
 
 
 @register
@@ -43,7 +43,7 @@ class Graphemes(WindowStrategy):
     def splitter(cls, settings: Settings) -> Chunker:
         from chunkd._windows import GraphemeWindows
 
-        return GraphemeWindows(settings.size, settings.overlap, grapheme_properties())
+        return GraphemeWindows(settings.chunk_size, settings.chunk_overlap, grapheme_properties())
 
 
 @register
