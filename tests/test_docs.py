@@ -98,8 +98,8 @@ def test_every_link_resolves(page):
 
 def test_a_broken_link_or_anchor_is_found(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
-    (tmp_path / "other.md").write_text("# Title\n\n## A `code` heading: here\n\n## Twice\n## Twice\n",
-                                       encoding="utf-8")
+    (tmp_path / "other.md").write_text(
+        "# Title\n\n## A `code` heading: here\n\n## Twice\n## Twice\n", encoding="utf-8")
     page = tmp_path / "page.md"
     page.write_text("# Page\n\n[ok](other.md#a-code-heading-here) [ok](other.md#twice-1) "
                     "[ok](#page) [web](https://example.com/x#y) `[code](missing.md)`\n"
