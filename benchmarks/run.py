@@ -522,7 +522,35 @@ def window_strategies(texts: dict[str, str], runs: int, gib: float, out: list[st
     out.append("")
 
 
-# --- two-level chunking: Markdown sections, parents and children (issue 9) --------------
+def linear_time(runs: int, quick: bool, out: list[str]) -> None:
+    """Every strategy on text without a single boundary (one unit, one piece), fed in
+    256 KiB blocks: the worst case for streaming, which must stay linear."""
+    from chunkd.strategies import REGISTRY
+
+    small, large = (1, 8) if quick else (8, 64)
+    out.append(f"## Linear time: {small} and {large} MB without a boundary\n")
+    out.append(f"`chunkd.Splitter` at its defaults fed \"x\" * N in 256 KiB blocks, median of "
+               f"{runs} runs; linear time is a ratio near {large // small} (the target: the "
+               f"larger within ten times the time of the smaller).\n")
+    out.append(f"| strategy | {small} MB s | {large} MB s | ratio |")
+    out.append("| --- | ---: | ---: | ---: |")
+    block = 256 * 1024
+
+    def feed_all(strategy: str, text: str) -> int:
+        splitter = chunkd.Splitter(strategy=strategy)
+        count = sum(len(splitter.feed(text[at:at + block])) for at in range(0, len(text), block))
+        return count + len(splitter.finish())
+
+    for strategy in REGISTRY:
+        seconds = [median_seconds(lambda text="x" * (mb << 20): feed_all(strategy, text), runs)[0]
+                   for mb in (small, large)]
+        out.append(f"| {strategy} | {seconds[0]:.3f} | {seconds[1]:.3f} | "
+                   f"{seconds[1] / seconds[0]:.1f} |")
+        print(out[-1], flush=True)
+    out.append("")
+
+
+# --- two-level chunking: Markdown sections, parents and children ------------------------
 
 PARENT = (4000, 400)
 
@@ -797,8 +825,8 @@ def engines(runs: int, quick: bool, out: list[str]) -> None:
     print("\n".join(out[-len(rows) - 3:]), flush=True)
 
 
-SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "twolevel", "daemon",
-            "eval", "dropin", "engines"]
+SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "linear", "twolevel",
+            "daemon", "eval", "dropin", "engines"]
 
 
 def main() -> None:
@@ -827,6 +855,8 @@ def main() -> None:
         many_documents(runs, out)
     if "windows" in args.sections:
         window_strategies(texts, runs, 0.01 if args.quick else 1.0, out)
+    if "linear" in args.sections:
+        linear_time(runs, args.quick, out)
     if "twolevel" in args.sections:
         two_level(big, runs, out)
     if "daemon" in args.sections:

@@ -167,6 +167,8 @@ cdef class _Windows:
     cdef Py_ssize_t step
     cdef str buf                  # the document from offset ``base`` on
     cdef Py_ssize_t base
+    cdef list pending             # text fed but not yet in ``buf``
+    cdef Py_ssize_t pending_len
     cdef Py_ssize_t scan_pos      # document offset up to which the scanner has read
     # The queue: units of the window in progress, at [u_head, u_head + u_count).
     cdef Py_ssize_t* u_start
@@ -201,6 +203,8 @@ cdef class _Windows:
 
     cdef void start_document(self) noexcept:
         self.buf = ""
+        self.pending = []
+        self.pending_len = 0
         self.base = self.scan_pos = 0
         self.u_head = self.u_count = self.covered = 0
         if self.tags is not None:
@@ -210,21 +214,37 @@ cdef class _Windows:
 
     def feed(self, str text not None):
         """Take the next piece of the document; return the chunks now final."""
-        cdef Py_ssize_t drop = self.needed_from() - self.base
-        self.buf = self.buf[drop:] + text
-        self.base += drop
+        self.pending.append(text)
+        self.pending_len += len(text)
+        # While a unit in progress holds much of the document (a section without a
+        # heading after it, a sentence without an end), add new text only once it is as
+        # long as what is held: the buffer then grows by doubling, in linear time, as
+        # the recursive kernel's does.
+        if self.pending_len < self.base + len(self.buf) - self.needed_from():
+            return []
+        self.take_pending()
         self.scan(False)
         chunks, self.out = self.out, []
         return chunks
 
     def finish(self):
         """End the document; return its remaining chunks and start a new document."""
+        self.take_pending()
         self.scan(True)
         if self.u_count > self.covered:
             self.emit(self.u_count)
         chunks = self.out
         self.start_document()
         return chunks
+
+    cdef int take_pending(self) except -1:
+        """Drop the text nothing reads any more and append the text fed since."""
+        cdef Py_ssize_t drop = self.needed_from() - self.base
+        self.buf = self.buf[drop:] + "".join(self.pending)
+        self.base += drop
+        self.pending = []
+        self.pending_len = 0
+        return 0
 
     cdef Py_ssize_t needed_from(self):
         """The lowest document offset a window or the scanner still reads."""

@@ -1,7 +1,7 @@
 """The ``chunkd`` command: the filter, and the subcommands in one table.
 
     chunkd [OPTIONS] [FILE...]      the filter (chunkd.filter)
-    chunkd COMMAND [OPTIONS] ...    a subcommand below
+    chunkd COMMAND [OPTIONS] ...    a subcommand (chunkd.commands)
 
 A subcommand module has ``main(argv) -> int`` (the exit status) and is imported only
 when it runs. A file named like a subcommand is given to the filter as ``./watch``.
@@ -13,16 +13,8 @@ import importlib
 import os
 import sys
 
+from chunkd.commands import COMMANDS
 from chunkd.output import EXIT_INTERRUPTED
-
-#: Subcommand name -> (module, one-line summary).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
-    "serve": ("chunkd.serve", "a local page to try settings on your documents and see the chunks"),
-    "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
-    "eval": ("chunkd.evaluate.command",
-             "measure which settings retrieve best on your own questions, offline"),
-}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from chunkd import __version__
+from chunkd.commands import COMMANDS
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
@@ -35,9 +36,8 @@ from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
 
-def build_parser() -> argparse.ArgumentParser:
-    from chunkd.cli import COMMANDS
 
+def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="chunkd",
         description="Cut documents into chunks for retrieval (RAG). Reads stdin (one UTF-8 "

@@ -18,6 +18,8 @@ import textwrap
 from dataclasses import dataclass, fields, replace
 from typing import NoReturn
 
+from chunkd.errors import SettingsError as SettingsError  # reached from here too
+
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.
 MAX_SIZE = 10**12
@@ -25,10 +27,6 @@ ERRORS = ("strict", "replace")
 #: Where a separator goes: at the "end" of the piece before it, at the "start" of the
 #: piece after it, or nowhere ("none"): LangChain's keep_separator "end", True, False.
 KEEP_SEPARATOR = ("end", "start", "none")
-
-
-class SettingsError(ValueError):
-    """Settings that cannot work; the message says what is wrong, in one line."""
 
 
 @dataclass(frozen=True)

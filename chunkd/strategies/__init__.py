@@ -5,7 +5,9 @@ may be given in, its defaults, its own checks of the settings, and a ``splitter`
 factory that returns an object with ``feed(text) -> list[Chunk]`` and
 ``finish() -> list[Chunk]`` (chunks in document order, final as soon as returned; the
 result must not depend on how the document is cut into pieces). Every front end
-(the filter, the daemon, the API, ...) gets its chunks through ``build``.
+(the filter, the daemon, the API, ...) gets its chunks through ``build``, which adds
+what the settings ask of any strategy (parents, ``embed_text``, token counts). The base
+class and the registry live in ``chunkd.strategies.base``.
 """
 
 from __future__ import annotations
@@ -13,69 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import partial
 from operator import add
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING
 
 from chunkd.chunk import Chunk, Parent
-from chunkd.settings import SettingsError
+from chunkd.strategies.base import REGISTRY, Chunker, Strategy, register, strategy_class
+
+__all__ = ["REGISTRY", "Chunker", "Strategy", "build", "chunk_blocks", "register",
+           "strategy_class"]
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings
-
-
-class Chunker(Protocol):
-    """What a strategy builds: an incremental splitter of one document at a time."""
-
-    def feed(self, text: str) -> list[Chunk]: ...
-    def finish(self) -> list[Chunk]: ...
-
-
-class Strategy:
-    """A way to cut documents; subclasses register themselves with ``@register``."""
-
-    name: ClassVar[str]
-    #: The units its size may be given in; the first is the default.
-    units: ClassVar[tuple[str, ...]]
-    default_size: ClassVar[int]
-    #: A window strategy takes ``--size``; the others ``--chars`` or ``--tokens``.
-    window: ClassVar[bool] = False
-    #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
-    fields: ClassVar[tuple[str, ...]] = ()
-    #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
-    #: chunks of each of its chunks at the parent size.
-    parents: ClassVar[bool] = False
-    #: Whether it can leave heading lines out of its chunks (``strip_headings``).
-    strips_headings: ClassVar[bool] = False
-    #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
-    #: others ``build`` adds it (``EmbedText``).
-    embeds: ClassVar[bool] = False
-
-    @classmethod
-    def default_overlap(cls, size: int) -> int:
-        return 0
-
-    @classmethod
-    def check(cls, settings: Settings) -> None:
-        """Refuse settings this strategy cannot honour (``SettingsError``)."""
-
-    @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
-        raise NotImplementedError
-
-
-REGISTRY: dict[str, type[Strategy]] = {}
-
-
-def register(kind: type[Strategy]) -> type[Strategy]:
-    REGISTRY[kind.name] = kind
-    return kind
-
-
-def strategy_class(name: str) -> type[Strategy]:
-    try:
-        return REGISTRY[name]
-    except (KeyError, TypeError):
-        raise SettingsError(f"unknown strategy {name!r}; choose one of "
-                            f"{', '.join(REGISTRY)}") from None
 
 
 def build(settings: Settings) -> Chunker:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chunkd.chunk import Chunk
-from chunkd.strategies import Chunker, Strategy, register
+from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
 from chunkd.units import length_counter
 

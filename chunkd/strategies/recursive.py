@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from chunkd.settings import SettingsError
-from chunkd.strategies import Chunker, Strategy, register
+from chunkd.errors import SettingsError
+from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.units import length_counter
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, ClassVar
 
-from chunkd.strategies import Chunker, Strategy, register
+from chunkd.strategies.base import Chunker, Strategy, register
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings

@@ -1,0 +1,11 @@
+"""The subcommands of ``chunkd``: a name to the module that runs it and a one-line
+summary. The command line dispatches on it and the filter's help lists it, so it
+imports nothing."""
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
+    "serve": ("chunkd.serve", "a local page to try settings on your documents and see the chunks"),
+    "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
+    "eval": ("chunkd.evaluate.command",
+             "measure which settings retrieve best on your own questions, offline"),
+}

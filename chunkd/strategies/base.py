@@ -1,0 +1,69 @@
+"""What a strategy is: the ``Strategy`` base class, the ``Chunker`` it builds, and the
+registry from a name to its class. The strategies' modules import this one, never the
+package, so that the package can import them without a circle."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from chunkd.chunk import Chunk
+from chunkd.errors import SettingsError
+
+if TYPE_CHECKING:
+    from chunkd.settings import Settings
+
+
+class Chunker(Protocol):
+    """What a strategy builds: an incremental splitter of one document at a time."""
+
+    def feed(self, text: str) -> list[Chunk]: ...
+    def finish(self) -> list[Chunk]: ...
+
+
+class Strategy:
+    """A way to cut documents; subclasses register themselves with ``@register``."""
+
+    name: ClassVar[str]
+    #: The units its size may be given in; the first is the default.
+    units: ClassVar[tuple[str, ...]]
+    default_size: ClassVar[int]
+    #: A window strategy takes ``--size``; the others ``--chars`` or ``--tokens``.
+    window: ClassVar[bool] = False
+    #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
+    fields: ClassVar[tuple[str, ...]] = ()
+    #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
+    #: chunks of each of its chunks at the parent size.
+    parents: ClassVar[bool] = False
+    #: Whether it can leave heading lines out of its chunks (``strip_headings``).
+    strips_headings: ClassVar[bool] = False
+    #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
+    #: others ``build`` adds it (``EmbedText``).
+    embeds: ClassVar[bool] = False
+
+    @classmethod
+    def default_overlap(cls, size: int) -> int:
+        return 0
+
+    @classmethod
+    def check(cls, settings: Settings) -> None:
+        """Refuse settings this strategy cannot honour (``SettingsError``)."""
+
+    @classmethod
+    def splitter(cls, settings: Settings) -> Chunker:
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(kind: type[Strategy]) -> type[Strategy]:
+    REGISTRY[kind.name] = kind
+    return kind
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise SettingsError(f"unknown strategy {name!r}; choose one of "
+                            f"{', '.join(REGISTRY)}") from None
