@@ -4,7 +4,7 @@
 
 Each command's table is read from its argparse declarations (the filter's
 ``chunkd.filter.build_parser`` and the ``build_parser`` of every module in
-``chunkd.cli.COMMANDS``), and each help text is expanded as ``--help`` expands it
+``chunkd.commands.COMMANDS``), and each help text is expanded as ``--help`` expands it
 (``%%`` is ``%``, ``%(default)s`` the default), so the reference cannot say what the
 parsers do not. ``tests/test_docs.py`` regenerates it and compares it with the file.
 """
@@ -21,7 +21,7 @@ COMMAND = "python -m chunkd.docs > docs/options.md"
 
 def parsers() -> list[tuple[str, str, argparse.ArgumentParser]]:
     """(command, one-line summary, parser) for the filter, then each subcommand."""
-    from chunkd.cli import COMMANDS
+    from chunkd.commands import COMMANDS
     from chunkd.filter import build_parser
 
     found = [("chunkd", "the filter: documents in, chunk records out", build_parser())]
