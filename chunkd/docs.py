@@ -46,7 +46,8 @@ def _code(text: str) -> str:
 def _spelling(action: argparse.Action) -> str:
     if action.option_strings:
         return ", ".join(_code(option) for option in action.option_strings)
-    return _code(action.metavar or action.dest)
+    metavar = action.metavar
+    return _code(metavar if isinstance(metavar, str) else action.dest)
 
 
 def _value(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
