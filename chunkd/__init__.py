@@ -4,7 +4,7 @@
     splitter = chunkd.Splitter(200, strategy="words")   # feed(block) ... finish()
 
 The recursive strategy is chunk for chunk LangChain's RecursiveCharacterTextSplitter;
-the others are described in ``chunkd.strategies`` and the README.
+the others are described in ``chunkd.strategies`` and docs/strategies.md.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ def reference_children(text: str, unit: str, keep: str, size: int, overlap: int,
 
 
 def check_offsets(text: str, keep: str, children: list[tuple[int, int, str]]) -> None:
-    """What the README promises of ``start`` and ``end`` in each mode."""
+    """What docs/cli.md (Output schema) and docs/strategies.md (Parent/child) promise
+    of ``start`` and ``end`` in each mode."""
     for start, end, chunk in children:
         if keep == "none":
             # The stretch the text comes from: its first and last code points (the

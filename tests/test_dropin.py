@@ -163,7 +163,7 @@ def test_from_language_every_keep_separator(language, keep):
 LITERALS = ["\n\n", "\n", "\n\n\n", " ", "  ", "", ".", ". ", "a", "ab", "aba", "ba", "b",
             "xx", "x", "*", "+", "?", "|", "(", ")", "[", "\\", "^", "$", "{2}", ".*",
             "中", "中文", "。", "\u3000", "e\u0301", "👍"]
-#: Regular expressions (valid ones: an invalid one is an error in chunkd, see README).
+#: Regular expressions (valid ones: an invalid one is an error in chunkd, see docs/integrations.md).
 PATTERNS = [r"\n\n", r"\n", " ", "", r"\.", ".", r"\s+", r"\n+", "a|b", "|", "(?=a)",
             r"(?<=\.)", "x*", "$", "^", r"\b", "[ab]{2}", r"\n#{1,6} ", "(?:ab)+", "ab",
             "(?i)A", r"\*", r"\\", r"(?m)^x", "中|。", r"(?<!a)b", "(?#note)"]
@@ -195,7 +195,7 @@ EXAMPLES = settings(max_examples=1000, deadline=None,
 def langchain_or_none(splitter: TextSplitter, text: str) -> list[str] | None:
     """LangChain's chunks, or None where LangChain's own split fails: it wraps a kept
     separator in a group, ``f"({sep})"``, where global flags like ``(?i)`` are an
-    error (chunkd runs the pattern as given; README, "Drop-in for LangChain")."""
+    error (chunkd runs the pattern as given; docs/integrations.md, "Drop-in for LangChain")."""
     try:
         return splitter.split_text(text)
     except re.error:

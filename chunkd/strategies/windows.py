@@ -2,7 +2,7 @@
 sections, ``overlap`` of them shared by neighbouring windows (``chunkd._windows``).
 
 Every record carries ``estimated_tokens``; sections records carry ``headings`` too.
-The contract (units, trimming, length) is in the README, "Window strategies".
+The contract (units, trimming, length) is in docs/strategies.md, "Window strategies".
 """
 
 from __future__ import annotations
