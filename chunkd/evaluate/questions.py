@@ -75,14 +75,14 @@ class Documents:
         self._called: dict[str, set[int]] = {}
         self._unreadable: dict[str, str] = {}
 
-    def add(self, name: str | int | None, text: str, is_file: bool) -> None:
+    def add(self, name: object, text: str, is_file: bool) -> None:
         number = len(self.texts)
         self.names.append(_shown(name))
         self.texts.append(text)
         for call in _calls(name, is_file):
             self._called.setdefault(call, set()).add(number)
 
-    def add_unreadable(self, name: str | int | None, is_file: bool) -> None:
+    def add_unreadable(self, name: object, is_file: bool) -> None:
         """A document that could not be read: its questions raise ``Unreadable``."""
         for call in _calls(name, is_file):
             self._unreadable[call] = _shown(name)
@@ -114,11 +114,11 @@ class Documents:
         return Resolved(question.text, document, spans)
 
 
-def _shown(name: str | int | None) -> str:
+def _shown(name: object) -> str:
     return display_name(name) if isinstance(name, str) else str(name)
 
 
-def _calls(name: str | int | None, is_file: bool) -> set[str]:
+def _calls(name: object, is_file: bool) -> set[str]:
     """The names a question may call a document by."""
     calls = {str(name)}
     if is_file:
