@@ -32,6 +32,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, Outcome,
                           Signature, signature)
@@ -40,6 +41,11 @@ from chunkd.readers import display_name
 from chunkd.signals import Requests, die_with_parent
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
+
+if TYPE_CHECKING:
+    import ctypes
+
+    from watchdog.observers.api import BaseObserver
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("chunkd")
@@ -190,11 +196,12 @@ class Daemon:
         self.dirty: set[str] = set()                 # events while the file was in hand
         self.deaths_in_a_row = 0                     # worker deaths with no outcome since
         self.counts = {"processed": 0, "error": 0}
-        self.observer = None
+        self.observer: BaseObserver | None = None
         self.polling = args.poll is not None
         self.pool: ProcessPoolExecutor | None = None
         self.generation = 0                          # pools started so far
-        self.beats = None
+        #: Per worker, when its file last made progress (0.0: it has none in hand).
+        self.beats: ctypes.Array[ctypes.c_double] | None = None
 
     # --- workers ---------------------------------------------------------------------
 
@@ -212,6 +219,7 @@ class Daemon:
             started.result()
 
     def submit(self, relative: str) -> None:
+        assert self.pool is not None, "run() starts the pool before it dispatches"
         future = self.pool.submit(_work, relative)
         self.running[relative] = (future, self.generation)
         future.add_done_callback(lambda _: self.events.put(("done", relative)))
@@ -282,8 +290,8 @@ class Daemon:
         if relative in self.waiting:
             return
         if not self.inbox.wants(relative):
-            for path, st in self.inbox.scan_folder(relative):  # a folder moved in
-                self.consider(path, st)
+            for path, found in self.inbox.scan_folder(relative):  # a folder moved in
+                self.consider(path, found)
             return
         st = self.inbox.stat(relative)
         if st is not None:
@@ -374,6 +382,7 @@ class Daemon:
             if self.deaths_in_a_row > 3:  # they cannot even start (see their stderr)
                 raise RuntimeError("worker processes keep dying before finishing any file")
             log.error("a worker process died; starting new ones")
+            assert self.pool is not None, "a worker died: the pool was started"
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.start_pool()
         st = self.inbox.stat(relative)
@@ -516,6 +525,7 @@ class Daemon:
             self.observer.stop()
         # Workers see ``stopping`` between blocks and abandon their file (no output).
         self.stopping.set()
+        assert self.pool is not None, "run() starts the pool before it shuts down"
         self.pool.shutdown(wait=True, cancel_futures=True)
         if self.observer is not None:
             self.observer.join(timeout=5)
@@ -570,7 +580,7 @@ _locks: list[int] = []
 def lock(inbox: Inbox) -> str | None:
     """Take the inbox (and the output folder, if another) for this daemon alone: an
     exclusive lock on ``LOCK_NAME`` in each; why not, or None."""
-    folders = {}
+    folders: dict[tuple[int, int], tuple[int, str]] = {}
     for fd, what in ((inbox.root, "inbox"), (inbox.output, "output folder")):
         st = os.fstat(fd)
         folders.setdefault((st.st_dev, st.st_ino), (fd, what))
@@ -661,9 +671,9 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
     except (OSError, FolderChanged) as error:
         log.error("chunkd watch: cannot open the folders: %s", error)
         return EXIT_CONFIG
-    problem = lock(inbox)
-    if problem:
-        log.error("chunkd watch: %s", problem)
+    refused = lock(inbox)
+    if refused:
+        log.error("chunkd watch: %s", refused)
         return EXIT_CONFIG
     daemon = Daemon(inbox, args, Notifier(), requests)
     try:

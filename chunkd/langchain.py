@@ -23,7 +23,7 @@ import functools
 import re
 import threading
 from collections.abc import Callable, Collection, Set
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 try:
     import langchain_text_splitters as _langchain
@@ -33,6 +33,16 @@ except ImportError as error:  # the optional extra is missing
                       "pip install 'langchain-text-splitters>=1.1,<1.2'") from error
 
 from chunkd.chunk import Chunk
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    # _Kernel is a mixin that always comes before one of LangChain's splitters, whose
+    # attributes (_chunk_size, _length_function...) and __init__ it uses; to mypy it
+    # is that splitter's base. At run time it is a plain class, as it always was.
+    _Splitter = _langchain.TextSplitter
+else:
+    _Splitter = object
 
 __all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TiktokenLength"]
 
@@ -129,7 +139,7 @@ def _fallback() -> type:
     return Splitter
 
 
-class _Kernel:
+class _Kernel(_Splitter):
     """What chunkd changes in LangChain's splitters: the chunks come from its splitter,
     with their offsets."""
 
@@ -199,7 +209,7 @@ class _Kernel:
     def from_tiktoken_encoder(cls, encoding_name: str = "gpt2", model_name: str | None = None,
                               allowed_special: Literal["all"] | Set[str] | None = None,
                               disallowed_special: Literal["all"] | Collection[str] = "all",
-                              **kwargs: Any):
+                              **kwargs: Any) -> Self:
         """A splitter counting tiktoken tokens, as LangChain's; cl100k_base is counted
         offline and, on text without special tokens, by the kernel."""
         return cls(length_function=TiktokenLength(encoding_name, model_name, allowed_special,

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 
 
 class Notifier:
     """Sends READY=1, STATUS=..., WATCHDOG=1, STOPPING=1 to systemd."""
 
-    def __init__(self, environ: dict[str, str] | None = None) -> None:
-        environ = os.environ if environ is None else environ
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        if environ is None:
+            environ = os.environ
         name = environ.get("NOTIFY_SOCKET", "")
         self.address = "\0" + name[1:] if name.startswith("@") else name
         usec = environ.get("WATCHDOG_USEC", "")

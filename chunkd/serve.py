@@ -141,7 +141,10 @@ def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | N
                             f"{', '.join(map(repr, ERRORS))})")
     options = {key.replace("-", "_"): value for key, value in values.items()}
     fixed = {field: getattr(server, field) for field in SERVER_SETTINGS}
-    return settings_from_options(**options, **fixed, errors=errors, count_tokens=True), name
+    # Each value is of its option's type (QUERY's parsers, the server's Settings), but
+    # mypy cannot follow keyword arguments spread from a dict of mixed values.
+    return (settings_from_options(**options, **fixed, errors=errors,  # type: ignore[arg-type]
+                                  count_tokens=True), name)
 
 
 # --- who may ask ---------------------------------------------------------------------
@@ -254,7 +257,7 @@ class Splits:
 
 def _read_until_end(fd: int, deadline: float) -> bytes | None:
     """What a split's process writes until it ends; None at the deadline."""
-    parts = []
+    parts: list[bytes] = []
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
@@ -342,6 +345,7 @@ class PageServer(ThreadingHTTPServer):
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        assert isinstance(address[0], str), "a stream socket's address is (host, port...)"
         self.address_family = family
         self.max_bytes = max_bytes
         self.settings = settings or Settings()  # those the page has no control for
@@ -359,23 +363,33 @@ class PageServer(ThreadingHTTPServer):
         # HTTPServer.server_bind asks DNS for the host's full name, which can hang on a
         # machine without a resolver; the name is not needed.
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        self.server_name, self.server_port = self.bound_host, self.server_address[1]
+
+    @property
+    def bound_host(self) -> str:
+        """The address it listens on (``server_address[0]``), an IP address."""
+        host = self.server_address[0]
+        assert isinstance(host, str), "bound to getaddrinfo's (host, port...), host a str"
+        return host
 
     @property
     def everywhere(self) -> bool:
         """Whether it listens on every address (0.0.0.0 or ::)."""
-        return ipaddress.ip_address(self.server_address[0]).is_unspecified
+        return ipaddress.ip_address(self.bound_host).is_unspecified
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.bound_host, self.server_address[1]
         if self.everywhere:
             host = socket.gethostname()
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
-    def process_request(self, request: socket.socket, client_address: tuple) -> None:
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket],
+                        client_address: tuple) -> None:
         """A thread for the connection, unless ``MAX_CONNECTIONS`` are open: then a
         503 at once, without a thread (see ``turn_away``)."""
+        # BaseServer's requests may be datagrams (UDP); a TCP server's are connections.
+        assert isinstance(request, socket.socket), "a TCP server's request is its socket"
         if not self.connections.acquire(blocking=False):
             self.turn_away(request)
             return
@@ -425,13 +439,15 @@ class PageServer(ThreadingHTTPServer):
             connection.close()
         self.closing = waiting
 
-    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:
+    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket],
+                               client_address: tuple) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.connections.release()
 
-    def handle_error(self, request: socket.socket, client_address: tuple) -> None:
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
+                     client_address: tuple) -> None:
         """One line, not a traceback: most often a client that went away or stalled."""
         error = sys.exc_info()[1]
         reason = (error.strerror or type(error).__name__ if isinstance(error, OSError)
@@ -447,7 +463,9 @@ class PageHandler(BaseHTTPRequestHandler):
     sys_version = ""
 
     def setup(self) -> None:
-        self.timeout = self.server.idle_timeout  # StreamRequestHandler sets it on the socket
+        # StreamRequestHandler sets it on the socket. typeshed declares timeout a ClassVar,
+        # but setup() reads it from the instance: this connection's own, the server's.
+        self.timeout = self.server.idle_timeout  # type: ignore[misc]
         super().setup()
 
     def do_GET(self) -> None:
@@ -724,7 +742,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     with server:
-        bound = server.server_address[0]
+        bound = server.bound_host
         try:
             print(f"chunkd serve: open {server.url} (Ctrl-C stops it)"
                   + (f"; listening on every address ({bound}): anyone who can reach this "

@@ -88,7 +88,8 @@ class GridProgress(Progress):
 
     def __init__(self, total: int, enabled: bool = True) -> None:
         super().__init__(enabled=enabled)
-        self.total = total
+        #: Grid points, not bytes: always known.
+        self.total: int = total
 
     def show(self, done: int, doing: str) -> None:
         if self.enabled:
@@ -113,13 +114,14 @@ class Problems:
 def load_documents(args: argparse.Namespace, problems: Problems):
     """The documents the arguments name, read whole (references are found in them)."""
     from chunkd.evaluate.questions import Documents
-    from chunkd.readers import InputError, documents
+    from chunkd.readers import InputError, Paused, documents
 
     library = Documents()
     for document in documents(args.files, args.input, args.errors):
         if isinstance(document, InputError):
             problems.report(document)
             continue
+        assert not isinstance(document, Paused), "documents() pauses only when asked to"
         try:
             library.add(document.name, "".join(document.blocks), args.input == "text")
         except InputError as error:

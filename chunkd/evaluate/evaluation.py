@@ -37,7 +37,7 @@ class Result:
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
     """Every document's chunks, with its document's number, counted in tokens."""
     chunker = build(dataclasses.replace(point.settings, count_tokens=True))
-    chunks = []
+    chunks: list[tuple[int, Chunk]] = []
     for number, text in enumerate(documents.texts):
         for ready in chunk_blocks(chunker, [text]):
             chunks.extend((number, chunk) for chunk in ready)
@@ -62,6 +62,7 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
     chunk_counts, token_counts = [0] * count, [0] * count
     for number, chunk in chunks:
         chunk_counts[number] += 1
+        assert chunk.tokens is not None, "chunk_documents counts tokens (count_tokens)"
         token_counts[number] += chunk.tokens
     by_document: list[list] = [[] for _ in range(count)]
     for score, question in zip(per_question, questions):

@@ -75,14 +75,14 @@ class Documents:
         self._called: dict[str, set[int]] = {}
         self._unreadable: dict[str, str] = {}
 
-    def add(self, name: str | int, text: str, is_file: bool) -> None:
+    def add(self, name: object, text: str, is_file: bool) -> None:
         number = len(self.texts)
         self.names.append(_shown(name))
         self.texts.append(text)
         for call in _calls(name, is_file):
             self._called.setdefault(call, set()).add(number)
 
-    def add_unreadable(self, name: str | int, is_file: bool) -> None:
+    def add_unreadable(self, name: object, is_file: bool) -> None:
         """A document that could not be read: its questions raise ``Unreadable``."""
         for call in _calls(name, is_file):
             self._unreadable[call] = _shown(name)
@@ -114,14 +114,15 @@ class Documents:
         return Resolved(question.text, document, spans)
 
 
-def _shown(name: str | int) -> str:
+def _shown(name: object) -> str:
     return display_name(name) if isinstance(name, str) else str(name)
 
 
-def _calls(name: str | int, is_file: bool) -> set[str]:
+def _calls(name: object, is_file: bool) -> set[str]:
     """The names a question may call a document by."""
     calls = {str(name)}
     if is_file:
+        assert isinstance(name, str), "a file is named by its path"
         base = os.path.basename(name)
         calls |= {base, os.path.splitext(base)[0]}
     return calls
@@ -136,6 +137,7 @@ def _locate(reference: Reference, text: str, name: str, number: int) -> Span:
     where = f"reference {number}"
     if reference.start is not None:
         start, end = reference.start, reference.end
+        assert end is not None, "_reference gives both offsets or neither"
         if not 0 <= start < end <= len(text):
             raise QuestionError(f"{where}: offsets {start}..{end} out of range: {name} has "
                                 f"{len(text)} code points (0 <= start < end <= length)")
@@ -144,6 +146,7 @@ def _locate(reference: Reference, text: str, name: str, number: int) -> Span:
                                 f"its \"text\" {_quote(reference.text)}")
         return start, end
     wanted = reference.text
+    assert wanted is not None, "_reference gives a text where it gives no offsets"
     first = text.find(wanted)
     if first < 0:
         raise QuestionError(f"{where}: text not found in {name}: {_quote(wanted)}")

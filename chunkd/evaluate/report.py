@@ -99,6 +99,18 @@ def _overlap(result: Result) -> str:
     return given if given == str(point.settings.overlap) else f"{point.settings.overlap} ({given})"
 
 
+def _unit(result: Result) -> str:
+    unit = result.point.settings.unit
+    assert unit is not None, "Settings fills in its unit (__post_init__)"
+    return unit
+
+
+def _size(result: Result) -> int:
+    size = result.point.settings.size
+    assert size is not None, "Settings fills in its size (__post_init__)"
+    return size
+
+
 def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
     """The ranked table's cells, a header row first."""
     header = ["#", "strategy", "unit", "size", "overlap",
@@ -107,7 +119,7 @@ def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
     for place, result in enumerate(results, start=1):
         summary = result.overall.summary
         settings = result.point.settings
-        rows.append([str(place), settings.strategy, settings.unit, str(settings.size),
+        rows.append([str(place), settings.strategy, _unit(result), str(settings.size),
                      _overlap(result),
                      *(f"{mean:.3f} ±{deviation:.2f}"
                        for mean, deviation in zip(summary.means, summary.deviations)),
@@ -163,12 +175,12 @@ def figure(results: Sequence[Result], k: int):
         for row, metric in enumerate(("recall", "iou")):
             plot = axes[row][column]
             for (strategy, overlap), line in lines.items():
-                line = sorted(line, key=lambda result: result.point.settings.size)
+                line = sorted(line, key=_size)
                 plot.plot([result.point.settings.size for result in line],
                           [getattr(result.overall.summary.means, metric) for result in line],
                           marker="o", label=f"{strategy}, overlap {overlap}")
             plot.set_xscale("log", base=2)
-            sizes = sorted({result.point.settings.size for line in lines.values()
+            sizes = sorted({_size(result) for line in lines.values()
                             for result in line})
             plot.set_xticks(sizes, labels=[str(size) for size in sizes])
             plot.minorticks_off()

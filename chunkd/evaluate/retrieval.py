@@ -68,7 +68,7 @@ class BM25:
         for question in questions:
             ids = (self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
                    if self.index is not None else [])
-            scores = (self.index.get_scores_from_ids(ids) if ids
+            scores = (self.index.get_scores_from_ids(ids) if self.index is not None and ids
                       else numpy.zeros(self.count, dtype=numpy.float32))
             best.append(numpy.argsort(-scores, kind="stable")[:k].tolist())
         return best
