@@ -228,18 +228,25 @@ class Joined(NamedTuple):
 
     def offset(self, at: int, place: Callable[[int], int] | None = None) -> int:
         """The offset of the chunk's code point ``at``: a piece's code point where it
-        is, a joining separator's code point in the separator that follows its piece
-        (which starts right after the piece's last code point). ``place``: the
-        document offset of each offset of the text the pieces were cut from (a
-        parent's text, for its children); by default they are document offsets."""
+        is; a joining separator's code point in the text between its piece and the
+        next, its k-th code point at the k-th of that text, or at the last one where the
+        text there is shorter than the join (a regular expression's source joins pieces
+        cut at its matches, of any length) or at the piece's last code point where there
+        is none: always a code point of the text, never before the previous one.
+        ``place``: the document offset of each offset of the text the pieces were cut
+        from (a parent's text, for its children); by default they are document offsets."""
         at += self.lead
-        for start, end in self.spans:
+        spans = self.spans
+        for number, (start, end) in enumerate(spans):
             if at < end - start:
-                return start + at if place is None else place(start + at)
-            at -= end - start
-            if at < self.join_length:
-                return (end if place is None else place(end - 1) + 1) + at
-            at -= self.join_length
+                local = start + at
+            elif at - (end - start) < self.join_length:
+                following = spans[number + 1][0]
+                local = min(end + at - (end - start), max(following, end) - 1)
+            else:
+                at -= end - start + self.join_length
+                continue
+            return local if place is None else place(local)
         raise AssertionError("offset past the joined text")
 
 

@@ -109,8 +109,13 @@ class Splitter:
         """``_join_docs``: the pieces joined with the separator, stripped."""
         joined = pieces[0]
         for piece in pieces[1:]:
-            after = joined.offsets[-1] + 1
-            joined = joined + Text(separator, tuple(range(after, after + len(separator)))) + piece
+            # The separator's k-th code point is the k-th of the document between the
+            # two pieces, or the last of them where fewer are there (a pattern's source
+            # joins pieces cut at its matches), or the piece's last where none is.
+            after, following = joined.offsets[-1] + 1, piece.offsets[0]
+            between = tuple(min(after + k, max(following, after) - 1)
+                            for k in range(len(separator)))
+            joined = joined + Text(separator, between) + piece
         if self.strip:
             lead = len(joined.text) - len(joined.text.lstrip())
             joined = joined[lead:lead + len(joined.text.strip())]

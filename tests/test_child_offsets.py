@@ -96,3 +96,46 @@ def test_children_of_joined_parents_through_the_command():
     got = [(r["start"], r["end"], r["text"]) for r in ndjson(result.stdout)]
     assert got == reference_children(text, "chars", "none", 6, 2, 20, 4)
     check_offsets(text, "none", got)
+
+
+#: Regular expressions whose source is longer or shorter than what they match.
+PATTERNS = ["\\s+", "\\d+", "[.,]", ""]
+pattern_documents = st.lists(st.sampled_from(["a", "word", "1", "42", " ", "  ", ".", ",",
+                                              "中", "\n"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern_documents, st.integers(1, 12), st.data(), st.booleans())
+def test_offsets_of_chunks_joined_by_a_pattern_stay_in_the_document(text, size, data, parents):
+    """A dropped regular expression joins pieces with its source (``\\s+``), which
+    can be longer than the match it stands for: the offsets still name code points of
+    the stretch the chunk comes from, never past it or the document."""
+    overlap = data.draw(st.integers(0, size - 1))
+    options: dict = {"keep_separator": "none", "separators": PATTERNS, "separator_regex": True}
+    if parents:
+        options |= {"parent_size": data.draw(st.integers(size + 1, 3 * size + 6)),
+                    "parent_overlap": 0}
+    chunks = chunkd.split_text(text, size, overlap, **options)
+
+    def reference(chunk_size: int, chunk_overlap: int) -> Reference:
+        return Reference(PATTERNS, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                         keep_separator=False, is_separator_regex=True, length_function=len)
+
+    if parents:
+        expected = [(child.offsets[0], child.offsets[-1] + 1, child.text)
+                    for parent in reference(options["parent_size"], 0).split(document(text), PATTERNS)
+                    for child in reference(size, overlap).split(parent, PATTERNS)]
+    else:
+        expected = reference(size, overlap).chunks(text)
+    assert [(c.start, c.end, c.text) for c in chunks] == expected
+    for chunk in chunks:
+        assert 0 <= chunk.start < chunk.end <= len(text)
+        if chunk.parent is not None:
+            assert chunk.parent.start <= chunk.start < chunk.end <= chunk.parent.end
+
+
+def test_a_pattern_longer_than_its_match_through_the_command():
+    result = run_chunkd("--chars", "5", "--overlap", "0", "--keep-separator", "none",
+                        "--separator-regex", "--separators", '["\\\\d+", ""]', input=b"a1 ")
+    assert result.returncode == 0, result.stderr
+    assert [(r["start"], r["end"], r["text"]) for r in ndjson(result.stdout)] == [(0, 2, "a\\d+")]
