@@ -353,6 +353,9 @@ class PageServer(ThreadingHTTPServer):
         self.idle_timeout = idle_timeout
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.closing: list[tuple[float, socket.socket]] = []  # turned away, closing
+        #: Connections reading a request's line and headers, and when they must be done.
+        self.heading: dict[socket.socket, float] = {}
+        self.heading_lock = threading.Lock()
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
                                     "strategies": strategy_descriptions(),
                                     "initial": initial, "max_bytes": max_bytes})
@@ -422,10 +425,20 @@ class PageServer(ThreadingHTTPServer):
             self.closing.append((time.monotonic() + DRAIN_SECONDS, request))
 
     def service_actions(self) -> None:
-        """Between requests (at least twice a second): close the connections turned
-        away whose client has closed, or whose time is up."""
+        """Between requests (at least twice a second): end the connections whose
+        request's line and headers are not in by their deadline (the idle timeout
+        restarts with every byte, so a client trickling headers would hold a thread for
+        ever); close the connections turned away whose client has closed, or whose time
+        is up."""
         super().service_actions()
         now, waiting = time.monotonic(), []
+        with self.heading_lock:
+            late = [connection for connection, deadline in self.heading.items() if now > deadline]
+        for connection in late:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)  # its thread's read ends at once
+            except OSError:
+                pass
         for deadline, connection in self.closing:
             try:
                 while connection.recv(1 << 16):
@@ -461,6 +474,27 @@ class PageHandler(BaseHTTPRequestHandler):
     server: PageServer
     server_version = "chunkd"
     sys_version = ""
+
+    def handle_one_request(self) -> None:
+        # The request's line and headers must all arrive within the idle timeout
+        # (PageServer.service_actions ends the connection otherwise); its body has a
+        # deadline of its own (read_body).
+        with self.server.heading_lock:
+            self.server.heading[self.connection] = time.monotonic() + self.server.idle_timeout
+        try:
+            super().handle_one_request()
+        finally:
+            self._headers_read()
+
+    def parse_request(self) -> bool:
+        try:
+            return super().parse_request()
+        finally:
+            self._headers_read()
+
+    def _headers_read(self) -> None:
+        with self.server.heading_lock:
+            self.server.heading.pop(self.connection, None)
 
     def setup(self) -> None:
         # StreamRequestHandler sets it on the socket. typeshed declares timeout a ClassVar,
@@ -697,7 +731,8 @@ def build_parser() -> argparse.ArgumentParser:
                              f"stopped and refused (default: {DEFAULT_TIME_LIMIT:g})")
     parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT,
                         metavar="S", help="a connection that sends or takes nothing for S "
-                                          "seconds is closed (default: "
+                                          "seconds, or whose request line and headers take "
+                                          "longer, is closed (default: "
                                           f"{DEFAULT_IDLE_TIMEOUT:g})")
     add_settings_options(parser)
     return parser

@@ -322,6 +322,33 @@ def test_stalled_connections_time_out_and_do_not_keep_others_waiting():
         assert time.monotonic() - began >= 2
 
 
+def test_headers_trickled_byte_by_byte_do_not_hold_a_connection_past_the_timeout():
+    """The idle timeout restarts with every byte: a request whose headers come one line
+    every half second must still be cut at the timeout, or 64 such clients would hold
+    the server for as long as they like."""
+    with Serve("--idle-timeout", "2") as serve:
+        began = time.monotonic()
+        trickling = [socket.create_connection((serve.host, serve.port), timeout=PROMPTLY)
+                     for _ in range(10)]
+        for connection in trickling:
+            connection.sendall(f"GET / HTTP/1.1\r\nHost: {own_host(serve)}\r\n".encode())
+        open_ones = list(trickling)
+        while open_ones and time.monotonic() - began < PROMPTLY:
+            time.sleep(0.5)
+            still = []
+            for connection in open_ones:
+                try:
+                    connection.sendall(b"X-Slow: 1\r\n")
+                    still.append(connection)
+                except OSError:  # reset or closed by the server
+                    connection.close()
+            open_ones = still
+        assert not open_ones, "a connection trickling its headers stayed open"
+        assert time.monotonic() - began >= 2
+        status, _, _ = request(serve, "GET", "/", host=own_host(serve))
+        assert status == 200
+
+
 def test_connections_beyond_the_bound_get_a_503_at_once():
     from chunkd.serve import MAX_CONNECTIONS
 
