@@ -778,6 +778,9 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_USAGE
     with server:
         bound = server.bound_host
+        if sys.stdout is None:  # started with stdout closed (>&-)
+            log("stdout: not open (Bad file descriptor): nobody would learn the address")
+            return EXIT_FAILED
         try:
             print(f"chunkd serve: open {server.url} (Ctrl-C stops it)"
                   + (f"; listening on every address ({bound}): anyone who can reach this "

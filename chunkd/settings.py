@@ -314,14 +314,21 @@ def _overlap(text: str) -> int | str:
     return _number(text)
 
 
+def _shown(text: str) -> str:
+    """An option's value in a message: at most 80 code points of it."""
+    return repr(text) if len(text) <= 80 else repr(text[:80]) + f"... ({len(text)} code points)"
+
+
 def _separators(text: str) -> list[str]:
     """``--separators``: a JSON list of strings."""
     try:
         value = json.loads(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {_shown(text)}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"JSON nested too deeply: {_shown(text)}") from None
     if not isinstance(value, list) or not value or not all(isinstance(s, str) for s in value):
-        raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {_shown(text)}")
     problem = _not_unicode(value)
     if problem:
         raise argparse.ArgumentTypeError(problem)

@@ -227,3 +227,13 @@ def test_a_long_ndjson_line_from_a_pipe_costs_what_it_costs_from_a_file(tmp_path
         writer.join(timeout=60)
         del line
     assert peaks[40] - peaks[10] < 3.5 * 30, peaks
+
+
+def test_separators_nested_too_deeply_are_a_usage_error_in_every_command(tmp_path):
+    nested = "[" * 2000 + "]" * 2000
+    for command in ([], ["watch", str(tmp_path)], ["serve", "--port", "0"]):
+        result = run_chunkd(*command, "--separators", nested, input=b"hi")
+        assert result.returncode == 2, result.stderr[-300:]
+        [line] = result.stderr.decode().splitlines()
+        assert line.endswith("error: argument --separators: JSON nested too deeply: '"
+                             + "[" * 80 + "'... (4000 code points)")

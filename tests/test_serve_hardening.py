@@ -381,3 +381,11 @@ def test_sigterm_stops_it_at_once_with_connections_stalled():
     finally:
         for connection in stalled:
             connection.close()
+
+
+def test_serve_with_stdout_closed_says_so_and_exits_1():
+    result = subprocess.run([chunkd_command(), "serve", "--port", "0"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, timeout=60, preexec_fn=lambda: os.close(1))
+    assert result.returncode == 1
+    assert result.stderr == (b"chunkd serve: stdout: not open (Bad file descriptor): nobody "
+                             b"would learn the address\n")
