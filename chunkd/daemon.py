@@ -305,7 +305,7 @@ class Daemon:
         known = self.known.get(relative)
         if known == now_signature:
             return False
-        unchunkable = self.inbox.unchunkable(st)
+        unchunkable = self.inbox.unchunkable(st, relative)
         if unchunkable is not None:       # skipped here: never logged as chunked, nor queued
             self.inbox.remove_results(relative)
             self.record(relative, Outcome("skipped", unchunkable, now_signature))

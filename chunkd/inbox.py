@@ -365,13 +365,10 @@ class Inbox:
             st = os.stat(name, dir_fd=folder, follow_symlinks=self.options.follow_symlinks)
         except FileNotFoundError:
             return Outcome("gone", "vanished before it was read")
-        unchunkable = self.unchunkable(st)
+        unchunkable = self.unchunkable(st, relative)
         if unchunkable is not None:
             self.remove_results(relative)  # a result must belong to what is there now
             return Outcome("skipped", unchunkable, signature(st))
-        if len(os.fsencode(name + self.result_suffix)) > NAME_MAX:
-            return Outcome("skipped", f"name too long for its result name (over {NAME_MAX} "
-                                      "bytes with the suffix); rename it", signature(st))
         if st.st_size > self.options.max_bytes:
             return self.fail(relative, st, f"file is {st.st_size} bytes, over --max-bytes "
                                            f"{self.options.max_bytes}; raise the limit to chunk it")
@@ -485,14 +482,17 @@ class Inbox:
             os.unlink(temporary, dir_fd=self.output)
         return open(descriptor, "w+b")
 
-    def unchunkable(self, st: os.stat_result) -> str | None:
-        """Why a file in this state is skipped (a link not followed, a FIFO...), or
-        None for a regular file."""
+    def unchunkable(self, st: os.stat_result, relative: str) -> str | None:
+        """Why the file at ``relative``, in this state, is skipped (a link not
+        followed, a FIFO, a name too long for its result's), or None."""
         kind = _file_kind(st.st_mode)
-        if kind == "regular file":
-            return None
-        return kind + (" (not followed; --follow-symlinks to allow)"
-                       if kind == "symbolic link" else "")
+        if kind != "regular file":
+            return kind + (" (not followed; --follow-symlinks to allow)"
+                           if kind == "symbolic link" else "")
+        if len(os.fsencode(_split(relative)[1] + self.result_suffix)) > NAME_MAX:
+            return (f"name too long for its result name (over {NAME_MAX} bytes with the "
+                    "suffix); rename it")
+        return None
 
     def _in_inbox(self, folder: int, relative: str) -> bool:
         """Whether ``folder``, opened for ``relative``, is still that folder of the
