@@ -556,6 +556,9 @@ class PageHandler(BaseHTTPRequestHandler):
         if host is None:
             self.refuse(400, "no Host header")
             return False
+        if len(self.headers.get_all("Host", [])) > 1:  # which one would a proxy have read?
+            self.refuse(400, "more than one Host header")
+            return False
         if self.own_authority(host) is None:
             self.refuse(403, f"Host {host!r} is not a name of this server (a DNS name "
                              "pointed here by another site?); open "
@@ -596,6 +599,9 @@ class PageHandler(BaseHTTPRequestHandler):
     def body_length(self) -> int | None:
         """The request's Content-Length, or None once an error has been answered."""
         length_header = self.headers.get("Content-Length")
+        if len(self.headers.get_all("Content-Length", [])) > 1:  # request smuggling's way
+            self.api_error(400, "more than one Content-Length header")
+            return None
         if self.headers.get("Transfer-Encoding") or length_header is None:
             self.api_error(411, "send the document with a Content-Length")
             return None

@@ -389,3 +389,17 @@ def test_serve_with_stdout_closed_says_so_and_exits_1():
     assert result.returncode == 1
     assert result.stderr == (b"chunkd serve: stdout: not open (Bad file descriptor): nobody "
                              b"would learn the address\n")
+
+
+@pytest.mark.parametrize("sent, error", [
+    (b"GET / HTTP/1.1\r\nHost: {host}\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+     b"more than one Host header"),
+    (b"POST /api/split HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1\r\nContent-Length: 40"
+     b"\r\nConnection: close\r\n\r\nx", b"more than one Content-Length header"),
+])
+def test_a_repeated_host_or_length_header_is_refused(server, sent, error):
+    """Two Host headers (RFC 9112: answer 400) or two lengths: a proxy in front may have
+    read the other one."""
+    answer = raw_exchange(server, sent.replace(b"{host}", own_host(server).encode()))
+    assert answer.startswith(b"HTTP/1.0 400 ") or answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert error in answer
