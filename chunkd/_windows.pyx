@@ -768,8 +768,13 @@ cdef class SectionScanner:
         """The line in hand ends (at a \\n or the document's end)."""
         if self.phase == LINE_HASHES or self.phase == LINE_HASHES_CR or self.phase == LINE_HEADING:
             self.heading()
-        elif self.phase == LINE_FENCE_RUN or self.phase == LINE_FENCE_TAIL:
-            self.end_fence_run(True)
+        else:
+            if self.phase == LINE_FENCE_RUN or self.phase == LINE_FENCE_TAIL:
+                self.end_fence_run(True)
+            if self.marked and self.line_start == 0:
+                # A first line that is no heading: its byte-order mark is no white
+                # space, so the text before the first heading is a section (none is lost).
+                self.content()
         self.phase = LINE_INDENT
         self.count = self.hashes = 0
         return 0

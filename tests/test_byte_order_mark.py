@@ -41,12 +41,12 @@ def test_fed_in_pieces(pieces):
 @pytest.mark.parametrize("text,headings", [
     (f"{BOM}# A\nx", [("A",)]),
     (f"{BOM}   ## A\nx", [("A",)]),                    # the indent comes after the mark
-    (f"{BOM}\n# A\nx", [("A",)]),                      # the mark and a blank line: no section
+    (f"{BOM}\n# A\nx", [(), ("A",)]),                  # the mark is text before the heading
     (f"{BOM}```\n# A\n```\n# B", [(), ("B",)]),        # a fence after the mark
     (f"{BOM}text\n# A", [(), ("A",)]),
     (f"x\n{BOM}# A", [()]),                            # elsewhere it is a character
     (f"{BOM}{BOM}# A", [()]),                          # only one mark is skipped
-    (f"{BOM}", []),
+    (f"{BOM}", [()]),                                  # nothing is lost, not even the mark
 ])
 def test_only_a_mark_at_the_very_start_is_skipped(text, headings):
     assert [c.headings for c in chunkd.split_text(text, strategy="sections")] == headings

@@ -142,7 +142,7 @@ def section_units(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
             starts.append((line_start, tuple(title for _, title in path)))
     if not starts or starts[0][0] > 0:
         first = starts[0][0] if starts else len(text)
-        if text[:first].removeprefix("\ufeff").strip():
+        if text[:first].strip():          # a byte-order mark is no white space
             starts.insert(0, (0, ()))
     ends = [start for start, _ in starts[1:]] + [len(text)]
     return [(start, end, headings) for (start, headings), end in zip(starts, ends)]
