@@ -22,9 +22,8 @@ LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 
 
-def prose(text: str) -> list[str]:
-    """The lines outside fenced code, with inline code blanked out (a link or a ``#``
-    written as code is no link nor heading)."""
+def outside_fences(text: str) -> list[str]:
+    """The lines of ``text`` outside fenced code blocks."""
     lines, fence = [], None
     for line in text.split("\n"):
         opened = FENCE.match(line)
@@ -35,8 +34,15 @@ def prose(text: str) -> list[str]:
         if opened:
             fence = opened.group(1)
             continue
-        lines.append(re.sub(r"(`+)(.+?)\1", lambda m: " " * len(m.group(0)), line))
+        lines.append(line)
     return lines
+
+
+def prose(text: str) -> list[str]:
+    """The lines outside fenced code, with inline code blanked out (a link or a ``#``
+    written as code is no link nor heading)."""
+    return [re.sub(r"(`+)(.+?)\1", lambda m: " " * len(m.group(0)), line)
+            for line in outside_fences(text)]
 
 
 def slug(heading: str) -> str:
@@ -52,18 +58,7 @@ def anchors(path: pathlib.Path) -> set[str]:
     """Every heading's anchor in a Markdown file; a repeated one gets -1, -2, ..."""
     found: set[str] = set()
     seen: dict[str, int] = {}
-    lines, fence = [], None
-    for line in path.read_text(encoding="utf-8").split("\n"):  # headings keep their code
-        opened = FENCE.match(line)
-        if fence:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
-        lines.append(line)
-    for line in lines:
+    for line in outside_fences(path.read_text(encoding="utf-8")):  # headings keep their code
         heading = HEADING.match(line)
         if not heading:
             continue
