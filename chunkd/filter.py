@@ -168,15 +168,18 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             """The pending output, in order, as it is ready, until the input has more
             (the workers keep the rest meanwhile)."""
             submit()
+            ready = select.poll()  # poll, unlike select, takes any descriptor number
+            ready.register(paused.fd, select.POLLIN)
+            ready.register(wake.fd, select.POLLIN)
             while pending:
                 first = pending[0]
                 if isinstance(first, Document) or first.done():
                     yield from take_first()
                     continue
                 first.add_done_callback(wake.set)
-                ready = select.select([paused.fd, wake.fd], [], [])[0]
+                woken = ready.poll()
                 wake.clear()
-                if paused.fd in ready:
+                if any(fd == paused.fd for fd, _ in woken):
                     return
 
         try:
