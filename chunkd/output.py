@@ -105,16 +105,16 @@ def run_writing(program: str, body: Callable[[Output], int]) -> int:
     try:
         return body(Output(sys.stdout.buffer))
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         return EXIT_OK
     except OutputError as error:
         print(f"{program}: {error}", file=sys.stderr)
-        _silence_stdout()
+        silence_stdout()
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     """Nothing more goes to stdout, not even Python's flush at exit."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

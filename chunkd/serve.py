@@ -59,10 +59,11 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from chunkd import __version__
-from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _silence_stdout as silence_stdout
+from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
-from chunkd.settings import (ERRORS, CommandParser, Settings, SettingsError, _number, _overlap,
-                             add_settings_options, parse_with_settings, settings_from_options)
+from chunkd.settings import (ERRORS, CommandParser, Settings, SettingsError,
+                             add_settings_options, number_value, overlap_value,
+                             parse_with_settings, settings_from_options)
 from chunkd.strategies import build
 from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
                         with_token_counts)
@@ -106,9 +107,9 @@ DRAIN_SECONDS = 5.0
 #: The query parameters of a split, each read as the option of the same name reads
 #: its value; ``doc`` is the document's name.
 QUERY: dict[str, Callable[[str], object]] = {
-    "strategy": str, "chars": _number, "tokens": _number, "size": _number,
-    "overlap": _overlap, "parent-chars": _number, "parent-tokens": _number,
-    "parent-overlap": _overlap, "errors": str}
+    "strategy": str, "chars": number_value, "tokens": number_value, "size": number_value,
+    "overlap": overlap_value, "parent-chars": number_value, "parent-tokens": number_value,
+    "parent-overlap": overlap_value, "errors": str}
 #: The settings a request cannot choose: the server's own, as it was started.
 SERVER_SETTINGS = ("strip_headings", "embed_text", "separators", "separator_regex",
                    "language", "keep_separator", "strip_whitespace")

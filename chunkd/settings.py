@@ -293,7 +293,7 @@ def _whole(value: object, name: str, least: int) -> int:
 
 # --- command-line options --------------------------------------------------------------
 
-def _number(text: str) -> int:
+def number_value(text: str) -> int:
     """A whole number as an option value; its range is checked by ``Settings``."""
     try:
         return int(text)
@@ -301,7 +301,7 @@ def _number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
-def _overlap(text: str) -> int | str:
+def overlap_value(text: str) -> int | str:
     """An overlap: a whole number of units, or a percentage of the size (``15%``)."""
     if text.endswith("%"):
         try:
@@ -311,7 +311,7 @@ def _overlap(text: str) -> int | str:
         if not 0 <= percent < 100:
             raise argparse.ArgumentTypeError(f"a percentage from 0 to under 100, got {text}")
         return text
-    return _number(text)
+    return number_value(text)
 
 
 def _shown(text: str) -> str:
@@ -383,24 +383,24 @@ def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) ->
     group.add_argument("--strategy", type=many(str), metavar="NAME",
                        help=f"{', '.join(REGISTRY)} (default: recursive, LangChain's "
                             "RecursiveCharacterTextSplitter)")
-    group.add_argument("--chars", type=many(_number), metavar="N",
+    group.add_argument("--chars", type=many(number_value), metavar="N",
                        help="recursive strategies: at most N Unicode code points a chunk "
                             "(default: 1000)")
-    group.add_argument("--tokens", type=many(_number), metavar="N",
+    group.add_argument("--tokens", type=many(number_value), metavar="N",
                        help="recursive strategies: at most N cl100k_base tokens a chunk "
                             "(counted offline)")
-    group.add_argument("--size", type=many(_number), metavar="N",
+    group.add_argument("--size", type=many(number_value), metavar="N",
                        help=f"window strategies: N units a window (default: {window})")
-    group.add_argument("--overlap", type=many(_overlap), metavar="M",
+    group.add_argument("--overlap", type=many(overlap_value), metavar="M",
                        help="units shared by neighbouring chunks, a number or a percentage "
                             "of the size (15%%); smaller than the size (default: 10%% for "
                             "recursive, 0 for window strategies)")
-    group.add_argument("--parent-chars", type=many(_number), metavar="N",
+    group.add_argument("--parent-chars", type=many(number_value), metavar="N",
                        help="parent/child: cut parents of N code points, then the chunks "
                             "(children) from each parent; with --chars")
-    group.add_argument("--parent-tokens", type=many(_number), metavar="N",
+    group.add_argument("--parent-tokens", type=many(number_value), metavar="N",
                        help="parent/child, in cl100k_base tokens; with --tokens")
-    group.add_argument("--parent-overlap", type=many(_overlap), metavar="M",
+    group.add_argument("--parent-overlap", type=many(overlap_value), metavar="M",
                        help="units shared by neighbouring parents, or a percentage of the "
                             "parent size (default: 10%%)")
     group.add_argument("--strip-headings", action="store_true",
