@@ -16,8 +16,8 @@ reads the stream once, left to right, and
   child: LangChain skips a separator the text does not contain.
 
 Why that gives LangChain's chunks exactly, on any cutting of the input, is explained
-in ``chunkd/fallback.py``, the same algorithm in plain Python, which the tests
-compare with this one.  Literal separators (and regular expressions that are plain
+in ``chunkd/_pure/recursive.py``, the same algorithm in plain Python (its twin),
+which the tests compare with this one.  Literal separators (and regular expressions that are plain
 literals, like most of ``from_language``'s) stream: each level holds at most one
 unfinished piece and one chunk in progress, so memory is bounded by the chunk size
 and the separator depth, not by the document.  A real regular expression is run,
@@ -26,9 +26,6 @@ that text ends.  Positions are code-point offsets into the document;
 ``RecursiveSplitter.buf`` holds the window of the document that some level still
 needs, starting at document offset ``base``.
 """
-
-import functools
-import re
 
 cimport cython
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
@@ -40,12 +37,9 @@ from chunkd._common cimport (PY_SSIZE_T_MAX, Py_UNICODE_ISSPACE, PyObject_GC_UnT
                               PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, grow_offsets)
 
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
-from chunkd.fallback import SEPARATORS, checked_arguments, joined_chunk
-
-try:
-    from re import _parser as _regex_parser      # Python 3.11 and later
-except ImportError:
-    import sre_parse as _regex_parser            # Python 3.10
+from chunkd.pretoken_classes import check_counter_arguments
+from chunkd.splitting import SEPARATORS, checked_arguments, joined_chunk, literal_text
+from chunkd.units import CHARS, Chars, CountError, checked_unit
 
 _new_tuple = tuple.__new__
 
@@ -66,28 +60,6 @@ cdef enum:
     BY_CODE_POINT = 0   # "": every code point is a piece
     BY_LITERAL = 1      # a literal string, searched with memchr; streams
     BY_PATTERN = 2      # a regular expression, run once its whole scope has arrived
-
-
-@functools.lru_cache(maxsize=1024)  # splitters are built often: parse each pattern once
-def literal_text(pattern) -> str | None:
-    """The text a compiled regular expression matches, if it is a plain literal
-    (``"\\nclass "``, ``"\\nsetClass\\("``), else None.
-
-    Such a pattern matches exactly where its text occurs, so its level searches the
-    text with memchr and streams. The pattern is read by Python's own parser, so
-    escapes, ``{`` and non-capturing groups mean what ``re`` makes of them."""
-    if pattern.flags & ~int(re.UNICODE):
-        return None
-    try:
-        parsed = _regex_parser.parse(pattern.pattern, pattern.flags)
-    except Exception:  # a private module: if it ever changes, use the regex as it is
-        return None
-    codes = []
-    for op, argument in parsed:
-        if op != _regex_parser.LITERAL:
-            return None
-        codes.append(chr(argument))
-    return "".join(codes) or None
 
 
 cdef inline bint _is_crlf(unsigned int c) nogil:
@@ -190,28 +162,25 @@ cdef class TokenCounter:
     cdef uint32_t* keys
     cdef Py_ssize_t slots, used, max_used, keys_used, keys_cap
     cdef unsigned char* single     # token count of each code point alone; 0: not yet known
-    cdef readonly Py_ssize_t max_token_chars
+    #: The unit's name, as results record it.
+    cdef readonly str name
+    #: No token covers more code points than this (its bytes, at one byte or more each).
+    cdef readonly Py_ssize_t max_chars
 
     def __cinit__(self, encode, bytes classes not None, Py_ssize_t max_token_bytes,
-                  Py_ssize_t cache_entries=1 << 16):
+                  Py_ssize_t cache_entries=1 << 16, str name="cl100k_base"):
         """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
         LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
         token's length, which bounds how many code points one token can cover.
 
         Everything is allocated and checked here, in ``__cinit__``, so that no instance
         (not even one made with ``TokenCounter.__new__``) exists half-built."""
-        if not callable(encode):
-            raise TypeError("encode must be callable (tiktoken's encode_ordinary)")
-        if len(classes) != 0x110000:
-            raise ValueError("classes must have one byte per code point")
-        if max_token_bytes < 1:
-            raise ValueError(f"max_token_bytes must be at least 1, got {max_token_bytes}")
-        if not 1 <= cache_entries <= 1 << 24:
-            raise ValueError(f"cache_entries must be between 1 and 2**24, got {cache_entries}")
+        check_counter_arguments(encode, classes, max_token_bytes, cache_entries)
         self._classes_ref = classes
         self.classes = classes
         self._encode = encode
-        self.max_token_chars = max_token_bytes
+        self.name = name
+        self.max_chars = max_token_bytes
         self.slots = 1
         while self.slots < 2 * cache_entries:
             self.slots *= 2
@@ -358,6 +327,25 @@ cdef class TokenCounter:
             i = j
         return total
 
+    def settled(self, str text):
+        """(end, n): the pre-tokens of ``text`` followed by two more, which stay
+        pre-tokens of any text that begins with ``text``, end at ``end`` and hold
+        ``n`` tokens (the ``LengthUnit`` protocol)."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = len(text), i = 0, j, total = 0, pending = 0, p0 = 0, p1 = 0
+        # Pending pre-tokens are contiguous: the older is [p0, p1), the newer [p1, i).
+        while i < n:
+            j = self.pretoken_end(kind, data, i, n)
+            if pending == 2:
+                total += self.pretoken_count(text, p0, p1)
+                p0 = p1
+            else:
+                pending += 1
+            p1 = i
+            i = j
+        return p0, total
+
     def pretokens(self, str text):
         """The pre-tokens of ``text``, as tiktoken's regex cuts them (for tests)."""
         cdef int kind = PyUnicode_KIND(text)
@@ -387,8 +375,10 @@ cdef class _Level:
     cdef Py_ssize_t piece_start   # document offset of the piece in hand
     cdef Py_ssize_t scan_pos      # where the next search for the separator starts
     cdef Py_ssize_t piece_len     # exact length of the last piece judged short
-    # Token unit: pre-tokens of the piece in hand counted so far, up to counted_pos.
-    cdef Py_ssize_t counted_pos, counted
+    # Units other than code points: the piece in hand's settled prefix ends at
+    # counted_pos and has length counted; unsettled is the rest's length when the unit
+    # last settled it (cl100k_base's counter settles pre-tokens itself).
+    cdef Py_ssize_t counted_pos, counted, unsettled
     # The merger (LangChain's _merge_splits): pieces of the chunk in progress.
     cdef Py_ssize_t* m_start
     cdef Py_ssize_t* m_end
@@ -436,7 +426,7 @@ cdef class _Level:
         self.delegating = False
         self.decided = False
         self.piece_start = self.scan_pos = self.counted_pos = start
-        self.counted = 0
+        self.counted = self.unsettled = 0
         self.m_head = self.m_count = self.m_total = 0
 
     cdef Py_ssize_t needed_from(self) noexcept:
@@ -497,7 +487,7 @@ cdef class _Level:
         self.piece_start = at if keep == KEEP_START else after
         self.scan_pos = after
         self.counted_pos = self.piece_start
-        self.counted = 0
+        self.counted = self.unsettled = 0
         return 0
 
     cdef int end_piece(self, Py_ssize_t end) except -1:
@@ -562,13 +552,45 @@ cdef class _Level:
         ``complete``, will surely be) at least the chunk size; if a complete piece is
         short, or long pieces are merged, its exact length is left in ``piece_len``."""
         cdef RecursiveSplitter sp = self.sp
-        cdef TokenCounter counter = sp.counter
+        if sp.chars:
+            self.piece_len = end - self.piece_start
+            return self.piece_len >= sp.chunk_size
+        if sp.tokens is not None:
+            return self.is_long_in_tokens(end, complete)
+        if complete:                       # the settled count plus the rest's
+            self.piece_len = self.counted
+            if end > self.counted_pos:
+                self.piece_len += sp.count(PyUnicode_Substring(
+                    sp.buf, self.counted_pos - sp.base, end - sp.base))
+            return self.piece_len >= sp.chunk_size
+        if end - self.counted_pos >= 2 * self.unsettled:
+            # Settle again only once the rest has doubled since: linear in all.
+            self.settle(end)
+        if sp.max_chars == 0:              # no bound on the rest
+            return self.counted >= sp.chunk_size
+        return self.counted + (end - self.counted_pos) // sp.max_chars >= sp.chunk_size
+
+    cdef int settle(self, Py_ssize_t end) except -1:
+        """Ask the unit how much of the piece's unsettled rest, up to ``end``, is settled."""
+        cdef RecursiveSplitter sp = self.sp
+        rest = PyUnicode_Substring(sp.buf, self.counted_pos - sp.base, end - sp.base)
+        settled_end, count = sp.unit.settled(rest)
+        if not (0 <= settled_end <= len(rest) and count >= 0):
+            raise ValueError(f"the length unit {sp.unit.name} settled {(settled_end, count)} "
+                             f"of a text of {len(rest)} code points")
+        self.counted_pos += <Py_ssize_t>settled_end
+        self.counted += <Py_ssize_t>count
+        self.unsettled = end - self.counted_pos
+        return 0
+
+    cdef bint is_long_in_tokens(self, Py_ssize_t end, bint complete) except -1:
+        """``is_long`` with the compiled cl100k_base counter: its pre-tokenizer runs
+        here on the buffer, and only up to the chunk size."""
+        cdef RecursiveSplitter sp = self.sp
+        cdef TokenCounter counter = sp.tokens
         cdef int kind
         cdef void* data
         cdef Py_ssize_t i, j, n, p0, p1, tail, pending, stop
-        if counter is None:
-            self.piece_len = end - self.piece_start
-            return self.piece_len >= sp.chunk_size
         stop = PY_SSIZE_T_MAX if sp.merge_long else sp.chunk_size
         kind = PyUnicode_KIND(sp.buf)
         data = PyUnicode_DATA(sp.buf)
@@ -583,7 +605,7 @@ cdef class _Level:
             self.piece_len = self.counted
             return self.counted >= sp.chunk_size
         # Incomplete: text still to come can re-merge the last pre-tokens, so count
-        # only those followed by two more; they stay pre-tokens of the whole piece.
+        # only those followed by two more (the counter's ``settled``).
         # Pending pre-tokens are contiguous: the older is [p0, p1), the newer [p1, i).
         pending = 0
         p0 = p1 = i
@@ -597,18 +619,20 @@ cdef class _Level:
                 pending += 1
             p1 = i
             i = j
-        # The uncounted tail needs at least one token per max_token_chars code points.
+        # The uncounted tail needs at least one token per max_chars code points.
         tail = n - (self.counted_pos - sp.base)
-        return self.counted + tail // counter.max_token_chars >= sp.chunk_size
+        return self.counted + tail // counter.max_chars >= sp.chunk_size
 
     cdef int advance_code_points(self, Py_ssize_t limit, bint final) except -1:
         """The "" separator: every code point is a piece."""
         cdef RecursiveSplitter sp = self.sp
-        cdef TokenCounter counter = sp.counter
+        cdef TokenCounter counter = sp.tokens
         cdef Py_ssize_t pos, length = 1
         for pos in range(self.piece_start, limit):
             if counter is not None:
                 length = counter.code_point_count(sp.buf, pos - sp.base)
+            elif not sp.chars:
+                length = sp.count(PyUnicode_Substring(sp.buf, pos - sp.base, pos - sp.base + 1))
             if length < sp.chunk_size or sp.merge_long:
                 self.merge(pos, pos + 1, length)
             else:
@@ -709,7 +733,14 @@ cdef class RecursiveSplitter:
     The result does not depend on how the document was cut into pieces.
     """
     cdef readonly Py_ssize_t chunk_size, chunk_overlap
-    cdef readonly TokenCounter counter
+    #: The length unit (``chunkd.units.LengthUnit``).
+    cdef readonly object unit
+    cdef bint chars                # the unit is code points: counted here, never called
+    cdef TokenCounter tokens       # the unit, when it is the compiled cl100k_base counter
+    cdef Py_ssize_t max_chars      # the unit's max_chars; 0 when it has none
+    #: Whether chunks carry their length in the unit (else -1: the drop-in calls a
+    #: length function only where LangChain calls it, never on a whole chunk).
+    cdef readonly bint measure_chunks
     cdef readonly bint merge_long
     cdef int keep                  # KEEP_NONE, KEEP_START or KEEP_END
     cdef bint strip                # strip merged chunks (strip_whitespace)
@@ -721,15 +752,16 @@ cdef class RecursiveSplitter:
     cdef list out
     cdef _Level top
     #: None, or a list to which each chunk joined with a dropped separator (not a
-    #: slice of the document) adds ``(index, fallback.Joined)``, where its code points
+    #: slice of the document) adds ``(index, splitting.Joined)``, where its code points
     #: come from (parent/child chunking maps its children's offsets through it).
     cdef public list joined
 
     def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
                   separators=SEPARATORS, keep_separator="end", bint strip_whitespace=True,
-                  bint merge_long=False, str join=None, TokenCounter counter=None):
-        """``chunk_size`` and ``chunk_overlap`` are in code points, or in cl100k_base
-        tokens when ``counter`` is given.
+                  bint merge_long=False, str join=None, unit=None, bint measure_chunks=True):
+        """``chunk_size`` and ``chunk_overlap`` are in ``unit`` (a
+        ``chunkd.units.LengthUnit``; by default code points). Any unit is exact; the
+        compiled cl100k_base counter is also run here directly, at compiled speed.
 
         ``separators``: coarsest first, each a literal ``str`` or a compiled
         ``re.Pattern`` (any separators after "" are never used, as in LangChain).
@@ -747,7 +779,11 @@ cdef class RecursiveSplitter:
         self.keep = KEEP_START if keep == "start" else KEEP_END if keep == "end" else KEEP_NONE
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        self.counter = counter
+        self.unit = CHARS if unit is None else checked_unit(unit)
+        self.chars = type(self.unit) is Chars
+        self.tokens = self.unit if type(self.unit) is TokenCounter else None
+        self.max_chars = self.unit.max_chars or 0
+        self.measure_chunks = measure_chunks
         self.strip = strip_whitespace
         self.merge_long = merge_long
         cdef _Level level = None
@@ -812,7 +848,19 @@ cdef class RecursiveSplitter:
 
     cdef Py_ssize_t length_of(self, str text) except -1:
         """The length of ``text`` in the unit."""
-        return len(text) if self.counter is None else self.counter.count(text)
+        if self.chars:
+            return len(text)
+        if self.tokens is not None:
+            return self.tokens.count(text)
+        return self.count(text)
+
+    cdef Py_ssize_t count(self, str text) except -1:
+        """The unit's own count of ``text``, checked: a whole number, at least 0."""
+        length = self.unit.count(text)
+        if type(length) is not int or length < 0:
+            raise CountError(f"the length unit {self.unit.name} counted {length!r}, "
+                            "not a whole number of at least 0")
+        return length
 
     cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
         """Make the chunk document[start:end], stripped of white space if ``strip``."""
@@ -828,7 +876,8 @@ cdef class RecursiveSplitter:
             if lo == hi:
                 return 0
         chunk_text = PyUnicode_Substring(text, lo, hi)
-        length = hi - lo if self.counter is None else self.counter.count(chunk_text)
+        length = -1 if not self.measure_chunks else hi - lo if self.chars \
+            else self.length_of(chunk_text)
         self.out.append(make_chunk(self.next_index, lo + self.base, hi + self.base,
                                    length, chunk_text))
         self.next_index += 1
@@ -843,7 +892,8 @@ cdef class RecursiveSplitter:
             if self.joined is not None:
                 self.joined.append((self.next_index, placed))
             self.out.append(make_chunk(self.next_index, start, end,
-                                       self.length_of(chunk_text), chunk_text))
+                                       self.length_of(chunk_text) if self.measure_chunks
+                                       else -1, chunk_text))
             self.next_index += 1
         return 0
 

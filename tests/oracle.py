@@ -92,3 +92,18 @@ def check_against_langchain(text: str, pieces: list[str], chunk_size: int,
         assert chunk.index == i
         assert text[chunk.start:chunk.end] == chunk.text
         assert chunk.length == length(chunk.text)
+
+
+class PlainTokens:
+    """cl100k_base tokens as a length unit (``chunkd.units.LengthUnit``) counted by
+    tiktoken itself, with the plainest bound: no cl100k token covers more than 128
+    code points, and nothing is settled. It drives the splitters' path for any unit."""
+
+    name = "cl100k_base (tiktoken, plain)"
+    max_chars: int | None = 128
+
+    def count(self, text: str) -> int:
+        return token_length(text)
+
+    def settled(self, text: str) -> tuple[int, int]:
+        return 0, 0
