@@ -8,20 +8,10 @@ from hypothesis import strategies as st
 
 from chunkd.units import resolve
 from cores import twin_token_counter
-from oracle import (SEPARATORS, check_against_langchain, chunkd_chunks, cut_in_pieces,
-                    encoding, langchain_chunks, token_length)
+from oracle import (check_against_langchain, chunkd_chunks, cut_in_pieces, encoding,
+                    generated_documents, langchain_chunks, token_length)
 
-FRAGMENTS = [s for s in SEPARATORS if s] + [
-    "\n\n\n", "\r\n", "\t", "\u3000", "\u00a0", "\u2028", "\u0085", "\u001c", "\x00",
-    "word", "Word", "chunk", "42", "123456", "don't", "we'LL", "it's", "'ve",
-    "中文文本", "你好", "一二三", "テスト", "한국어", "مرحبا",
-    "👩\u200d👩\u200d👧", "👍🏽", "e\u0301", "n\u0303a", "\u200b", "<|endoftext|>",
-    "    ", "...", "?!", "——", "«»",
-]
-fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
-documents = st.lists(fragment, max_size=120).map("".join)
-
-cut_document = cut_in_pieces(documents)
+cut_document = cut_in_pieces(generated_documents)
 
 
 @st.composite
@@ -49,7 +39,7 @@ def test_tokens_equal_langchain(doc, sizes):
 
 
 @SETTINGS
-@given(documents, size_and_overlap(40), st.sampled_from(["chars", "tokens"]))
+@given(generated_documents, size_and_overlap(40), st.sampled_from(["chars", "tokens"]))
 def test_sizes_within_limit_wherever_langchain_is(text, sizes, unit):
     size, overlap = sizes
     chunks = chunkd_chunks([text], size, overlap, unit)
@@ -66,14 +56,14 @@ COUNTERS = {"compiled": lambda: resolve("cl100k_base"), "twin": twin_token_count
 
 @pytest.mark.parametrize("core", COUNTERS)
 @settings(max_examples=1000, deadline=None)
-@given(text=documents)
+@given(text=generated_documents)
 def test_token_count_equals_tiktoken(core, text):
     assert COUNTERS[core]().count(text) == len(encoding().encode_ordinary(text))
 
 
 @pytest.mark.parametrize("core", COUNTERS)
 @settings(max_examples=1000, deadline=None)
-@given(head=documents, tail=documents)
+@given(head=generated_documents, tail=generated_documents)
 def test_pretokens_but_the_last_two_survive_appending(core, head, tail):
     """What the kernel's lower bound on an unfinished piece's count relies on."""
     pretokens = COUNTERS[core]().pretokens
@@ -83,7 +73,7 @@ def test_pretokens_but_the_last_two_survive_appending(core, head, tail):
 
 @pytest.mark.parametrize("core", COUNTERS)
 @settings(max_examples=1000, deadline=None)
-@given(head=documents, tail=documents)
+@given(head=generated_documents, tail=generated_documents)
 def test_settled_prefix_keeps_its_count_whatever_follows(core, head, tail):
     """The length-unit protocol's ``settled``, with tiktoken as the judge."""
     end, count = COUNTERS[core]().settled(head)
