@@ -28,20 +28,18 @@ needs, starting at document offset ``base``.
 """
 
 cimport cython
-from libc.stdint cimport uint16_t, uint32_t, uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memchr, memset
+from libc.string cimport memset
 from cpython.unicode cimport PyUnicode_Substring
 
-from chunkd._common cimport (PY_SSIZE_T_MAX, Py_UNICODE_ISSPACE, PyObject_GC_UnTrack,
-                              PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, grow_offsets)
+from chunkd._core cimport (PY_SSIZE_T_MAX, PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ,
+                           Spans, TextStream, find, spans_drop, spans_free, spans_push)
 
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
 from chunkd.pretoken_classes import check_counter_arguments
 from chunkd.splitting import SEPARATORS, checked_arguments, joined_chunk, literal_text
 from chunkd.units import CHARS, Chars, CountError, checked_unit
-
-_new_tuple = tuple.__new__
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:
@@ -70,76 +68,6 @@ cdef inline bint _is_contraction_letter(unsigned int c) nogil:
     """[sdmt] under (?i), where the long s (U+017F) folds to s."""
     c = c | 32 if c < 128 else c
     return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
-
-
-cdef extern from *:
-    """
-    #include <wchar.h>
-    #include <stdint.h>
-    /* Four-byte text: the C library's wmemchr where wchar_t is four bytes wide (glibc,
-       musl, macOS), a plain loop elsewhere (Windows' wchar_t is two bytes). */
-    static const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) {
-    #if WCHAR_MAX > 0xFFFF && WCHAR_MAX <= 0xFFFFFFFF
-        return (const uint32_t*)wmemchr((const wchar_t*)s, (wchar_t)c, n);
-    #else
-        for (; n; ++s, --n) if (*s == c) return s;
-        return NULL;
-    #endif
-    }
-    """
-    const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) nogil
-
-
-cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t end,
-                           unsigned int unit) noexcept nogil:
-    """Index of the first code point ``unit`` in [i, end), or -1, with the C library's
-    vectorized search for every string kind."""
-    cdef const unsigned char* bytes_ = <const unsigned char*>data
-    cdef const unsigned char* hit
-    cdef const uint16_t* wide = <const uint16_t*>data
-    cdef Py_ssize_t at
-    if kind == 1:
-        if unit > 255:
-            return -1
-        hit = <const unsigned char*>memchr(bytes_ + i, unit, end - i)
-        return -1 if hit == NULL else hit - bytes_
-    if kind == 4:
-        hit = <const unsigned char*>chunkd_find_u32(<const uint32_t*>data + i, unit, end - i)
-        return -1 if hit == NULL else (hit - bytes_) // 4
-    if unit > 0xFFFF:
-        return -1
-    # Two-byte text: memchr for the low byte, then check the whole unit (little or big
-    # endian alike, since the unit is compared as a whole).
-    while i < end:
-        hit = <const unsigned char*>memchr(bytes_ + 2 * i, unit & 0xFF, 2 * (end - i))
-        if hit == NULL:
-            return -1
-        at = (hit - bytes_) // 2
-        if wide[at] == unit:
-            return at
-        i = at + 1
-    return -1
-
-
-cdef Py_ssize_t _find(int kind, void* data, Py_ssize_t start, Py_ssize_t end,
-                      const uint32_t* sep, Py_ssize_t sep_len) noexcept nogil:
-    """Index of the first occurrence of the separator (``sep_len`` code points) within
-    [start, end), or -1.
-
-    Faster than ``str.find`` here: no conversion of the separator to the text's kind
-    per call, and the C library's memchr/wmemchr for its first code point."""
-    cdef Py_ssize_t i = start, last = end - sep_len, k
-    while i <= last:
-        i = _find_unit(kind, data, i, last + 1, sep[0])
-        if i < 0 or sep_len == 1:
-            return i
-        k = 1
-        while PyUnicode_READ(kind, data, i + k) == sep[k]:
-            k += 1
-            if k == sep_len:
-                return i
-        i += 1
-    return -1
 
 
 @cython.final  # final classes: methods are called directly, and can be inlined
@@ -379,11 +307,10 @@ cdef class _Level:
     # counted_pos and has length counted; unsettled is the rest's length when the unit
     # last settled it (cl100k_base's counter settles pre-tokens itself).
     cdef Py_ssize_t counted_pos, counted, unsettled
-    # The merger (LangChain's _merge_splits): pieces of the chunk in progress.
-    cdef Py_ssize_t* m_start
-    cdef Py_ssize_t* m_end
-    cdef Py_ssize_t* m_len
-    cdef Py_ssize_t m_head, m_count, m_cap, m_total
+    # The merger (LangChain's _merge_splits): pieces of the chunk in progress, and
+    # their total length with the joins between them.
+    cdef Spans run
+    cdef Py_ssize_t total
 
     def __cinit__(self, RecursiveSplitter sp, separator, _Level child, str join):
         """``separator``: a literal ``str`` or a compiled ``re.Pattern`` without
@@ -418,22 +345,20 @@ cdef class _Level:
 
     def __dealloc__(self):
         free(self.sep)
-        free(self.m_start)
-        free(self.m_end)
-        free(self.m_len)
+        spans_free(&self.run)
 
     cdef void reset(self, Py_ssize_t start) noexcept:
         self.delegating = False
         self.decided = False
         self.piece_start = self.scan_pos = self.counted_pos = start
         self.counted = self.unsettled = 0
-        self.m_head = self.m_count = self.m_total = 0
+        self.run.head = self.run.count = self.total = 0
 
     cdef Py_ssize_t needed_from(self) noexcept:
         """The lowest document offset this level and its descendants still read."""
         cdef Py_ssize_t need = self.scan_pos if self.delegating else self.piece_start
-        if self.m_count:
-            need = min(need, self.m_start[self.m_head])
+        if self.run.count:
+            need = min(need, self.run.start[self.run.head])
         if self.delegating:
             need = min(need, self.child.needed_from())
         return need
@@ -451,7 +376,7 @@ cdef class _Level:
         cdef int kind = PyUnicode_KIND(sp.buf)
         cdef void* data = PyUnicode_DATA(sp.buf)
         while True:
-            pos = _find(kind, data, self.scan_pos - sp.base, limit - sp.base,
+            pos = find(kind, data, self.scan_pos - sp.base, limit - sp.base,
                         self.sep, self.sep_len)
             if pos < 0:
                 break
@@ -651,49 +576,26 @@ cdef class _Level:
         cdef Py_ssize_t join = self.join_length   # 0 unless the separator is dropped
         # With the join counted for a piece that follows another: the room it takes.
         cdef Py_ssize_t needed = length + join
-        if self.m_count and self.m_total + needed > sp.chunk_size:
+        if self.run.count and self.total + needed > sp.chunk_size:
             self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
-            while self.m_count and (self.m_total > sp.chunk_overlap or
-                                    self.m_total + needed > sp.chunk_size):
-                self.m_total -= self.m_len[self.m_head]
-                self.m_head += 1
-                self.m_count -= 1
-                if self.m_count:
-                    self.m_total -= join
-        if self.m_head + self.m_count == self.m_cap:
-            self.make_room()
-        cdef Py_ssize_t at = self.m_head + self.m_count
-        self.m_start[at] = start
-        self.m_end[at] = end
-        self.m_len[at] = length
-        self.m_total += needed if self.m_count else length
-        self.m_count += 1
-        return 0
-
-    cdef int make_room(self) except -1:
-        cdef Py_ssize_t k, cap
-        if self.m_head:                    # slide the live pieces to the front
-            for k in range(self.m_count):
-                self.m_start[k] = self.m_start[self.m_head + k]
-                self.m_end[k] = self.m_end[self.m_head + k]
-                self.m_len[k] = self.m_len[self.m_head + k]
-            self.m_head = 0
-        if self.m_count < self.m_cap // 2:
-            return 0
-        cap = max(64, 2 * self.m_cap)
-        self.m_start = <Py_ssize_t*>grow_offsets(self.m_start, cap)
-        self.m_end = <Py_ssize_t*>grow_offsets(self.m_end, cap)
-        self.m_len = <Py_ssize_t*>grow_offsets(self.m_len, cap)
-        self.m_cap = cap
+            while self.run.count and (self.total > sp.chunk_overlap or
+                                      self.total + needed > sp.chunk_size):
+                self.total -= self.run.length[self.run.head]
+                spans_drop(&self.run, 1)
+                if self.run.count:
+                    self.total -= join
+                assert self.total >= 0, "the merger's total counts what it holds"
+        self.total += needed if self.run.count else length
+        spans_push(&self.run, start, end, length)
         return 0
 
     cdef int emit_run(self) except -1:
         """Emit the chunk in progress: the merger's pieces, joined and stripped."""
-        cdef Py_ssize_t first = self.m_head, last = self.m_head + self.m_count - 1
+        cdef Py_ssize_t first = self.run.head, last = self.run.head + self.run.count - 1
         if self.sp.keep != KEEP_NONE or self.run_is_contiguous():
-            return self.sp.emit(self.m_start[first], self.m_end[last], self.sp.strip)
-        spans = [(self.m_start[k], self.m_end[k]) for k in range(first, last + 1)]
+            return self.sp.emit(self.run.start[first], self.run.end[last], self.sp.strip_chunks)
+        spans = [(self.run.start[k], self.run.end[k]) for k in range(first, last + 1)]
         return self.sp.emit_joined(spans, self.join)
 
     cdef bint run_is_contiguous(self) except -1:
@@ -705,9 +607,9 @@ cdef class _Level:
         cdef void* data = PyUnicode_DATA(sp.buf)
         cdef void* join_data = PyUnicode_DATA(self.join)
         cdef Py_ssize_t k, j, gap, n = len(self.join)
-        for k in range(self.m_head, self.m_head + self.m_count - 1):
-            gap = self.m_end[k] - sp.base
-            if self.m_start[k + 1] - self.m_end[k] != n:
+        for k in range(self.run.head, self.run.head + self.run.count - 1):
+            gap = self.run.end[k] - sp.base
+            if self.run.start[k + 1] - self.run.end[k] != n:
                 return False
             for j in range(n):
                 if PyUnicode_READ(kind, data, gap + j) != PyUnicode_READ(join_kind, join_data, j):
@@ -716,14 +618,14 @@ cdef class _Level:
 
     cdef int flush(self) except -1:
         """End the merger's run: emit the chunk in progress."""
-        if self.m_count:
+        if self.run.count:
             self.emit_run()
-        self.m_head = self.m_count = self.m_total = 0
+        self.run.head = self.run.count = self.total = 0
         return 0
 
 
 @cython.final
-cdef class RecursiveSplitter:
+cdef class RecursiveSplitter(TextStream):
     """Incremental recursive splitter, chunk for chunk identical to LangChain's
     ``RecursiveCharacterTextSplitter`` (or, with ``merge_long``, its
     ``CharacterTextSplitter``) with the same settings.
@@ -743,13 +645,7 @@ cdef class RecursiveSplitter:
     cdef readonly bint measure_chunks
     cdef readonly bint merge_long
     cdef int keep                  # KEEP_NONE, KEEP_START or KEEP_END
-    cdef bint strip                # strip merged chunks (strip_whitespace)
-    cdef str buf                   # the part of the document still needed
-    cdef Py_ssize_t base           # document offset of buf[0]
-    cdef list pending              # text fed but not yet given to the levels
-    cdef Py_ssize_t pending_len
-    cdef Py_ssize_t next_index
-    cdef list out
+    cdef bint strip_chunks         # strip merged chunks (strip_whitespace)
     cdef _Level top
     #: None, or a list to which each chunk joined with a dropped separator (not a
     #: slice of the document) adds ``(index, splitting.Joined)``, where its code points
@@ -784,22 +680,23 @@ cdef class RecursiveSplitter:
         self.tokens = self.unit if type(self.unit) is TokenCounter else None
         self.max_chars = self.unit.max_chars or 0
         self.measure_chunks = measure_chunks
-        self.strip = strip_whitespace
+        self.strip_chunks = strip_whitespace
         self.merge_long = merge_long
         cdef _Level level = None
         for separator in reversed(used):
             level = _Level(self, separator, level, join)
         self.top = level
-        self._start_document()
+        self.start_document()
 
-    cdef void _start_document(self) noexcept:
-        self.buf = ""
-        self.base = 0
-        self.pending = []
-        self.pending_len = 0
-        self.next_index = 0
-        self.out = []
+    cdef void start_document(self) noexcept:
+        TextStream.start_document(self)
         self.top.reset(0)
+
+    cdef Py_ssize_t needed_from(self) except -1:
+        return self.top.needed_from()
+
+    cdef int advance(self, bint final) except -1:
+        return self.top.advance(self.base + len(self.buf), final)
 
     def resize(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap):
         """Split the next document at another size and overlap, in the same unit
@@ -810,41 +707,6 @@ cdef class RecursiveSplitter:
         checked_arguments(chunk_size, chunk_overlap, ("",), "end", False)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-
-    def feed(self, str text not None):
-        """Take the next piece of the document; return the chunks now final."""
-        self.pending.append(text)
-        self.pending_len += len(text)
-        # While the levels hold much of the document (a regular expression waits for
-        # all of its text), add new text only once it is as long as what they hold:
-        # the buffer then grows by doubling, in linear time.
-        if self.pending_len < self.base + len(self.buf) - self.top.needed_from():
-            return []
-        self._take_pending()
-        self.top.advance(self.base + len(self.buf), False)
-        return self._take()
-
-    def finish(self):
-        """End the document; return its remaining chunks and start a new document."""
-        self._take_pending()
-        self.top.advance(self.base + len(self.buf), True)
-        chunks = self._take()
-        self._start_document()
-        return chunks
-
-    cdef int _take_pending(self) except -1:
-        """Drop the text no level needs any more and append the text fed since."""
-        cdef Py_ssize_t drop = self.top.needed_from() - self.base
-        self.buf = self.buf[drop:] + "".join(self.pending)
-        self.base += drop
-        self.pending = []
-        self.pending_len = 0
-        return 0
-
-    cdef list _take(self):
-        chunks = self.out
-        self.out = []
-        return chunks
 
     cdef Py_ssize_t length_of(self, str text) except -1:
         """The length of ``text`` in the unit."""
@@ -864,47 +726,23 @@ cdef class RecursiveSplitter:
 
     cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
         """Make the chunk document[start:end], stripped of white space if ``strip``."""
-        cdef str text = self.buf
-        cdef int kind = PyUnicode_KIND(text)
-        cdef void* data = PyUnicode_DATA(text)
         cdef Py_ssize_t lo = start - self.base, hi = end - self.base
-        if strip:                          # str.strip() semantics
-            while lo < hi and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, lo)):
-                lo += 1
-            while hi > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, hi - 1)):
-                hi -= 1
-            if lo == hi:
-                return 0
-        chunk_text = PyUnicode_Substring(text, lo, hi)
+        if strip and not self.strip(&lo, &hi):
+            return 0
+        chunk_text = PyUnicode_Substring(self.buf, lo, hi)
         length = -1 if not self.measure_chunks else hi - lo if self.chars \
             else self.length_of(chunk_text)
-        self.out.append(make_chunk(self.next_index, lo + self.base, hi + self.base,
-                                   length, chunk_text))
-        self.next_index += 1
-        return 0
+        return self.add_chunk(lo + self.base, hi + self.base, length, chunk_text,
+                              NO_OPTIONAL_FIELDS)
 
     cdef int emit_joined(self, list spans, str join) except -1:
         """Make the chunk of the document pieces ``spans`` joined with ``join`` (a
         dropped separator that the document does not have exactly between them)."""
-        made = joined_chunk(self.buf, self.base, spans, join, self.strip)
-        if made is not None:
-            start, end, chunk_text, placed = made
-            if self.joined is not None:
-                self.joined.append((self.next_index, placed))
-            self.out.append(make_chunk(self.next_index, start, end,
-                                       self.length_of(chunk_text) if self.measure_chunks
-                                       else -1, chunk_text))
-            self.next_index += 1
-        return 0
-
-
-cdef object make_chunk(Py_ssize_t index, Py_ssize_t start, Py_ssize_t end,
-                       Py_ssize_t length, str text):
-    """A ``Chunk`` with no optional fields.
-
-    tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
-    per-chunk cost in profiles). A chunk holds only ints and a str, so it cannot be
-    part of a cycle: untracked, it costs the garbage collector nothing."""
-    chunk = _new_tuple(Chunk, (index, start, end, length, text) + NO_OPTIONAL_FIELDS)
-    PyObject_GC_UnTrack(chunk)
-    return chunk
+        made = joined_chunk(self.buf, self.base, spans, join, self.strip_chunks)
+        if made is None:
+            return 0
+        start, end, chunk_text, placed = made
+        if self.joined is not None:
+            self.joined.append((self.next_index, placed))
+        return self.add_chunk(start, end, self.length_of(chunk_text) if self.measure_chunks
+                              else -1, chunk_text, NO_OPTIONAL_FIELDS)
