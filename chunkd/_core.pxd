@@ -144,10 +144,12 @@ cdef inline int spans_push(Spans* spans, Py_ssize_t start, Py_ssize_t end,
     return 0
 
 
-cdef inline void spans_drop(Spans* spans, Py_ssize_t n) noexcept:
+cdef inline int spans_drop(Spans* spans, Py_ssize_t n) except -1:
     """Take the first ``n`` spans off the queue."""
+    assert 0 <= n <= spans.count, "only queued spans leave"
     spans.head += n
     spans.count -= n
+    return 0
 
 
 cdef inline void spans_free(Spans* spans) noexcept:

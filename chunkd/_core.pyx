@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """The streaming core of the compiled modules: a document fed in pieces, held from
 the first offset a subclass still needs, and the chunk records made from it.
 
@@ -14,6 +14,18 @@ from cpython.unicode cimport PyUnicode_Substring
 from chunkd.chunk import Chunk
 
 _new_tuple = tuple.__new__
+
+cdef extern from *:
+    """
+    #ifndef CHUNKD_DEBUG_BUILD
+    #define CHUNKD_DEBUG_BUILD 0
+    #endif
+    """
+    const int CHUNKD_DEBUG_BUILD
+
+#: Whether this is the debug build (``CHUNKD_DEBUG_BUILD=1`` at build time: bounds
+#: checks and assertions on the invariants).
+DEBUG_BUILD = bool(CHUNKD_DEBUG_BUILD)
 
 
 cdef class TextStream:

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """The compiled core: LangChain's recursive character splitting, run on a stream.
 
 LangChain's ``_split_text(text, seps)`` picks the first separator found anywhere in
@@ -375,6 +375,8 @@ cdef class _Level:
             return 0
         cdef int kind = PyUnicode_KIND(sp.buf)
         cdef void* data = PyUnicode_DATA(sp.buf)
+        assert sp.base <= self.scan_pos and limit <= sp.base + len(sp.buf), \
+            "a level reads within the buffer"
         while True:
             pos = find(kind, data, self.scan_pos - sp.base, limit - sp.base,
                         self.sep, self.sep_len)
@@ -727,6 +729,7 @@ cdef class RecursiveSplitter(TextStream):
     cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
         """Make the chunk document[start:end], stripped of white space if ``strip``."""
         cdef Py_ssize_t lo = start - self.base, hi = end - self.base
+        assert 0 <= lo <= hi <= len(self.buf), "a chunk lies within the buffer"
         if strip and not self.strip(&lo, &hi):
             return 0
         chunk_text = PyUnicode_Substring(self.buf, lo, hi)

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """The compiled window strategies: units (graphemes, words, sentences, Markdown
 sections) scanned on a stream, and windows of ``size`` units made from them.
 
