@@ -1,17 +1,22 @@
-"""The splitting cores and builds: the tests that exercise the compiled modules directly
-(the kernel-level tests) run again on the debug build of the compiled core, which
-checks bounds and asserts the core's invariants (setup.py, ``CHUNKD_DEBUG_BUILD``)."""
+"""The splitting cores and builds: the pure-Python twin gives the compiled core's
+records; the tests that exercise the compiled modules directly (the kernel-level
+tests) run again on the debug build of the compiled core, which checks bounds and
+asserts the core's invariants (setup.py, ``CHUNKD_DEBUG_BUILD``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import random
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
+from oracle import corpus_documents, random_cuts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -50,3 +55,17 @@ def test_the_kernel_level_tests_pass_on_the_debug_build(tmp_path):
     ran = run_tests(env, copy, tmp_path / "core.json", "-m", "not slow", *KERNEL_TESTS)
     assert ran == {"implementation": "compiled", "debug_build": True,
                    "package": str(copy / "chunkd")}
+
+
+@pytest.mark.parametrize("unit,size,overlap", [("chars", 1000, 100), ("chars", 200, 0),
+                                               ("tokens", 256, 25)])
+def test_the_twin_splits_the_corpus_as_the_kernel_does(unit, size, overlap):
+    """Every shared-corpus document: the twin fed in random pieces, the kernel whole,
+    records equal field for field (offsets, lengths in the unit, texts)."""
+    rng = random.Random(f"{unit}-{size}")
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        compiled = chunks_of(Kernel(size, overlap, unit=kernel_unit(unit)), [text])
+        twin = chunks_of(Twin(size, overlap, unit=twin_unit(unit)),
+                         random_cuts(text, rng, rng.choice([50, 4000])))
+        assert twin == compiled, path.name
