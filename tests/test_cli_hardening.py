@@ -182,7 +182,7 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
 
 @pytest.mark.parametrize("command, module", [
     ([], "chunkd.filter"),                       # the filter's own modules
-    ([], "chunkd._kernel"),                      # the kernel, imported by them
+    ([], "chunkd.core"),                         # the splitting core, imported by them
     (["preview", "-"], "chunkd.preview"),        # a subcommand's
     (["eval", "-", "--questions", "-"], "chunkd.evaluate.command"),
 ])
