@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 import re
 import sys
-from collections import deque
+from collections.abc import Sequence
 
 import regex
 
@@ -67,6 +67,10 @@ CLOSING_MARKS = "\"')]}\u201d\u2019\u300d\u300f\uff09\u3011\u300b\u3009"  # ” 
 SENTENCE_END = re.compile(f"\n|[{re.escape(TERMINAL_MARKS)}]+[{re.escape(CLOSING_MARKS)}]*")
 
 
+#: A unit: its document offsets, and for a section its heading path.
+Unit = tuple[int, int, "tuple[str, ...] | None"]
+
+
 def estimated_tokens(text: str) -> int:
     """``ceil(1.05 * CJK + other / 4)``, in integers."""
     cjk = 0 if text.isascii() else len(CJK.findall(text))
@@ -97,7 +101,7 @@ def _checked_text(text: object) -> str:
 
 class _Windows:
     """Windows of ``size`` units, ``overlap`` of them shared by neighbours; a subclass
-    scans the units (``_scan``) and hands each to ``_add_unit``."""
+    scans the units (``_scan``) and hands them to ``_add_units``."""
 
     def __init__(self, size: int, overlap: int) -> None:
         size, overlap = operator.index(size), operator.index(overlap)
@@ -119,7 +123,7 @@ class _Windows:
         self._pending_length = 0
         self._scanned = 0            # document offset where the next scan starts
         # The window in progress: (start, end, headings) of its units.
-        self._units: deque[tuple[int, int, tuple[str, ...] | None]] = deque()
+        self._units: list[Unit] = []
         self._covered = 0            # queued units the previous window already holds
         self._next_index = 0
         self._out: list[Chunk] = []
@@ -140,7 +144,7 @@ class _Windows:
         self._take_pending()
         self._scan(final=True)
         if len(self._units) > self._covered:
-            self._emit(len(self._units))
+            self._emit(0, len(self._units))
         chunks = self._out
         self._start_document()
         return chunks
@@ -166,32 +170,36 @@ class _Windows:
         """Read ``_text`` from ``_scanned`` on; ``final``: the document ends there."""
         raise NotImplementedError("a window strategy scans its own units")
 
-    def _add_unit(self, start: int, end: int, headings: tuple[str, ...] | None = None) -> None:
-        """The next unit is document[start:end]; a full window is emitted."""
-        units = self._units
-        units.append((start, end, headings))
-        if len(units) == self.size:
-            self._emit(self.size)
-            for _ in range(self.size - self.overlap):
-                units.popleft()
+    def _add_units(self, units: Sequence[Unit]) -> None:
+        """The next units, in order; each window they fill is emitted."""
+        queue = self._units
+        queue += units
+        first, step = 0, self.size - self.overlap
+        while first + self.size <= len(queue):
+            self._emit(first, first + self.size)
+            first += step
             self._covered = self.overlap
+        del queue[:first]
 
-    def _emit(self, count: int) -> None:
-        """The window of the first ``count`` queued units, trimmed of white space at
-        both ends; none if it is all white."""
-        window = [self._units[n] for n in range(count)]
-        raw = self._text[window[0][0] - self._base:window[-1][1] - self._base]
+    def _emit(self, first: int, stop: int) -> None:
+        """The window of queued units [first, stop), trimmed of white space at both
+        ends; none if it is all white."""
+        units = self._units
+        raw = self._text[units[first][0] - self._base:units[stop - 1][1] - self._base]
         text = raw.strip()
         if not text:
             return
-        start = window[0][0] + len(raw) - len(raw.lstrip())
+        start = units[first][0] + len(raw) - len(raw.lstrip())
         end = start + len(text)
+        headings = units[first][2]
         # The length: the units that overlap the trimmed range.
-        length = sum(1 for unit_start, unit_end, _ in window
-                     if unit_end > start and unit_start < end)
-        self._out.append(Chunk(self._next_index, start, end, length, text,
-                               estimated_tokens=estimated_tokens(text),
-                               headings=window[0][2]))
+        last = stop - 1
+        while first < last and units[first][1] <= start:
+            first += 1
+        while last > first and units[last][0] >= end:
+            last -= 1
+        self._out.append(Chunk(self._next_index, start, end, last - first + 1, text,
+                               estimated_tokens=estimated_tokens(text), headings=headings))
         self._next_index += 1
 
 
@@ -205,18 +213,14 @@ class GraphemeWindows(_Windows):
 
     def _scan(self, final: bool) -> None:
         text, base = self._text, self._base
-        last = None                  # the last cluster read: it may still grow
-        for cluster in CLUSTER.finditer(text, self._scanned - base):
-            if last is not None:
-                self._add_unit(base + last[0], base + last[1])
-            last = cluster.span()
-        if last is None:
-            return
-        if final:
-            self._add_unit(base + last[0], base + last[1])
-            self._scanned = base + len(text)
+        clusters = [(base + cluster.start(), base + cluster.end(), None)
+                    for cluster in CLUSTER.finditer(text, self._scanned - base)]
+        if clusters and not final:
+            # The last cluster may go on in the next piece.
+            self._scanned = clusters.pop()[0]
         else:
-            self._scanned = base + last[0]
+            self._scanned = base + len(text)
+        self._add_units(clusters)
 
 
 class WordWindows(_Windows):
@@ -225,13 +229,14 @@ class WordWindows(_Windows):
 
     def _scan(self, final: bool) -> None:
         text, base = self._text, self._base
-        for word in WORD.finditer(text, self._scanned - base):
-            start, end = word.span()
-            if end == len(text) and not final:     # the next piece may continue it
-                self._scanned = base + start
-                return
-            self._add_unit(base + start, base + end)
-        self._scanned = base + len(text)
+        words = [(base + word.start(), base + word.end(), None)
+                 for word in WORD.finditer(text, self._scanned - base)]
+        if words and words[-1][1] == base + len(text) and not final:
+            # The last word may go on in the next piece.
+            self._scanned = words.pop()[0]
+        else:
+            self._scanned = base + len(text)
+        self._add_units(words)
 
 
 class SentenceWindows(_Windows):
@@ -242,6 +247,7 @@ class SentenceWindows(_Windows):
 
     def _scan(self, final: bool) -> None:
         text, base = self._text, self._base
+        sentences: list[Unit] = []
         start = self._scanned - base      # no sentence is in progress before this
         for end in SENTENCE_END.finditer(text, start):
             cut = end.end()
@@ -252,24 +258,26 @@ class SentenceWindows(_Windows):
                     break
             elif not (FULL_WIDTH_TERMINAL.search(end.group()) or text[cut].isspace()):
                 continue                  # 3.14, file.txt: no end
-            self._add_sentence(start, cut)
+            sentences += self._trimmed(start, cut)
             start = cut
         else:
             if final:
-                self._add_sentence(start, len(text))
+                sentences += self._trimmed(start, len(text))
                 start = len(text)
         # Start the next scan at the sentence in progress: white space before it
         # belongs to no unit and need not be held.
         first = NON_WHITE.search(text, start)
         self._scanned = base + (len(text) if first is None else first.start())
+        self._add_units(sentences)
 
-    def _add_sentence(self, start: int, end: int) -> None:
-        """text[start:end] without its white space at both ends, unless it is all white."""
+    def _trimmed(self, start: int, end: int) -> list[Unit]:
+        """text[start:end] without its white space at both ends as a unit, unless it
+        is all white."""
         first = NON_WHITE.search(self._text, start, end)
-        if first is not None:
-            piece = self._text[first.start():end]
-            self._add_unit(self._base + first.start(),
-                           self._base + first.start() + len(piece.rstrip()))
+        if first is None:
+            return []
+        length = len(self._text[first.start():end].rstrip())
+        return [(self._base + first.start(), self._base + first.start() + length, None)]
 
 
 # --- Markdown sections ------------------------------------------------------------------
@@ -561,11 +569,13 @@ class SectionWindows(_Windows):
         starts = self._scanner.feed(self._text[self._scanned - self._base:])
         if final:
             starts += self._scanner.finish()
+        self._scanned = self._base + len(self._text)
+        sections: list[Unit] = []
         for start, headings in starts:
             if self._section is not None:
-                self._add_unit(self._section[0], start, self._section[1])
+                sections.append((self._section[0], start, self._section[1]))
             self._section = (max(start, self._base), headings)
-        self._scanned = self._base + len(self._text)
         if final and self._section is not None:
-            self._add_unit(self._section[0], self._scanned, self._section[1])
+            sections.append((self._section[0], self._scanned, self._section[1]))
             self._section = None
+        self._add_units(sections)

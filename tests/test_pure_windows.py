@@ -1,0 +1,260 @@
+"""The pure-Python twin of the window strategies (chunkd._pure.windows) against the
+compiled module (chunkd._windows) and the plain reference (tests/windows_reference.py):
+records equal field for field, whole and in pieces of any size (one code point at a
+time on some), on the shared corpus and on generated text; the section scanner's
+reports and ``settled`` offsets equal piece by piece; memory bounded on a stream."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chunkd._pure.windows as twin
+import chunkd._windows as compiled
+import windows_reference as reference
+from chunkd.strategies.windows import grapheme_properties
+from oracle import corpus_documents, random_cuts
+
+STRATEGIES = ("graphemes", "words", "sentences", "sections")
+CLASSES = {"graphemes": "GraphemeWindows", "words": "WordWindows",
+           "sentences": "SentenceWindows", "sections": "SectionWindows"}
+
+
+def splitter(module, strategy: str, size: int, overlap: int):
+    make = getattr(module, CLASSES[strategy])
+    if strategy == "graphemes":
+        return make(size, overlap, grapheme_properties())
+    return make(size, overlap)
+
+
+def chunks_of(module, strategy: str, pieces: list[str], size: int, overlap: int) -> list:
+    windows = splitter(module, strategy, size, overlap)
+    chunks = []
+    for piece in pieces:
+        chunks += windows.feed(piece)
+    return chunks + windows.finish()
+
+
+def as_reference(chunks: list, strategy: str) -> list[dict]:
+    """Records as the reference gives them."""
+    return [{"index": c.index, "start": c.start, "end": c.end, "length": c.length,
+             "text": c.text, "estimated_tokens": c.estimated_tokens,
+             **({"headings": c.headings} if strategy == "sections" else {})}
+            for c in chunks]
+
+
+def check(text: str, pieces: list[str], strategy: str, size: int, overlap: int) -> None:
+    """The twin, fed in ``pieces``, equals the compiled module fed whole (every field
+    of the record) and the reference."""
+    expected = chunks_of(compiled, strategy, [text], size, overlap)
+    assert chunks_of(twin, strategy, pieces, size, overlap) == expected
+    assert as_reference(expected, strategy) == reference.windows(text, strategy, size, overlap)
+
+
+# --- the shared corpus ------------------------------------------------------------------
+
+CORPUS_SETTINGS = {"graphemes": [(1, 0), (7, 3), (1000, 0)], "words": [(5, 2), (200, 0)],
+                   "sentences": [(3, 1), (8, 0)], "sections": [(2, 1), (1, 0)]}
+CASES = [(strategy, size, overlap) for strategy, pairs in CORPUS_SETTINGS.items()
+         for size, overlap in pairs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy,size,overlap", CASES)
+def test_corpus_whole_in_random_pieces_and_a_code_point_at_a_time(strategy, size, overlap):
+    for number, path in enumerate(corpus_documents()):
+        text = path.read_text(encoding="utf-8")
+        rng = random.Random(f"{path.name}-{strategy}-{size}")
+        cuttings = [[text], random_cuts(text, rng, max_piece=rng.choice([7, 300, 5000]))]
+        if number % 10 == 0:
+            cuttings.append(list(text))
+        expected = chunks_of(compiled, strategy, [text], size, overlap)
+        assert as_reference(expected, strategy) == \
+            reference.windows(text, strategy, size, overlap), path.name
+        for pieces in cuttings:
+            assert chunks_of(twin, strategy, pieces, size, overlap) == expected, path.name
+
+
+# --- generated text ---------------------------------------------------------------------
+
+def property_characters(*names: str) -> list[str]:
+    """A few code points of each named property, found by ``regex`` (not chunkd)."""
+    rng = random.Random(0)
+    everything = "".join(map(chr, range(0x110000)))
+    out = []
+    for name in names:
+        found = regex.findall(rf"\p{{{name}}}", everything)
+        out += rng.sample(found, min(len(found), 12))
+    return out
+
+
+PROPERTY_CHARACTERS = property_characters(
+    *(f"Grapheme_Cluster_Break={value}" for value in (
+        "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "Prepend",
+        "SpacingMark", "L", "V", "T", "LV", "LVT", "Other")),
+    "InCB=Consonant", "InCB=Extend", "InCB=Linker", "Extended_Pictographic")
+FRAGMENTS = [
+    # CJK, and the edges of the contract's CJK ranges
+    "中文", "日本語のテキスト。", "한국어", "\u10ff", "\u1100", "\u3000", "\u3001", "\u4dbf",
+    "\uffef", "\ufff0", "\U00020000", "\U0003ffff", "\U00040000",
+    # emoji sequences, regional indicators, combining marks, Hangul, Indic conjuncts
+    "👩\u200d👩\u200d👧", "👨\u200d💻", "🏳\ufe0f\u200d🌈", "👍🏽", "\u200d", "🇫🇷", "🇺🇸🇬",
+    "\U0001F1E6", "e\u0301", "a\u0308\u0301\u0323", "\u0301", "\u1100\u1161\u11a8",
+    "\uac00\u11a8", "\u0915\u094d\u0937", "\u0915\u094d\u200d\u0937", "\u0995\u09cd\u09b7",
+    "a\u094d\u0937", "\u094d", "\u0600a", "\u093e",
+    # line ends, controls, a byte-order mark, lone surrogates, white space
+    "\r\n", "\r", "\n", "\n\n", "\u2028", "\u2029", "\x85", "\x00", "\x7f", "\ufeff",
+    "\ud800", "\udc00", " ", "\t", "\xa0", "\u3000",
+    # sentences
+    "word", "Word", "3.14", "file.txt", "e.g.", "...", "?!", "!)", ".\"", "。」", "Hi.", "！",
+    "．", "｡", "\u201d", "\u3009",
+    # Markdown
+    "#", "# ", "## Title ##", "# C#", "### T ###  ", "#\t", "#######", "#x", "   # indented",
+    "    # code", "# a # b #", "#\xa0#", "# #", "```", "````", "~~~", "~~~~~", "``",
+    "  ```py", "```  ", "\\#", "- item", "Title\n===",
+    # headings longer than the bound: cut inside a cluster, or ending with a closing run
+    "# " + "x" * 254 + "e\u0301" * 30 + "\n", "# " + "h" * 300, "## " + "#" * 300 + " ##\n",
+    "# " + "y" * 255 + " " + "#" * 60 + "\n", "# " + " " * 280 + "z #\n",
+    "# " + "w" * 250 + "👩\u200d👩\u200d👧" * 4 + " #" * 10 + "\n",
+]
+texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.sampled_from(PROPERTY_CHARACTERS),
+                           st.text(max_size=4)), max_size=60).map("".join)
+
+
+@st.composite
+def cut(draw, documents=texts):
+    """A text and a cutting of it: at random, or one code point a piece."""
+    text = draw(documents)
+    if draw(st.booleans()):
+        return text, list(text)
+    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
+    bounds = [0, *cuts, len(text)]
+    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@st.composite
+def size_and_overlap(draw):
+    size = draw(st.integers(1, 6))
+    return size, draw(st.integers(0, size - 1))
+
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(cut(), st.sampled_from(STRATEGIES), size_and_overlap())
+def test_twin_equals_the_compiled_module_and_the_reference(doc, strategy, sizes):
+    text, pieces = doc
+    check(text, pieces, strategy, *sizes)
+
+
+@SETTINGS
+@given(cut())
+def test_the_section_scanner_reports_as_the_compiled_one_does(doc):
+    """Reports, ``position`` and ``settled`` after every piece, as the compiled
+    scanner's; the reports as the reference's sections."""
+    text, pieces = doc
+    ours, theirs = twin.SectionScanner(), compiled.SectionScanner()
+    reported = []
+    for piece in pieces:
+        events = ours.feed(piece)
+        assert events == theirs.feed(piece)
+        assert (ours.position, ours.settled) == (theirs.position, theirs.settled)
+        reported += events
+    events = ours.finish()
+    assert events == theirs.finish()
+    reported += events
+    assert reported == [(start, headings)
+                        for start, _, headings in reference.section_units(text)]
+    assert ours.feed("# Next") == [] and ours.finish() == [(0, ("Next",))]
+
+
+@SETTINGS
+@given(texts, st.integers(0, 300))
+def test_cut_heading_equals_the_compiled_one(text, keep):
+    assert twin.cut_heading(text, keep) == compiled.cut_heading(text, keep)
+
+
+def test_crlf_split_across_pieces_is_one_cluster():
+    for pieces in (["a\r", "\nb"], ["a\r", "", "\n", "b"], list("a\r\nb")):
+        chunks = chunks_of(twin, "graphemes", pieces, 1, 0)
+        assert [c.text for c in chunks] == ["a", "b"]
+        assert chunks_of(twin, "graphemes", pieces, 3, 0)[0].length == 3
+
+
+def test_a_splitter_is_ready_for_the_next_document():
+    for strategy in STRATEGIES:
+        windows = splitter(twin, strategy, 2, 1)
+        first = windows.feed("# A\nOne two. Three") + windows.finish()
+        again = windows.feed("# A\nOne two. Three") + windows.finish()
+        assert first == again and first[0].index == 0
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_sizes_and_pieces_are_checked(strategy):
+    for size, overlap in [(0, 0), (-1, 0), (3, 3), (3, -1), (3, 4)]:
+        with pytest.raises(ValueError):
+            splitter(twin, strategy, size, overlap)
+    with pytest.raises(OverflowError):
+        splitter(twin, strategy, 2**70, 0)
+    for piece in (None, b"bytes"):
+        with pytest.raises(TypeError):
+            splitter(twin, strategy, 3, 1).feed(piece)
+    with pytest.raises(TypeError):
+        twin.SectionScanner().feed(None)
+
+
+def test_the_constants_are_the_compiled_ones():
+    for name in ("HEADING_LIMIT", "ELLIPSIS", "GRAPHEME_BREAK_VALUES",
+                 "CONJUNCT_BREAK_VALUES", "PICTOGRAPHIC_BIT"):
+        assert getattr(twin, name) == getattr(compiled, name)
+
+
+# --- streaming ---------------------------------------------------------------------------
+
+def streamed_peak(strategy: str, pieces, size: int) -> tuple[int, int]:
+    """(chunks returned before ``finish``, peak memory traced while feeding)."""
+    windows = splitter(twin, strategy, size, 0)
+    early = 0
+    tracemalloc.start()
+    try:
+        for piece in pieces:
+            early += len(windows.feed(piece))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    windows.finish()
+    return early, peak
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy,size", [("graphemes", 1000), ("words", 200),
+                                           ("sentences", 8), ("sections", 1)])
+def test_a_long_document_streams_in_bounded_memory(strategy, size):
+    """2 MB in 128 KB pieces: chunks come out as it is read, and memory stays within
+    a few pieces, not the document."""
+    section = "# Heading\n" + "A sentence of words, 中文 too. " * 30 + "\n\n"
+    document = section * (2_000_000 // len(section))
+    pieces = (document[at:at + 65536] for at in range(0, len(document), 65536))
+    early, peak = streamed_peak(strategy, pieces, size)
+    assert early > 500
+    assert peak < 1_500_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["graphemes", "words", "sentences"])
+def test_white_space_between_units_is_not_held(strategy):
+    """2 MB of white space after a unit, in 128 KB pieces: it belongs to no unit that
+    a window keeps, so it is not held (a section would hold it: it is in the section)."""
+    document = "A heading. Words\n" + " \n\t\u3000" * 250_000 + "end."
+    pieces = [document[at:at + 65536] for at in range(0, len(document), 65536)]
+    _, peak = streamed_peak(strategy, iter(pieces), 1)
+    assert peak < 600_000
+    assert chunks_of(twin, strategy, pieces, 1, 0) == \
+        chunks_of(compiled, strategy, [document], 1, 0)
