@@ -10,8 +10,7 @@ import random
 import tracemalloc
 
 import pytest
-import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkd._pure.windows as twin
@@ -19,6 +18,7 @@ import chunkd._windows as compiled
 import windows_reference as reference
 from chunkd.strategies.windows import grapheme_properties
 from oracle import corpus_documents, random_cuts
+from window_checks import SETTINGS, TEXT_FRAGMENTS, cut, grapheme_text, size_and_overlap
 
 STRATEGIES = ("graphemes", "words", "sentences", "sections")
 CLASSES = {"graphemes": "GraphemeWindows", "words": "WordWindows",
@@ -82,80 +82,28 @@ def test_corpus_whole_in_random_pieces_and_a_code_point_at_a_time(strategy, size
 
 # --- generated text ---------------------------------------------------------------------
 
-def property_characters(*names: str) -> list[str]:
-    """A few code points of each named property, found by ``regex`` (not chunkd)."""
-    rng = random.Random(0)
-    everything = "".join(map(chr, range(0x110000)))
-    out = []
-    for name in names:
-        found = regex.findall(rf"\p{{{name}}}", everything)
-        out += rng.sample(found, min(len(found), 12))
-    return out
-
-
-PROPERTY_CHARACTERS = property_characters(
-    *(f"Grapheme_Cluster_Break={value}" for value in (
-        "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "Prepend",
-        "SpacingMark", "L", "V", "T", "LV", "LVT", "Other")),
-    "InCB=Consonant", "InCB=Extend", "InCB=Linker", "Extended_Pictographic")
-FRAGMENTS = [
-    # CJK, and the edges of the contract's CJK ranges
-    "中文", "日本語のテキスト。", "한국어", "\u10ff", "\u1100", "\u3000", "\u3001", "\u4dbf",
-    "\uffef", "\ufff0", "\U00020000", "\U0003ffff", "\U00040000",
-    # emoji sequences, regional indicators, combining marks, Hangul, Indic conjuncts
-    "👩\u200d👩\u200d👧", "👨\u200d💻", "🏳\ufe0f\u200d🌈", "👍🏽", "\u200d", "🇫🇷", "🇺🇸🇬",
-    "\U0001F1E6", "e\u0301", "a\u0308\u0301\u0323", "\u0301", "\u1100\u1161\u11a8",
-    "\uac00\u11a8", "\u0915\u094d\u0937", "\u0915\u094d\u200d\u0937", "\u0995\u09cd\u09b7",
-    "a\u094d\u0937", "\u094d", "\u0600a", "\u093e",
-    # line ends, controls, a byte-order mark, lone surrogates, white space
-    "\r\n", "\r", "\n", "\n\n", "\u2028", "\u2029", "\x85", "\x00", "\x7f", "\ufeff",
-    "\ud800", "\udc00", " ", "\t", "\xa0", "\u3000",
-    # sentences
-    "word", "Word", "3.14", "file.txt", "e.g.", "...", "?!", "!)", ".\"", "。」", "Hi.", "！",
-    "．", "｡", "\u201d", "\u3009",
-    # Markdown
-    "#", "# ", "## Title ##", "# C#", "### T ###  ", "#\t", "#######", "#x", "   # indented",
-    "    # code", "# a # b #", "#\xa0#", "# #", "```", "````", "~~~", "~~~~~", "``",
-    "  ```py", "```  ", "\\#", "- item", "Title\n===",
-    # headings longer than the bound: cut inside a cluster, or ending with a closing run
-    "# " + "x" * 254 + "e\u0301" * 30 + "\n", "# " + "h" * 300, "## " + "#" * 300 + " ##\n",
-    "# " + "y" * 255 + " " + "#" * 60 + "\n", "# " + " " * 280 + "z #\n",
-    "# " + "w" * 250 + "👩\u200d👩\u200d👧" * 4 + " #" * 10 + "\n",
+#: Beyond the window tests' fragments: line and paragraph separators, a byte-order mark,
+#: lone Indic linkers, white space that is no ASCII, and headings longer than the bound
+#: (cut inside a cluster, ending with a closing run, after long white space).
+MORE_FRAGMENTS = [
+    "\u2028", "\u2029", "\x85", "\ufeff", "\u094d", "\xa0", "！", "．", "｡", "\u201d",
+    "# a # b #", "#\xa0#", "# #", "\n# " + "x" * 254 + "e\u0301" * 30 + "\n",
+    "# " + "h" * 300, "## " + "#" * 300 + " ##\n", "# " + "y" * 255 + " " + "#" * 60 + "\n",
+    "# " + " " * 280 + "z #\n", "# " + "w" * 250 + "👩\u200d👩\u200d👧" * 4 + " #" * 10 + "\n",
 ]
-texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.sampled_from(PROPERTY_CHARACTERS),
-                           st.text(max_size=4)), max_size=60).map("".join)
-
-
-@st.composite
-def cut(draw, documents=texts):
-    """A text and a cutting of it: at random, or one code point a piece."""
-    text = draw(documents)
-    if draw(st.booleans()):
-        return text, list(text)
-    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
-    bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
-@st.composite
-def size_and_overlap(draw):
-    size = draw(st.integers(1, 6))
-    return size, draw(st.integers(0, size - 1))
-
-
-SETTINGS = settings(max_examples=300, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+texts = st.lists(st.one_of(st.sampled_from(TEXT_FRAGMENTS + MORE_FRAGMENTS), grapheme_text,
+                           st.text(max_size=4)), max_size=40).map("".join)
 
 
 @SETTINGS
-@given(cut(), st.sampled_from(STRATEGIES), size_and_overlap())
+@given(cut(texts), st.sampled_from(STRATEGIES), size_and_overlap())
 def test_twin_equals_the_compiled_module_and_the_reference(doc, strategy, sizes):
     text, pieces = doc
     check(text, pieces, strategy, *sizes)
 
 
 @SETTINGS
-@given(cut())
+@given(cut(texts))
 def test_the_section_scanner_reports_as_the_compiled_one_does(doc):
     """Reports, ``position`` and ``settled`` after every piece, as the compiled
     scanner's; the reports as the reference's sections."""
