@@ -31,7 +31,8 @@ from __future__ import annotations
 import operator
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import islice
 
 import regex
 
@@ -181,6 +182,27 @@ class _Windows:
             self._covered = self.overlap
         del queue[:first]
 
+    def _add_matches(self, matches: Iterator[re.Match[str]], final: bool) -> None:
+        """The units ``matches`` finds in the text held, in order; unless ``final``,
+        the last one is held back if it reaches the end of that text (the next piece
+        may continue it), and the next scan starts at it. They are queued a batch at a
+        time: a batch of tuples costs less time than a call a unit, and less memory
+        than a list of all the units a large piece holds."""
+        base = self._base
+        self._scanned = base + len(self._text)
+        last: list[Unit] = []
+        while True:
+            units = last + [(base + match.start(), base + match.end(), None)
+                            for match in islice(matches, 1024)]
+            if len(units) <= len(last):
+                break
+            last = [units.pop()]
+            self._add_units(units)
+        if last and last[0][1] == self._scanned and not final:
+            self._scanned = last[0][0]
+        else:
+            self._add_units(last)
+
     def _emit(self, first: int, stop: int) -> None:
         """The window of queued units [first, stop), trimmed of white space at both
         ends; none if it is all white."""
@@ -212,15 +234,7 @@ class GraphemeWindows(_Windows):
         super().__init__(size, overlap)
 
     def _scan(self, final: bool) -> None:
-        text, base = self._text, self._base
-        clusters = [(base + cluster.start(), base + cluster.end(), None)
-                    for cluster in CLUSTER.finditer(text, self._scanned - base)]
-        if clusters and not final:
-            # The last cluster may go on in the next piece.
-            self._scanned = clusters.pop()[0]
-        else:
-            self._scanned = base + len(text)
-        self._add_units(clusters)
+        self._add_matches(CLUSTER.finditer(self._text, self._scanned - self._base), final)
 
 
 class WordWindows(_Windows):
@@ -228,15 +242,7 @@ class WordWindows(_Windows):
     one CJK code point alone."""
 
     def _scan(self, final: bool) -> None:
-        text, base = self._text, self._base
-        words = [(base + word.start(), base + word.end(), None)
-                 for word in WORD.finditer(text, self._scanned - base)]
-        if words and words[-1][1] == base + len(text) and not final:
-            # The last word may go on in the next piece.
-            self._scanned = words.pop()[0]
-        else:
-            self._scanned = base + len(text)
-        self._add_units(words)
+        self._add_matches(WORD.finditer(self._text, self._scanned - self._base), final)
 
 
 class SentenceWindows(_Windows):
