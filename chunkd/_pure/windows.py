@@ -20,10 +20,12 @@ in progress linear in all.
 Grapheme clusters are the pinned ``regex`` module's ``\\X``, restarted at a cluster
 boundary after each piece. A restarted match finds the same clusters because every
 rule of UAX #29 that joins two code points looks back only inside the cluster it is
-building: an emoji ZWJ sequence (GB11) and a run of Indic conjunct linkers (GB9c) are
-runs of code points that never start a cluster (Extend, ZWJ, Linker), and a boundary
-inside a run of regional indicators (GB12, GB13) has an even number of them before
-it, so counting pairs afresh from it pairs them as the whole text does.
+building. GB11's context (an Extended_Pictographic, Extend code points, a ZWJ) and
+GB9c's (a run of Extend and Linker code points) lie inside one cluster: no boundary
+falls before an Extend, ZWJ or Linker code point but after a control or a line end
+(GB4), which no such context holds. And a boundary inside a run of regional
+indicators (GB12, GB13) has an even number of them before it, so counting pairs
+afresh from it pairs them as the whole text does.
 """
 
 from __future__ import annotations
@@ -78,11 +80,16 @@ def estimated_tokens(text: str) -> int:
     return (105 * cjk + 25 * (len(text) - cjk) + 99) // 100
 
 
+def _checked_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    return text
+
+
 def cut_heading(text: str, keep: int) -> str:
     """``text`` cut at its last grapheme boundary (``regex``'s ``\\X``) at or before
     ``keep`` code points, then "…"."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    text = _checked_text(text)
     end = 0
     # A boundary at ``keep`` is decided by the code point after it, so one more is read.
     for cluster in CLUSTER.finditer(text[:keep + 1]):
@@ -90,12 +97,6 @@ def cut_heading(text: str, keep: int) -> str:
             break
         end = cluster.end()
     return text[:end] + ELLIPSIS
-
-
-def _checked_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, not {type(text).__name__}")
-    return text
 
 
 # --- windows ---------------------------------------------------------------------------
