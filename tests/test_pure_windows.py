@@ -136,6 +136,18 @@ def test_crlf_split_across_pieces_is_one_cluster():
         assert chunks_of(twin, "graphemes", pieces, 3, 0)[0].length == 3
 
 
+def test_clusters_and_words_longer_than_a_piece_or_a_slice():
+    """A cluster of 10,000 code points, a word of 9,000, 3,000 flags in a row: whole,
+    and in pieces that cut them anywhere."""
+    text = ("a" + "\u0301" * 10_000 + "b" * 5000 + " " + "w" * 9000 + "🇫🇷" * 3000 + "\r\n"
+            + "👩\u200d👩\u200d👧" * 2000 + "x")
+    rng = random.Random(0)
+    for strategy in ("graphemes", "words"):
+        expected = chunks_of(compiled, strategy, [text], 3, 1)
+        for pieces in ([text], random_cuts(text, rng, 3000), random_cuts(text, rng, 20)):
+            assert chunks_of(twin, strategy, pieces, 3, 1) == expected
+
+
 def test_a_splitter_is_ready_for_the_next_document():
     for strategy in STRATEGIES:
         windows = splitter(twin, strategy, 2, 1)

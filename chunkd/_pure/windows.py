@@ -34,7 +34,7 @@ import operator
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from itertools import islice
+from itertools import accumulate, islice, repeat
 
 import regex
 
@@ -235,7 +235,24 @@ class GraphemeWindows(_Windows):
         super().__init__(size, overlap)
 
     def _scan(self, final: bool) -> None:
-        self._add_matches(CLUSTER.finditer(self._text, self._scanned - self._base), final)
+        text, base = self._text, self._base
+        at, span = self._scanned - base, 2048
+        # A slice of the text at a time (a bounded list of units): clusters follow each
+        # other, so their lengths give their offsets, and the last one, which may go
+        # on past the slice, is read again at the start of the next.
+        while at < len(text):
+            stop = min(len(text), at + span)
+            ends = list(accumulate(map(len, CLUSTER.findall(text, at, stop)), initial=base + at))
+            if stop < len(text) or not final:
+                ends.pop()
+            if len(ends) == 1:            # no cluster is complete yet
+                if stop == len(text):
+                    break
+                span *= 2                 # a cluster longer than the slice
+                continue
+            self._add_units(list(zip(ends, ends[1:], repeat(None))))
+            at = ends[-1] - base
+        self._scanned = base + at
 
 
 class WordWindows(_Windows):
