@@ -197,8 +197,8 @@ def streamed_peak(strategy: str, pieces, size: int) -> tuple[int, int]:
 @pytest.mark.parametrize("strategy,size", [("graphemes", 1000), ("words", 200),
                                            ("sentences", 8), ("sections", 1)])
 def test_a_long_document_streams_in_bounded_memory(strategy, size):
-    """2 MB in 128 KB pieces: chunks come out as it is read, and memory stays within
-    a few pieces, not the document."""
+    """Two million code points (4 MB in memory) in pieces of 65,536: chunks come out
+    as it is read, and memory stays within a few pieces, not the document."""
     section = "# Heading\n" + "A sentence of words, 中文 too. " * 30 + "\n\n"
     document = section * (2_000_000 // len(section))
     pieces = (document[at:at + 65536] for at in range(0, len(document), 65536))
@@ -210,9 +210,10 @@ def test_a_long_document_streams_in_bounded_memory(strategy, size):
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["graphemes", "words", "sentences"])
 def test_white_space_between_units_is_not_held(strategy):
-    """2 MB of white space after a unit, in 128 KB pieces: it belongs to no unit that
-    a window keeps, so it is not held (a section would hold it: it is in the section)."""
-    document = "A heading. Words\n" + " \n\t\u3000" * 250_000 + "end."
+    """A million code points of white space (2 MB in memory) after a unit, in pieces
+    of 65,536: it belongs to no unit that a window keeps, so it is not held (a section
+    holds it: it is part of the section)."""
+    document = "A sentence. Words\n" + " \n\t\u3000" * 250_000 + "end."
     pieces = [document[at:at + 65536] for at in range(0, len(document), 65536)]
     _, peak = streamed_peak(strategy, iter(pieces), 1)
     assert peak < 600_000
