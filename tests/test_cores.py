@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from command import chunkd_command
 from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
 from oracle import corpus_documents, random_cuts
 
@@ -69,3 +70,55 @@ def test_the_twin_splits_the_corpus_as_the_kernel_does(unit, size, overlap):
         twin = chunks_of(Twin(size, overlap, unit=twin_unit(unit)),
                          random_cuts(text, rng, rng.choice([50, 4000])))
         assert twin == compiled, path.name
+
+
+# --- the pure-Python core ---------------------------------------------------------------
+
+CORE_OF = "import chunkd.core; print(chunkd.core.IMPLEMENTATION)"
+
+
+def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
+    """As on a machine without a C compiler: the compiled modules cannot be imported."""
+    hide = "import sys; sys.modules['chunkd._kernel'] = None; "
+    missing = subprocess.run([sys.executable, "-c", hide + CORE_OF], capture_output=True,
+                             text=True, timeout=60, env={
+                                 k: v for k, v in os.environ.items() if k != "CHUNKD_PUREPYTHON"})
+    assert missing.stdout == "python\n"
+    assert missing.stderr.startswith("chunkd: the compiled core is not built (")
+    assert missing.stderr.endswith("); running the pure-Python core, slower\n")
+    assert missing.stderr.count("\n") == 1
+    asked = subprocess.run([sys.executable, "-c", CORE_OF], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, CHUNKD_PUREPYTHON="1"))
+    assert (asked.stdout, asked.stderr) == ("python\n", "")
+
+
+#: Every strategy with each of its units, at a small size so that records are many.
+STRATEGY_SETTINGS = [("recursive", "--chars", "300"), ("recursive", "--tokens", "80"),
+                     ("markdown", "--chars", "300"), ("markdown", "--tokens", "80"),
+                     ("graphemes", "--size", "200"), ("words", "--size", "40"),
+                     ("sentences", "--size", "3"), ("sections", "--size", "1")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy,unit,size", STRATEGY_SETTINGS)
+def test_the_twin_gives_the_compiled_records_on_the_corpus(strategy, unit, size):
+    """The installed chunkd on every shared-corpus document, on each core: the same
+    bytes out (every field of every record)."""
+    paths = [str(path) for path in corpus_documents()]
+    arguments = [chunkd_command(), "--strategy", strategy, unit, size, "--count-tokens",
+                 "--jobs", "1", *paths]
+    outputs = {}
+    for core, flag in (("compiled", "0"), ("python", "1")):
+        result = subprocess.run(arguments, capture_output=True, timeout=1200,
+                                env=dict(os.environ, CHUNKD_PUREPYTHON=flag))
+        assert result.returncode == 0, result.stderr
+        outputs[core] = result.stdout
+    assert outputs["python"] == outputs["compiled"]
+    assert outputs["compiled"].count(b"\n") > len(paths)
+
+
+@pytest.mark.slow
+def test_the_fast_tier_passes_on_the_pure_python_core(tmp_path):
+    ran = run_tests(dict(os.environ, CHUNKD_PUREPYTHON="1"), ROOT, tmp_path / "core.json",
+                    "-m", "not slow")
+    assert ran == {"implementation": "python", "package": str(ROOT / "chunkd")}

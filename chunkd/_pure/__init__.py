@@ -1,7 +1,8 @@
 """The pure-Python twin of chunkd's compiled splitting core.
 
 Each module here does what one compiled module does (``windows`` for
-``chunkd._windows``, ``recursive`` for ``chunkd._kernel``), with the same classes and
+``chunkd._windows``, ``recursive`` for ``chunkd._kernel``, ``tokens`` for its
+cl100k_base counter), with the same classes and
 the same records, field for field, on every input, however the text is cut into
 pieces. It is written to be read, not to be fast: it is what runs where the compiled
 modules could not be built (no C compiler), or when ``CHUNKD_PUREPYTHON=1`` asks for
