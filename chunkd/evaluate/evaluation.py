@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ class Result:
 
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
     """Every document's chunks, with its document's number, counted in tokens."""
-    chunker = build(dataclasses.replace(point.settings, count_tokens=True))
+    chunker = build(point.settings.replace(count_tokens=True))
     chunks: list[tuple[int, Chunk]] = []
     for number, text in enumerate(documents.texts):
         for ready in chunk_blocks(chunker, [text]):

@@ -12,7 +12,6 @@ the styles and the script into a single HTML file.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import importlib.resources
 import io
@@ -47,7 +46,7 @@ def asset(name: str) -> bytes:
 
 def with_token_counts(settings: Settings) -> Settings:
     """The page always shows each chunk's exact cl100k_base count."""
-    return dataclasses.replace(settings, count_tokens=True)
+    return settings.replace(count_tokens=True)
 
 
 #: reST inline markup in a docstring: ``literal``, `interpreted`, :role:`target`.
