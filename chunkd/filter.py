@@ -344,7 +344,7 @@ def main(argv: list[str]) -> int:
     parquet = None
     if "parquet" in (args.input, args.format) or args.output or args.text_column or args.id_column:
         try:
-            from chunkd.parquet import ParquetFiles, ParquetWriter
+            from chunkd.parquet import ParquetFiles
         except ImportError as error:
             parser.error(str(error))
         parquet = ParquetFiles.setup(parser, args, settings.errors)

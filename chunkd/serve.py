@@ -51,7 +51,6 @@ import socketserver
 import sys
 import threading
 import time
-from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NoReturn

@@ -1,169 +1,36 @@
-"""How to chunk: every setting declared once, with everything that is known about it.
+"""How to chunk: the common settings, declared once, and making ``Settings`` from them.
 
-Each setting is an ``Option``: its type, default, the command-line flags that set it
-(``Flag``: spelling, metavar, help, how its value updates the settings), the strategies
-that take it, its check, how results record it, whether a ``chunkd serve`` request may
-set it and whether ``chunkd eval`` takes a comma list of it. The parser of every
-command, the checks, ``Settings``, the daemon's record of settings, serve's query
-parameters and ``/api/config``, eval's grid and docs/options.md all read the
-declarations. The common settings are declared on ``Settings`` below; a strategy
-declares its own in its module and registers them (``register_option``).
+Each setting is an ``Option`` (``chunkd.options``): its type, default, command-line
+flags, check, the strategies that take it, how results record it, whether a ``chunkd
+serve`` request may set it and whether ``chunkd eval`` takes a comma list of it. The
+common ones are declared on ``Settings`` below; a strategy declares its own in its
+module. The parser of every command (``add_settings_options``), the checks, the
+daemon's record of settings (``Settings.as_dict``, compared to decide whether a result
+is current), serve's query parameters and ``/api/config``, eval's grid and
+docs/options.md all read the declarations.
 
 Raw options (flags and their values, a query's parameters, a grid point) become
 ``Settings`` once, through ``settings_from_flags``; nothing goes back through argv.
-``Settings.as_dict()`` is what the daemon records in each result and compares to decide
-whether the result is current.
 """
 
 from __future__ import annotations
 
 import argparse
-import enum
 import json
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from chunkd.errors import SettingsError as SettingsError  # reached from here too
+
+from chunkd.options import (OPTIONS, Flag, Option, Record, choice, number_value,
+                            overlap_value, percent_of, switch, whole)
 
 if TYPE_CHECKING:
     from chunkd.strategies.base import Strategy
 
 T = TypeVar("T")
-
-#: Sizes beyond this are refused: no document has that many units, and the kernel
-#: counts in 64-bit integers.
-MAX_SIZE = 10**12
 ERRORS = ("strict", "replace")
-#: Where a separator goes: at the "end" of the piece before it, at the "start" of the
-#: piece after it, or nowhere ("none"): LangChain's keep_separator "end", True, False.
-KEEP_SEPARATOR = ("end", "start", "none")
-
-
-class Record(enum.Enum):
-    """How results record a setting (``Settings.as_dict``). Settings recorded ``ALWAYS``
-    come first, then those recorded when ``SET`` (differing from their default), so that
-    a new option does not make every earlier result look stale."""
-
-    ALWAYS = "always"
-    SET = "set"
-    NEVER = "never"
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One command-line spelling of a setting, ripgrep-style: its spelling, what it
-    takes, its help, and how its value updates the settings being made (``Draft``).
-    ``chunkd serve`` takes the flags of settings a request may set as query parameters
-    of the same name without the dashes."""
-
-    spelling: str
-    #: Its help (a function: help that names what is registered, such as the strategies).
-    help: str | Callable[[], str]
-    #: How a given value updates the draft; the default sets the option to the value.
-    update: Callable[[Draft, Any], None] | None = None
-    metavar: str | None = None
-    #: Reads a value as written (``argparse``'s ``type``); None: a switch, no value.
-    parse: Callable[[str], Any] | None = None
-    choices: tuple[str, ...] | None = None
-    #: A switch's value when given.
-    const: Any = True
-    #: The arguments of this flag that give ``settings`` (a command line shown to a
-    #: user); None: the value when it differs from the default.
-    shown: Callable[[Settings], list[str]] | None = None
-
-    @property
-    def key(self) -> str:
-        """The flag's name in a namespace, a query and a grid (``--parent-chars``:
-        ``parent_chars``)."""
-        return self.spelling.lstrip("-").replace("-", "_")
-
-    def read(self, text: str) -> Any:
-        """A value as written (a query parameter's), checked as the parser checks it."""
-        if self.choices is not None and text not in self.choices:
-            raise argparse.ArgumentTypeError(
-                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})")
-        return text if self.parse is None else self.parse(text)
-
-
-class Option(Generic[T]):
-    """One setting, declared once. On ``Settings`` it is an attribute typed ``T``; a
-    strategy's own option is read as ``settings[OPTION]``."""
-
-    def __init__(self, default: T | None, help: str, *, flags: tuple[Flag, ...] = (),
-                 check: Callable[[Any, str], T] | None = None, record: Record = Record.SET,
-                 implied: Callable[[Mapping[str, Any]], T] | None = None,
-                 request: bool = False, grid: bool = False,
-                 applies: Callable[[type[Strategy]], bool] | None = None,
-                 refusal: str = "", to_json: Callable[[T], Any] | None = None,
-                 noun: str | None = None, name: str = "") -> None:
-        #: The API's keyword and the record's key.
-        self.name = name
-        self.default = default
-        #: Its value when not given, where that depends on other settings.
-        self.implied = implied
-        self.help = help
-        self.flags = flags
-        self.check = check
-        self.record = record
-        #: Whether a ``chunkd serve`` request may set it (else it stays the server's).
-        self.request = request
-        #: Whether ``chunkd eval`` takes a comma list of its flags' values.
-        self.grid = grid
-        #: The strategies that take it (None: every one), and the message for the others
-        #: (``{option}`` its spelling, ``{strategy}`` the strategy).
-        self.applies = applies
-        self.refusal = refusal
-        self.to_json = to_json
-        #: How messages about its value name it ("the size"); None: its spelling.
-        self.noun = noun
-
-    def default_in(self, values: Mapping[str, Any]) -> Any:
-        """Its value when not given, among ``values``."""
-        return self.default if self.implied is None else self.implied(values)
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-        register_option(self)
-
-    @overload
-    def __get__(self, settings: None, owner: type | None = None) -> Option[T]: ...
-    @overload
-    def __get__(self, settings: Settings, owner: type | None = None) -> T: ...
-
-    def __get__(self, settings: Settings | None, owner: type | None = None) -> Option[T] | T:
-        if settings is None:
-            return self
-        return settings._values[self.name]
-
-    def __set__(self, settings: Settings, value: object) -> NoReturn:
-        raise AttributeError(f"settings are immutable: use replace({self.name}=...)")
-
-    def __repr__(self) -> str:
-        return f"Option({self.name!r})"
-
-
-#: Every option, in declaration order (the parsers' and the records' order).
-OPTIONS: dict[str, Option[Any]] = {}
-
-
-def register_option(option: Option[Any], after: str | None = None) -> Option[Any]:
-    """Declare an option (a strategy's own, from its module): it is then a keyword of
-    ``Settings``, its flags are every command's, and results record it. ``after`` puts
-    it after that option in the parsers and the records."""
-    if option.name in OPTIONS and OPTIONS[option.name] is not option:
-        raise ValueError(f"the option {option.name!r} is declared twice")
-    if after is None:
-        OPTIONS[option.name] = option
-    else:
-        items = list(OPTIONS.items())
-        place = [name for name, _ in items].index(after) + 1
-        items.insert(place, (option.name, option))
-        OPTIONS.clear()
-        OPTIONS.update(items)
-    return option
-
 
 def flags() -> Iterator[tuple[Option[Any], Flag]]:
     """Every flag of every option, in declaration order."""
@@ -177,84 +44,6 @@ def options() -> list[Option[Any]]:
     import chunkd.strategies  # noqa: F401  (the strategies register their options)
 
     return list(OPTIONS.values())
-
-
-# --- checks of a value, whoever gives it ------------------------------------------------
-
-def whole(least: int) -> Callable[[Any, str], int]:
-    """A check: a whole number from ``least`` to ``MAX_SIZE``."""
-    def check(value: Any, name: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SettingsError(f"the {name} must be a whole number, not {value!r}")
-        if value < least:
-            raise SettingsError(f"the {name} must be at least {least}, got {value}")
-        if value > MAX_SIZE:
-            raise SettingsError(f"the {name} must be at most {MAX_SIZE}, got {value}")
-        return value
-    return check
-
-
-def switch(value: Any, name: str) -> bool:
-    """A check: True or False."""
-    if not isinstance(value, bool):
-        raise SettingsError(f"{name} must be True or False")
-    return value
-
-
-def choice(*choices: str) -> Callable[[Any, str], str]:
-    """A check: one of ``choices``."""
-    def check(value: Any, name: str) -> str:
-        if value not in choices:
-            raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-        return value
-    return check
-
-
-def not_unicode(separators: list[str] | tuple[str, ...]) -> str | None:
-    """Why separators are not Unicode text, if one holds a lone surrogate (JSON can
-    write one, ``"\\ud800"``): no decoded text holds one, and no result holding it can
-    be written as UTF-8."""
-    for separator in separators:
-        for character in separator:
-            if "\ud800" <= character <= "\udfff":
-                return (f"{separator!r} holds a lone surrogate (U+{ord(character):04X}), "
-                        "which is not Unicode text")
-    return None
-
-
-# --- reading a flag's value -----------------------------------------------------------
-
-def number_value(text: str) -> int:
-    """A whole number as an option value; its range is checked by ``Settings``."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-
-
-def overlap_value(text: str) -> int | str:
-    """An overlap: a whole number of units, or a percentage of the size (``15%``)."""
-    if text.endswith("%"):
-        try:
-            percent = float(text[:-1])
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-        if not 0 <= percent < 100:
-            raise argparse.ArgumentTypeError(f"a percentage from 0 to under 100, got {text}")
-        return text
-    return number_value(text)
-
-
-def shown(text: str) -> str:
-    """An option's value in a message: at most 80 code points of it."""
-    return repr(text) if len(text) <= 80 else repr(text[:80]) + f"... ({len(text)} code points)"
-
-
-def percent_of(overlap: int | str | None, size: int) -> int | None:
-    """An overlap flag's value in units: a percentage (``"15%"``) of ``size``."""
-    if isinstance(overlap, str):
-        return int(size * float(overlap[:-1]) // 100)
-    return overlap
 
 
 # --- how flags update the settings being made -------------------------------------------
@@ -361,55 +150,6 @@ def size_shown(unit: str | None) -> Callable[[Settings], list[str]]:
     return arguments
 
 
-def _keep_default(values: Mapping[str, Any]) -> str:
-    """Where separators go unless told: as LangChain's ``from_language`` puts them for a
-    language (at the start of a piece: ``def`` opens its function), else at the end of
-    a piece (a full stop closes its sentence)."""
-    return "start" if values.get("language") is not None else "end"
-
-
-def _check_separators(value: Any, name: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value \
-            or not all(isinstance(s, str) for s in value):
-        raise SettingsError(f"{name} must be a non-empty list of strings, not {value!r}")
-    problem = not_unicode(value)
-    if problem:
-        raise SettingsError(f"{name}: {problem}")
-    return tuple(value)
-
-
-def _check_language(value: Any, name: str) -> str:
-    from chunkd.strategies.languages import LANGUAGE_SEPARATORS
-
-    if value not in LANGUAGE_SEPARATORS:
-        if value == "perl":
-            raise SettingsError("LangChain has no separators for perl")
-        raise SettingsError(f"unknown language {value!r}; choose one of "
-                            f"{', '.join(LANGUAGE_SEPARATORS)}")
-    return value
-
-
-def _separators_value(text: str) -> list[str]:
-    """``--separators``: a JSON list of strings."""
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error}): {shown(text)}") from None
-    except RecursionError:
-        raise argparse.ArgumentTypeError(f"JSON nested too deeply: {shown(text)}") from None
-    if not isinstance(value, list) or not value or not all(isinstance(s, str) for s in value):
-        raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {shown(text)}")
-    problem = not_unicode(value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
-def _as_list(separators: tuple[str, ...] | None) -> list[str] | None:
-    """Separators as results record them: a JSON list."""
-    return None if separators is None else list(separators)
-
-
 def _strategies_help() -> str:
     from chunkd.strategies import REGISTRY
 
@@ -435,14 +175,6 @@ def _parent_shown(unit: str) -> Callable[[Settings], list[str]]:
 
 def _has_headings(kind: type[Strategy]) -> bool:
     return "headings" in kind.fields
-
-
-def _not_window(kind: type[Strategy]) -> bool:
-    return not kind.window
-
-
-_NO_SEPARATORS = ("the {strategy} strategy takes no separators ({option}): they are for "
-                  "the recursive strategies")
 
 
 class Settings:
@@ -501,14 +233,6 @@ class Settings:
             Flag("--parent-overlap", "units shared by neighbouring parents, or a percentage "
                                      "of the parent size (default: 10%%)",
                  set_parent_overlap, "M", overlap_value),))
-    #: Markdown: leave each section's heading line out of its chunks (it stays in
-    #: ``headings``).
-    strip_headings = Option[bool](
-        False, "leave each section's heading line out of its chunks", check=switch,
-        applies=lambda kind: kind.strips_headings,
-        refusal="{option} is for --strategy markdown, not {strategy}", flags=(
-            Flag("--strip-headings", "markdown: leave each section's heading line out of its "
-                                     "chunks (it stays in \"headings\")"),))
     #: Add ``embed_text``: the heading path, then the chunk's text (strategies whose
     #: records carry ``headings``).
     embed_text = Option[bool](
@@ -532,45 +256,6 @@ class Settings:
         "strict", "invalid UTF-8", record=Record.ALWAYS, request=True, check=choice(*ERRORS),
         flags=(Flag("--errors", "invalid UTF-8: an error naming the byte offset (strict, "
                                 "default) or U+FFFD (replace)", choices=ERRORS),))
-    #: Recursive strategies: the separators, coarsest first (None: chunkd's fourteen,
-    #: ``chunkd.SEPARATORS``); "" splits into code points.
-    separators = Option[tuple[str, ...] | None](
-        None, "the separators", check=_check_separators, to_json=_as_list,
-        applies=_not_window, refusal=_NO_SEPARATORS, flags=(
-            Flag("--separators", "recursive strategies: the separators, coarsest first, as a "
-                                 """JSON list ('["\\n\\n", "\\n", " ", ""]'; "" splits into """
-                                 "characters); default: chunkd's fourteen", metavar="JSON",
-                 parse=_separators_value),))
-    #: The separators are regular expressions (LangChain's ``is_separator_regex``).
-    separator_regex = Option[bool](
-        False, "the separators are regular expressions", check=switch, applies=_not_window,
-        refusal=_NO_SEPARATORS, flags=(
-            Flag("--separator-regex", "the --separators are regular expressions "
-                                      "(Python's re)"),))
-    #: LangChain's separators for a programming or markup language (``from_language``;
-    #: regular expressions), instead of ``separators``.
-    language = Option[str | None](
-        None, "LangChain's separators for a language", check=_check_language,
-        applies=_not_window, refusal=_NO_SEPARATORS, flags=(
-            Flag("--language", "LangChain's separators for source code or markup "
-                               "(from_language): python, js, markdown, ...", metavar="NAME",
-                 parse=str),))
-    #: Where a separator goes (``KEEP_SEPARATOR``); None: "start" with a ``language``,
-    #: as in LangChain's ``from_language``, else "end".
-    keep_separator = Option[str](
-        None, "where a separator goes", check=choice(*KEEP_SEPARATOR), implied=_keep_default,
-        applies=_not_window, refusal=_NO_SEPARATORS, flags=(
-            Flag("--keep-separator", "where a separator goes: at the end of the chunk it "
-                                     "closes, at the start of the one it opens, or none "
-                                     "(default: start with --language, else end)",
-                 choices=KEEP_SEPARATOR),))
-    #: Strip white space around chunks (LangChain's ``strip_whitespace``).
-    strip_whitespace = Option[bool](
-        True, "strip white space around chunks", check=switch, applies=_not_window,
-        refusal=_NO_SEPARATORS, flags=(
-            Flag("--no-strip", "keep the white space around chunks (LangChain's "
-                               "strip_whitespace=False)", const=False),))
-
     _values: dict[str, Any]
 
     def __init__(self, **values: Any) -> None:
@@ -593,11 +278,6 @@ class Settings:
     def length_unit(self) -> str:
         """``unit``, resolved."""
         return self.unit
-
-    @property
-    def separator_place(self) -> str:
-        """``keep_separator``, resolved."""
-        return self.keep_separator
 
     @classmethod
     def _made(cls, values: dict[str, Any]) -> Settings:
@@ -743,14 +423,9 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
                 and values[option.name] != option.default_in(values):
             raise SettingsError(option.refusal.format(option=spell(option), strategy=kind.name))
     _resolve_parents(values, kind)
-    separators, language = OPTIONS["separators"], OPTIONS["language"]
-    if values["separators"] is not None and values["language"] is not None:
-        raise SettingsError(f"{spell(separators)} and {spell(language)} exclude each other: "
-                            "give one")
-    if values["separator_regex"] and values["separators"] is None:
-        raise SettingsError(f"{spell(OPTIONS['separator_regex'])} applies to "
-                            f"{spell(separators)}: give them too (a language's separators "
-                            "are regular expressions already)")
+    for option in declared:
+        if option.check_with is not None:
+            option.check_with(values, lambda name: spell(OPTIONS[name]))
     kind.check(Settings._made(values))
     return values
 

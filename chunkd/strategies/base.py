@@ -34,8 +34,6 @@ class Strategy:
     #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
     #: chunks of each of its chunks at the parent size.
     parents: ClassVar[bool] = False
-    #: Whether it can leave heading lines out of its chunks (``strip_headings``).
-    strips_headings: ClassVar[bool] = False
     #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
     #: others ``build`` adds it (``EmbedText``).
     embeds: ClassVar[bool] = False
