@@ -26,7 +26,7 @@ from chunkd.errors import SettingsError
 
 if TYPE_CHECKING:
     from chunkd.settings import Draft, Settings
-    from chunkd.strategies.base import Strategy
+    from chunkd.strategies.base import Chunker, Strategy
 
 T = TypeVar("T")
 
@@ -109,6 +109,13 @@ class Option(Generic[T]):
     #: (``{option}`` its spelling, ``{strategy}`` the strategy).
     applies: Callable[[type[Strategy]], bool] | None = None
     refusal: str = ""
+    #: The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) records carry when
+    #: it is set (differs from its default).
+    fields: tuple[str, ...] = ()
+    #: When it is set, how it makes the chunker: from the settings and ``inner``, which
+    #: makes the chunker of the options declared before it (the strategy's, at first),
+    #: perhaps from other settings (a smaller size). None: the strategy reads it.
+    builds: Callable[..., Chunker] | None = None
     #: Its value as results record it (JSON), when that is not the value itself.
     to_json: Callable[[T], Any] | None = None
     #: How messages about its value name it ("size"); None: as the caller spells it.
@@ -119,6 +126,10 @@ class Option(Generic[T]):
     def default_in(self, values: Mapping[str, Any]) -> Any:
         """Its value when not given, among ``values``."""
         return self.default if self.implied is None else self.implied(values)
+
+    def is_set(self, values: Mapping[str, Any]) -> bool:
+        """Whether it differs from its default among ``values``."""
+        return values[self.name] != self.default_in(values)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name

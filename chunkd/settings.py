@@ -218,7 +218,7 @@ class Settings:
     #: (same unit) overlapping by ``parent_overlap``; each child records its parent.
     parent_size = Option[int | None](
         None, "parent/child: the parents' size, in the children's unit", request=True,
-        grid=True, check=whole(1), noun="parent size",
+        grid=True, check=whole(1), noun="parent size", fields=("parent",),
         applies=lambda kind: kind.parents, refusal="the {strategy} strategy has no "
                                                    "parent/child mode", flags=(
             Flag("--parent-chars", "parent/child: cut parents of N code points, then the "
@@ -236,19 +236,19 @@ class Settings:
     #: Add ``embed_text``: the heading path, then the chunk's text (strategies whose
     #: records carry ``headings``).
     embed_text = Option[bool](
-        False, "add embed_text", check=switch, applies=_has_headings,
+        False, "add embed_text", check=switch, applies=_has_headings, fields=("embed_text",),
         refusal="{option} needs headings: write --strategy markdown or sections "
                 "(--strategy {strategy} gives none)", flags=(
             Flag("--embed-text", "add \"embed_text\": the heading path (A > B > C), a blank "
                                  "line, then the chunk's text (markdown, sections)"),))
     #: Add each chunk's exact cl100k_base count as ``tokens``.
     count_tokens = Option[bool](
-        False, "add tokens", check=switch, flags=(
+        False, "add tokens", check=switch, fields=("tokens",), flags=(
             Flag("--count-tokens", "add each chunk's exact cl100k_base token count as "
                                    "\"tokens\""),))
     #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
     ids = Option[bool](
-        False, "add chunk_id", check=switch, flags=(
+        False, "add chunk_id", check=switch, fields=("chunk_id",), flags=(
             Flag("--ids", "add \"chunk_id\": each chunk's stable UUID, from its document, "
                           "offsets and text, for vector-store upserts"),))
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
@@ -288,6 +288,10 @@ class Settings:
     def __getitem__(self, option: Option[T]) -> T:
         """The value of ``option`` (a strategy's own options are read so)."""
         return self._values[option.name]
+
+    def is_set(self, option: Option[Any]) -> bool:
+        """Whether ``option`` differs from its default here."""
+        return option.is_set(self._values)
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"settings are immutable: use replace({name}=...)")
@@ -331,7 +335,7 @@ class Settings:
             for option in options():
                 value = self._values[option.name]
                 if option.record is not policy or (
-                        policy is Record.SET and value == option.default_in(self._values)):
+                        policy is Record.SET and not option.is_set(self._values)):
                     continue
                 recorded[option.name] = value if option.to_json is None else option.to_json(value)
         return recorded
@@ -342,14 +346,9 @@ class Settings:
         from chunkd.strategies import strategy_class
 
         extra = set(strategy_class(self.strategy).fields)
-        if self.count_tokens:
-            extra.add("tokens")
-        if self.parent_size is not None:
-            extra.add("parent")
-        if self.embed_text:
-            extra.add("embed_text")
-        if self.ids:
-            extra.add("chunk_id")
+        for option in options():
+            if option.fields and option.is_set(self._values):
+                extra.update(option.fields)
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
     def command_line(self) -> list[str]:
@@ -382,7 +381,7 @@ def _flag_name(option: Option[Any]) -> str:
 def _default_shown(option: Option[Any], flag: Flag, values: Mapping[str, Any]) -> list[str]:
     """A flag's arguments when its option differs from its default."""
     value = values[option.name]
-    if value == option.default_in(values):
+    if not option.is_set(values):
         return []
     if flag.parse is None and flag.choices is None:
         return [flag.spelling] if value == flag.const else []
@@ -419,8 +418,7 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
         if values[option.name] is None and option.implied is not None:
             values[option.name] = option.implied(values)
     for option in declared:
-        if option.applies is not None and not option.applies(kind) \
-                and values[option.name] != option.default_in(values):
+        if option.applies is not None and not option.applies(kind) and option.is_set(values):
             raise SettingsError(option.refusal.format(option=spell(option), strategy=kind.name))
     _resolve_parents(values, kind)
     for option in declared:

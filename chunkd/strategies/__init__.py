@@ -12,12 +12,13 @@ class and the registry live in ``chunkd.strategies.base``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from operator import add
 from typing import TYPE_CHECKING
 
 from chunkd.chunk import Chunk, Parent
+from chunkd.options import OPTIONS
 from chunkd.strategies.base import REGISTRY, Chunker, Strategy, register, strategy_class
 
 __all__ = ["REGISTRY", "Chunker", "Strategy", "build", "chunk_blocks", "register",
@@ -29,7 +30,16 @@ if TYPE_CHECKING:
 
 def build(settings: Settings) -> Chunker:
     """The splitter for ``settings``: the strategy's, as children of parents if asked,
-    with exact token counts added if asked."""
+    with exact token counts added if asked, then made by each option set that says how
+    (``Option.builds``), the last declared outermost."""
+    make: Callable[[Settings], Chunker] = _strategy_chunker
+    for option in OPTIONS.values():
+        if option.builds is not None and settings.is_set(option):
+            make = partial(option.builds, inner=make)
+    return make(settings)
+
+
+def _strategy_chunker(settings: Settings) -> Chunker:
     kind = strategy_class(settings.strategy)
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
