@@ -12,13 +12,14 @@ class and the registry live in ``chunkd.strategies.base``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from operator import add
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import Chunk, Parent
-from chunkd.options import OPTIONS
+from chunkd.errors import SettingsError
+from chunkd.options import OPTIONS, Flag, Option, not_unicode, register_option
 from chunkd.strategies.base import REGISTRY, Chunker, Strategy, register, strategy_class
 
 __all__ = ["REGISTRY", "Chunker", "Strategy", "build", "chunk_blocks", "register",
@@ -71,6 +72,74 @@ class EmbedText:
 
     def finish(self) -> list[Chunk]:
         return self._with_headings(self.chunker.finish())
+
+
+class PrefixedEmbedText:
+    """Puts ``embed_prefix`` before each chunk's ``embed_text`` (its text where it has
+    none): the fixed text an embedding model wants before a passage, such as E5's
+    "passage: ". The chunks inside are cut at the size less the prefix's length, so the
+    prefix counts within the size."""
+
+    def __init__(self, chunker: Chunker, prefix: str) -> None:
+        self.chunker = chunker
+        self.prefix = prefix
+
+    def _prefixed(self, chunks: list[Chunk]) -> list[Chunk]:
+        prefix = self.prefix
+        return [chunk._replace(embed_text=prefix + (chunk.text if chunk.embed_text is None
+                                                     else chunk.embed_text))
+                for chunk in chunks]
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self._prefixed(self.chunker.feed(text))
+
+    def finish(self) -> list[Chunk]:
+        return self._prefixed(self.chunker.finish())
+
+
+def _prefix_length(prefix: str, unit: str) -> int:
+    """The length of ``embed_prefix`` in the size's unit."""
+    from chunkd.units import length_counter
+
+    counter = length_counter(unit)
+    return len(prefix) if counter is None else counter.count(prefix)
+
+
+def _check_prefix(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not_unicode([value]):
+        raise SettingsError(f"{name} must be Unicode text, not {value!r}")
+    return value
+
+
+def _room_for_prefix(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """The size less the prefix must still be more than the overlap."""
+    prefix, size, overlap, unit = (values["embed_prefix"], values["size"], values["overlap"],
+                                   values["unit"])
+    length = _prefix_length(prefix, unit) if prefix else 0
+    if prefix and size - length <= overlap:
+        raise SettingsError(f"{spell('embed_prefix')} takes {length} of the size's {size} "
+                            f"{unit}, which leaves the chunks no more than the overlap "
+                            f"({overlap}); write a larger size or a smaller overlap")
+
+
+def _with_prefix(settings: Settings, inner: Callable[[Settings], Chunker]) -> Chunker:
+    prefix = settings[EMBED_PREFIX]
+    cut = settings.replace(size=settings.size - _prefix_length(prefix, settings.unit),
+                           embed_prefix="")
+    return PrefixedEmbedText(inner(cut), prefix)
+
+
+#: A fixed text before each chunk's ``embed_text``, counted within the size.
+EMBED_PREFIX = register_option(Option[str](
+    "", "a fixed text before each chunk's embed_text", name="embed_prefix",
+    check=_check_prefix, check_with=_room_for_prefix, fields=("embed_text",),
+    builds=_with_prefix, applies=lambda kind: not kind.window,
+    refusal="{option} counts within a size in chars or tokens: it is for the recursive "
+            "and markdown strategies, not {strategy}", flags=(
+        Flag("--embed-prefix", "put TEXT before each chunk's \"embed_text\" (its text when "
+                               "it has no headings), counted within the size: the text an "
+                               "embedding model wants before a passage, such as E5's "
+                               "'passage: '", metavar="TEXT", parse=str),)), after="embed_text")
 
 
 class TokenCounting:
