@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, cast
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
 from chunkd.ids import ChunkIds
 from chunkd.settings import Settings
-from chunkd.strategies import build
+from chunkd.strategies import Source, begin, build
 
 try:
     import pyarrow as pa
@@ -196,11 +196,10 @@ class Chunker:
         columns = self.columns(table.schema)
         chunks: list[Chunk] = []
         owners: list[int] = []  # the row of each chunk's document
-        docs = (table.column(columns.id).to_pylist() if self.settings.ids and columns.id
-                else None)
+        docs = table.column(columns.id).to_pylist() if columns.id else None
         for row, text in enumerate(self._texts(table.column(columns.text))):
             if text:
-                found = self._split(text)
+                found = self._split(text, docs[row] if docs is not None else None)
                 if self.settings.ids:
                     found = ChunkIds(docs[row] if docs is not None else None)(found)
                 chunks += found
@@ -211,8 +210,9 @@ class Chunker:
         return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields)],
                                     schema=schema)
 
-    def _split(self, text: str) -> list[Chunk]:
+    def _split(self, text: str, name: object) -> list[Chunk]:
         try:
+            begin(self._splitter, Source(name))
             return self._splitter.feed(text) + self._splitter.finish()
         except BaseException:
             self._splitter = build(self.settings)  # its half-read document must not carry over

@@ -35,7 +35,7 @@ from chunkd.progress import Progress, input_size
 from chunkd.readers import Document, FileBlocks, InputError, Paused, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
-from chunkd.strategies import Chunker, build, chunk_blocks
+from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def write_document(document: Document, chunker: Chunker, writer: Writer | Parque
     ``ids``, each chunk gets its id."""
     writer.begin(document.name, document.fields)
     identify = ChunkIds(document.name) if ids else None
-    for chunks in chunk_blocks(chunker, document.blocks):
+    for chunks in chunk_blocks(chunker, Source(document.name), document.blocks):
         writer.write(identify(chunks) if identify else chunks)
         flush()
     writer.end()

@@ -152,8 +152,11 @@ class Option(Generic[T]):
         return f"Option({self.name!r})"
 
 
-#: Every option, in declaration order (the parsers' and the records' order).
+#: Every option by name, in the order they were registered (``chunkd.settings.options``
+#: gives the declaration order: the common ones, then the strategies').
 OPTIONS: dict[str, Option[Any]] = {}
+#: Where an option goes among the others: after the option named.
+PLACED_AFTER: dict[str, str] = {}
 
 
 def register_option(option: Option[T], after: str | None = None) -> Option[T]:
@@ -162,11 +165,9 @@ def register_option(option: Option[T], after: str | None = None) -> Option[T]:
     it after that option in the parsers and the records."""
     if OPTIONS.get(option.name, option) is not option:
         raise ValueError(f"the option {option.name!r} is declared twice")
-    items = [(name, known) for name, known in OPTIONS.items() if known is not option]
-    place = len(items) if after is None else [name for name, _ in items].index(after) + 1
-    items.insert(place, (option.name, option))
-    OPTIONS.clear()
-    OPTIONS.update(items)
+    OPTIONS[option.name] = option
+    if after is not None:
+        PLACED_AFTER[option.name] = after
     return option
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from chunkd.errors import SettingsError as SettingsError  # reached from here too
 
-from chunkd.options import (OPTIONS, Flag, Option, Record, choice, number_value,
+from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
                             overlap_value, percent_of, switch, whole)
 
 if TYPE_CHECKING:
@@ -40,10 +40,18 @@ def flags() -> Iterator[tuple[Option[Any], Flag]]:
 
 
 def options() -> list[Option[Any]]:
-    """Every option, the strategies' own included (registered when they are imported)."""
+    """Every option in declaration order, whatever was imported first: those declared on
+    ``Settings``, then the strategies' own (registered when they are imported), each
+    placed after the option it names, if any."""
     import chunkd.strategies  # noqa: F401  (the strategies register their options)
 
-    return list(OPTIONS.values())
+    ordered = [value for value in vars(Settings).values() if isinstance(value, Option)]
+    for option in OPTIONS.values():
+        if option not in ordered:
+            after = PLACED_AFTER.get(option.name)
+            names = [known.name for known in ordered]
+            ordered.insert(names.index(after) + 1 if after in names else len(ordered), option)
+    return ordered
 
 
 # --- how flags update the settings being made -------------------------------------------
@@ -289,9 +297,9 @@ class Settings:
         """The value of ``option`` (a strategy's own options are read so)."""
         return self._values[option.name]
 
-    def is_set(self, option: Option[Any]) -> bool:
-        """Whether ``option`` differs from its default here."""
-        return option.is_set(self._values)
+    def set_options(self) -> list[Option[Any]]:
+        """The options that differ from their defaults here, in declaration order."""
+        return [option for option in options() if option.is_set(self._values)]
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"settings are immutable: use replace({name}=...)")
