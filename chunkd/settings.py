@@ -202,8 +202,8 @@ class Settings:
         flags=(Flag("--strategy", _strategies_help, set_strategy, "NAME", str,
                     shown=always_shown("strategy")),))
     unit = Option[str](
-        None, "the unit of the sizes and overlaps (None: the strategy's first)",
-        record=Record.ALWAYS, request=True, check=lambda value, name: value)
+        None, "the unit of the sizes and overlaps (None: the strategy's first; checked "
+              "against the strategy's units)", record=Record.ALWAYS, request=True)
     size = Option[int](
         None, "the largest chunk, in the unit (None: the strategy's default)",
         record=Record.ALWAYS, request=True, grid=True, check=whole(1), noun="size", flags=(
