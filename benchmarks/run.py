@@ -446,7 +446,7 @@ def eval_grid(runs: int, out: list[str]) -> None:
                 for _ in range(runs)]
     args = build_parser().parse_args(arguments)
     points, _ = grid(args)
-    documents = load_documents(args, Problems())
+    documents = load_documents(args, points[0].settings.errors, Problems())
     questions = load_questions(args.questions, documents, Problems())
     evaluate(points[0], documents, questions, RETRIEVERS["bm25"], 5)  # loads the tokenizer
     seconds, _ = median_seconds(lambda: [evaluate(point, documents, questions,
