@@ -106,3 +106,18 @@ FRAGMENTS = [s for s in SEPARATORS if s] + [
 ]
 fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
 generated_documents = st.lists(fragment, max_size=120).map("".join)
+
+
+class PlainTokens:
+    """cl100k_base tokens as a length unit (``chunkd.units.LengthUnit``) counted by
+    tiktoken itself, with the plainest bound: no cl100k token covers more than 128
+    code points, and nothing is settled. It drives the splitters' path for any unit."""
+
+    name = "cl100k_base (tiktoken, plain)"
+    max_chars: int | None = 128
+
+    def count(self, text: str) -> int:
+        return token_length(text)
+
+    def settled(self, text: str) -> tuple[int, int]:
+        return 0, 0

@@ -4,6 +4,9 @@ generated documents and cuttings the property tests draw."""
 
 from __future__ import annotations
 
+import random
+
+import regex
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -57,6 +60,35 @@ documents = st.lists(st.one_of(st.sampled_from(TEXT_FRAGMENTS), st.text(max_size
                      max_size=100).map("".join)
 
 
+def property_characters(*names: str) -> list[str]:
+    """A few code points of each named property, found by ``regex`` (not chunkd)."""
+    rng = random.Random(0)
+    everything = "".join(map(chr, range(0x110000)))
+    out = []
+    for name in names:
+        found = regex.findall(rf"\p{{{name}}}", everything)
+        out += rng.sample(found, min(len(found), 12))
+    return out
+
+
+GRAPHEME_PROPERTY_CHARACTERS = property_characters(
+    *(f"Grapheme_Cluster_Break={value}" for value in (
+        "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "Prepend",
+        "SpacingMark", "L", "V", "T", "LV", "LVT", "Other")),
+    "InCB=Consonant", "InCB=Extend", "InCB=Linker", "Extended_Pictographic")
+GRAPHEME_FRAGMENTS = [
+    "🇫🇷", "🇺🇸🇬", "\U0001F1E6", "👩\u200d👩\u200d👧", "👨\u200d💻", "🏳\ufe0f\u200d🌈",
+    "👍🏽", "\u200d", "e\u0301", "a\u0308\u0301\u0323", "\u0301", "\u1100\u1161\u11a8",
+    "\u1100\u1100\u1161", "\uac00\u11a8", "\uac01\u11a8", "\u1161\u11a8", "한국어",
+    "\u0915\u094d\u0937", "\u0915\u094d\u200d\u0937", "\u0995\u09cd\u09b7",
+    "\u0915\u093c\u094d\u0937", "a\u094d\u0937", "\u0600a", "\u093e", "\r\n", "\r", "\n",
+    "\x00", "\x7f", "\ud800", "\udc00", " ", "\t", "\u3000", "x", "中文", "word",
+]
+grapheme_text = st.lists(st.one_of(st.sampled_from(GRAPHEME_FRAGMENTS),
+                                   st.sampled_from(GRAPHEME_PROPERTY_CHARACTERS),
+                                   st.text(max_size=3)), max_size=80).map("".join)
+
+
 @st.composite
 def cut(draw, texts):
     """A text and a cutting of it into pieces: at random, or one code point a piece."""
@@ -66,6 +98,12 @@ def cut(draw, texts):
     cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
     bounds = [0, *cuts, len(text)]
     return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@st.composite
+def size_and_overlap(draw, largest: int = 6):
+    size = draw(st.integers(1, largest))
+    return size, draw(st.integers(0, size - 1))
 
 
 SETTINGS = settings(max_examples=300, deadline=None,

@@ -104,10 +104,9 @@ class PrefixedEmbedText(Wrapper):
 
 def _prefix_length(prefix: str, unit: str) -> int:
     """The length of ``embed_prefix`` in the size's unit."""
-    from chunkd.units import length_counter
+    from chunkd.units import resolve
 
-    counter = length_counter(unit)
-    return len(prefix) if counter is None else counter.count(prefix)
+    return resolve(unit).count(prefix)
 
 
 def _check_prefix(value: Any, name: str) -> str:
@@ -151,10 +150,10 @@ class TokenCounting(Wrapper):
     """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
 
     def __init__(self, chunker: Chunker, same_as_length: bool) -> None:
-        from chunkd.units import token_counter
+        from chunkd.units import resolve
 
         super().__init__(chunker)
-        self.count = token_counter().count
+        self.count = resolve("cl100k_base").count
         self.same_as_length = same_as_length  # the length is already that count
 
     def changed(self, chunks: list[Chunk]) -> list[Chunk]:
@@ -170,7 +169,7 @@ class ParentChild:
     parent's text at the child settings, with document offsets and their parent.
     Children of overlapping parents are kept as they are (they may repeat text).
 
-    Both are recursive splitters (``chunkd._kernel.RecursiveSplitter``). A chunk joined
+    Both are recursive splitters (``chunkd.core.RecursiveSplitter``). A chunk joined
     with a dropped separator (``keep_separator`` False) is no slice of its source, so
     they record where its code points come from (``joined``): a child's offsets in its
     parent's text are mapped to the document through that, code point by code point."""
