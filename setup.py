@@ -10,6 +10,8 @@ from setuptools import Extension, setup
 # Computed here once rather than at every run that counts tokens (chunkd/pretoken_classes.py).
 classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classes.py"))
 (Path(__file__).parent / "chunkd" / classes["FILE"]).write_bytes(classes["build"]())
+(Path(__file__).parent / "chunkd" / classes["CATEGORIES_FILE"]).write_bytes(
+    classes["build_categories"]())
 
 setup(
     ext_modules=cythonize(
