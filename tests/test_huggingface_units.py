@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from chunkd.errors import SettingsError
-from chunkd.units.huggingface import HuggingFaceUnit
+from chunkd.units.huggingface import unit as huggingface_unit
 from oracle import corpus_documents
 from tokenizer_files import TRAINED, MINILM_SHA256, minilm_folder, tricky_text
 
@@ -35,7 +35,7 @@ def tokenizer_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def units(tokenizer_files):
-    return {name: HuggingFaceUnit(str(path)) for name, path in tokenizer_files.items()}
+    return {name: huggingface_unit(str(path)) for name, path in tokenizer_files.items()}
 
 
 @pytest.fixture(scope="module")
@@ -151,12 +151,12 @@ def test_identity_is_the_files_name_and_hash(units, tokenizer_files, tmp_path):
     config = json.loads(tokenizer_files["cased-wordpiece"].read_text())
     config["model"]["vocab"]["zzzz"] = len(config["model"]["vocab"])
     changed.write_text(json.dumps(config))
-    assert HuggingFaceUnit(str(changed)).name != units["cased-wordpiece"].name
+    assert huggingface_unit(str(changed)).name != units["cased-wordpiece"].name
 
 
 def test_model_folder_limit_and_special_tokens():
     """all-MiniLM-L6-v2: sentence-transformers' 256 tokens, two of them [CLS] and [SEP]."""
-    unit = HuggingFaceUnit(str(minilm_folder()))
+    unit = huggingface_unit(str(minilm_folder()))
     assert (unit.limit, unit.special, unit.max_size) == (256, 2, 254)
     assert unit.name == f"model/tokenizer.json@sha256:{MINILM_SHA256}"
 
@@ -165,7 +165,7 @@ def test_limit_from_tokenizer_config_without_sentence_transformers(tmp_path):
     """A Hugging Face folder: tokenizer.json and tokenizer_config.json only."""
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (tmp_path / name).symlink_to(minilm_folder() / name)
-    unit = HuggingFaceUnit(str(tmp_path))
+    unit = huggingface_unit(str(tmp_path))
     assert (unit.limit, unit.max_size) == (512, 510)
 
 
@@ -179,13 +179,13 @@ def test_sentence_transformers_layout_with_a_module_folder(tmp_path):
     (tmp_path / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "0_Transformer",
          "type": "sentence_transformers.models.Transformer"}]))
-    unit = HuggingFaceUnit(str(tmp_path))
+    unit = huggingface_unit(str(tmp_path))
     assert (unit.limit, unit.special) == (256, 2)
     assert unit.count("Hello, world!") == 4
 
 
 def test_a_lone_tokenizer_file_has_no_limit():
-    unit = HuggingFaceUnit(str(minilm_folder() / "tokenizer.json"))
+    unit = huggingface_unit(str(minilm_folder() / "tokenizer.json"))
     assert unit.limit is None and unit.max_size is None and unit.special == 2
 
 
@@ -200,20 +200,20 @@ def test_bad_tokenizer_files_are_one_line(tmp_path, content, complaint):
     if content is not None:
         path.write_bytes(content)
     with pytest.raises(SettingsError, match=complaint) as error:
-        HuggingFaceUnit(str(path))
+        huggingface_unit(str(path))
     assert "\n" not in str(error.value) and str(path) in str(error.value)
 
 
 def test_folder_without_a_tokenizer(tmp_path):
     with pytest.raises(SettingsError, match="no tokenizer.json in this model folder"):
-        HuggingFaceUnit(str(tmp_path))
+        huggingface_unit(str(tmp_path))
 
 
 def test_malformed_sentence_transformers_config(tmp_path):
     shutil.copy(minilm_folder() / "tokenizer.json", tmp_path / "tokenizer.json")
     (tmp_path / "sentence_bert_config.json").write_text("{")
     with pytest.raises(SettingsError, match="sentence_bert_config.json: not JSON"):
-        HuggingFaceUnit(str(tmp_path))
+        huggingface_unit(str(tmp_path))
 
 
 @settings(max_examples=50, deadline=None)

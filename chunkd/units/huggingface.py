@@ -133,28 +133,23 @@ class HuggingFaceUnit:
     ``special``: the tokens the model adds to every input ([CLS] and [SEP]); so a chunk
     fits when its count is at most ``max_size`` (``limit - special``)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, data: bytes, label: str, where: str, limit: int | None = None) -> None:
+        """``data``: the ``tokenizer.json`` text; ``label``: its name in the unit's
+        identity; ``where``: where it comes from, for messages."""
         from tokenizers import Tokenizer
 
-        given = Path(spec)
-        path = model_file(given)
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise SettingsError(f"{path}: cannot read it: {error.strerror or error}") from None
         try:
             config = json.loads(data)
             self.tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as error:  # the library raises a bare Exception on bad files
             first_line = (str(error).splitlines() or [type(error).__name__])[0]
-            raise SettingsError(f"{path}: not a Hugging Face tokenizer file: {first_line}"
+            raise SettingsError(f"{where}: not a Hugging Face tokenizer file: {first_line}"
                                 ) from None
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        label = path.relative_to(given.parent) if given.is_dir() else Path(path.name)
-        self.name = f"{label.as_posix()}@sha256:{hashlib.sha256(data).hexdigest()}"
+        self.name = f"{label}@sha256:{hashlib.sha256(data).hexdigest()}"
         self.special = self.tokenizer.num_special_tokens_to_add(False)
-        self.limit = _limit(given, path.parent) if given.is_dir() else None
+        self.limit = limit
         self.local = _local(config)
         added = [token.get("content", "") for token in config.get("added_tokens") or []]
         #: No added token straddles a cut this far from the end.
@@ -207,4 +202,21 @@ class HuggingFaceUnit:
 @functools.lru_cache(maxsize=None)
 def unit(spec: str) -> HuggingFaceUnit:
     """The unit for a ``tokenizer.json`` file or a model folder, loaded once."""
-    return HuggingFaceUnit(spec)
+    given = Path(spec)
+    path = model_file(given)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SettingsError(f"{path}: cannot read it: {error.strerror or error}") from None
+    if given.is_dir():
+        return HuggingFaceUnit(data, path.relative_to(given.parent).as_posix(), str(path),
+                               _limit(given, path.parent))
+    return HuggingFaceUnit(data, path.name, str(path))
+
+
+def from_tokenizer(tokenizer: Any) -> HuggingFaceUnit:
+    """The unit for a loaded ``tokenizers.Tokenizer`` (a transformers fast tokenizer's
+    ``backend_tokenizer``), from its JSON form; a copy, so the caller's padding and
+    truncation settings stay as they are."""
+    data = tokenizer.to_str().encode("utf-8")
+    return HuggingFaceUnit(data, "tokenizer.json", "the tokenizer")
