@@ -226,3 +226,16 @@ def test_all_words_but_the_last_two_are_settled(units, family, text):
     end, n = units[family].settled(text)
     assert end >= len(text) - 2 * len(" don't") - 13 - len(" don't")
     assert n == units[family].count(text[:end]) > 0
+
+
+def test_unit_from_a_loaded_tokenizer_leaves_it_as_it_was(units):
+    """The unit works on a copy: the caller's tokenizer keeps padding to 128."""
+    from chunkd.units.huggingface import from_tokenizer
+
+    tokenizer = Tokenizer.from_file(str(minilm_folder() / "tokenizer.json"))
+    unit = from_tokenizer(tokenizer)
+    text = corpus_documents()[3].read_text(encoding="utf-8")
+    assert unit.count(text) == units["minilm"].count(text) > 128
+    assert len(tokenizer.encode("hello").ids) == 128
+    # Its identity is that of the tokenizer's JSON form, the same for the same tokenizer.
+    assert unit.name == from_tokenizer(Tokenizer.from_str(tokenizer.to_str())).name

@@ -39,7 +39,8 @@ def check(unit, langchain, text: str, size: int, overlap: int, rng: random.Rando
         assert [chunk.text for chunk in chunks] == expected
         for chunk in chunks:
             assert text[chunk.start:chunk.end] == chunk.text
-            assert chunk.length == unit.count(chunk.text) <= size
+            # LangChain sums its pieces' counts, so a chunk's own count may pass the size.
+            assert chunk.length == unit.count(chunk.text)
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +92,14 @@ def test_o200k_on_every_document(o200k_langchain):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size, overlap", [(254, 25), (40, 0)])
-def test_minilm_on_every_document(size, overlap):
+@pytest.mark.parametrize("size, overlap, step", [(254, 25, 1), (40, 0, 3)])
+def test_minilm_on_every_document(size, overlap, step):
+    """At the model's size on every document; small chunks (many more calls to
+    LangChain's length function) on every third."""
     rng = random.Random(size)
     unit = huggingface_unit(str(minilm_folder()))
     langchain = huggingface_langchain(minilm_folder(), size, overlap)
-    for text in documents(1):
+    for text in documents(step):
         check(unit, langchain, text, size, overlap, rng)
 
 
