@@ -1,6 +1,12 @@
-"""Build the compiled kernels and the pre-tokenizer's character table; the metadata
-lives in pyproject.toml."""
+"""Build the compiled core and the pre-tokenizer's character table; the metadata lives
+in pyproject.toml.
 
+``CHUNKD_DEBUG_BUILD=1`` builds the debug variant that a slow test runs the kernel-level
+tests against: bounds and wraparound checks, the assertions on the invariants, ``-O0 -g``
+and ``NDEBUG`` undefined. The release build leaves the checks and the assertions out.
+"""
+
+import os
 import runpy
 from pathlib import Path
 
@@ -13,10 +19,23 @@ classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classe
 (Path(__file__).parent / "chunkd" / classes["CATEGORIES_FILE"]).write_bytes(
     classes["build_categories"]())
 
+#: The compiled modules: the streaming core, and the two kernels built on it.
+MODULES = ("_core", "_kernel", "_windows")
+
+DEBUG = os.environ.get("CHUNKD_DEBUG_BUILD") == "1"
+if DEBUG:
+    checks = {"boundscheck": True, "wraparound": True}
+    compile_args, macros = ["-O0", "-g", "-UNDEBUG"], [("CHUNKD_DEBUG_BUILD", "1")]
+else:
+    checks = {"boundscheck": False, "wraparound": False}
+    compile_args, macros = ["-O3"], [("CYTHON_WITHOUT_ASSERTIONS", None)]
+
 setup(
     ext_modules=cythonize(
-        [Extension("chunkd._kernel", ["chunkd/_kernel.pyx"], extra_compile_args=["-O3"]),
-         Extension("chunkd._windows", ["chunkd/_windows.pyx"], extra_compile_args=["-O3"])],
-        compiler_directives={"language_level": "3"},
+        [Extension(f"chunkd.{name}", [f"chunkd/{name}.pyx"], extra_compile_args=compile_args,
+                   define_macros=macros) for name in MODULES],
+        compiler_directives={"language_level": "3", **checks},
+        # The debug build's C files apart, so that neither build reuses the other's.
+        build_dir="build/debug" if DEBUG else None,
     ),
 )

@@ -22,7 +22,7 @@ __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsE
 #: Names imported when first used, so that ``import chunkd.cli`` loads nothing heavy:
 #: the command line installs its signal handlers before the kernel and the tokenizer
 #: are imported (a Ctrl-C or a SIGHUP during start-up is then handled, not fatal).
-_FROM_MODULE = {"SEPARATORS": "chunkd._kernel", "Chunk": "chunkd.chunk",
+_FROM_MODULE = {"SEPARATORS": "chunkd.splitting", "Chunk": "chunkd.chunk",
                 "Parent": "chunkd.chunk", "Settings": "chunkd.settings",
                 "SettingsError": "chunkd.settings"}
 

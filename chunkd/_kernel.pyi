@@ -5,30 +5,32 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from chunkd.chunk import Chunk
-from chunkd.fallback import Joined
-
-SEPARATORS: tuple[str, ...]
-
-def literal_text(pattern: re.Pattern[str]) -> str | None: ...
+from chunkd.splitting import Joined
+from chunkd.units import LengthUnit
 
 class TokenCounter:
-    max_token_chars: int
+    name: str
+    max_chars: int | None
     def __init__(self, encode: Callable[[str], list[int]], classes: bytes,
-                 max_token_bytes: int, cache_entries: int = ...) -> None: ...
+                 max_token_bytes: int, cache_entries: int = ...,
+                 name: str = ...) -> None: ...
     def count(self, text: str) -> int: ...
+    def settled(self, text: str) -> tuple[int, int]: ...
     def pretokens(self, text: str) -> list[str]: ...
 
 class RecursiveSplitter:
     chunk_size: int
     chunk_overlap: int
-    counter: TokenCounter | None
+    unit: LengthUnit
+    measure_chunks: bool
     merge_long: bool
     joined: list[tuple[int, Joined]] | None
     def __init__(self, chunk_size: int, chunk_overlap: int, *,
                  separators: Iterable[str | re.Pattern[str]] = ...,
                  keep_separator: bool | Literal["start", "end"] = ...,
                  strip_whitespace: bool = ..., merge_long: bool = ...,
-                 join: str | None = ..., counter: TokenCounter | None = None) -> None: ...
+                 join: str | None = ..., unit: LengthUnit | None = None,
+                 measure_chunks: bool = True) -> None: ...
     def resize(self, chunk_size: int, chunk_overlap: int) -> None: ...
     def feed(self, text: str) -> list[Chunk]: ...
     def finish(self) -> list[Chunk]: ...

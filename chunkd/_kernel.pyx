@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """The compiled core: LangChain's recursive character splitting, run on a stream.
 
 LangChain's ``_split_text(text, seps)`` picks the first separator found anywhere in
@@ -16,8 +16,8 @@ reads the stream once, left to right, and
   child: LangChain skips a separator the text does not contain.
 
 Why that gives LangChain's chunks exactly, on any cutting of the input, is explained
-in ``chunkd/fallback.py``, the same algorithm in plain Python, which the tests
-compare with this one.  Literal separators (and regular expressions that are plain
+in ``chunkd/_pure/recursive.py``, the same algorithm in plain Python (its twin),
+which the tests compare with this one.  Literal separators (and regular expressions that are plain
 literals, like most of ``from_language``'s) stream: each level holds at most one
 unfinished piece and one chunk in progress, so memory is bounded by the chunk size
 and the separator depth, not by the document.  A real regular expression is run,
@@ -27,27 +27,19 @@ that text ends.  Positions are code-point offsets into the document;
 needs, starting at document offset ``base``.
 """
 
-import functools
-import re
-
 cimport cython
-from libc.stdint cimport uint16_t, uint32_t, uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memchr, memset
+from libc.string cimport memset
 from cpython.unicode cimport PyUnicode_Substring
 
-from chunkd._common cimport (PY_SSIZE_T_MAX, Py_UNICODE_ISSPACE, PyObject_GC_UnTrack,
-                              PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, grow_offsets)
+from chunkd._core cimport (PY_SSIZE_T_MAX, PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ,
+                           Spans, TextStream, find, spans_drop, spans_free, spans_push)
 
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
-from chunkd.fallback import SEPARATORS, checked_arguments, joined_chunk
-
-try:
-    from re import _parser as _regex_parser      # Python 3.11 and later
-except ImportError:
-    import sre_parse as _regex_parser            # Python 3.10
-
-_new_tuple = tuple.__new__
+from chunkd.pretoken_classes import check_counter_arguments
+from chunkd.splitting import SEPARATORS, checked_arguments, joined_chunk, literal_text
+from chunkd.units import CHARS, Chars, CountError, checked_unit
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:
@@ -68,28 +60,6 @@ cdef enum:
     BY_PATTERN = 2      # a regular expression, run once its whole scope has arrived
 
 
-@functools.lru_cache(maxsize=1024)  # splitters are built often: parse each pattern once
-def literal_text(pattern) -> str | None:
-    """The text a compiled regular expression matches, if it is a plain literal
-    (``"\\nclass "``, ``"\\nsetClass\\("``), else None.
-
-    Such a pattern matches exactly where its text occurs, so its level searches the
-    text with memchr and streams. The pattern is read by Python's own parser, so
-    escapes, ``{`` and non-capturing groups mean what ``re`` makes of them."""
-    if pattern.flags & ~int(re.UNICODE):
-        return None
-    try:
-        parsed = _regex_parser.parse(pattern.pattern, pattern.flags)
-    except Exception:  # a private module: if it ever changes, use the regex as it is
-        return None
-    codes = []
-    for op, argument in parsed:
-        if op != _regex_parser.LITERAL:
-            return None
-        codes.append(chr(argument))
-    return "".join(codes) or None
-
-
 cdef inline bint _is_crlf(unsigned int c) nogil:
     return c == 13 or c == 10
 
@@ -98,76 +68,6 @@ cdef inline bint _is_contraction_letter(unsigned int c) nogil:
     """[sdmt] under (?i), where the long s (U+017F) folds to s."""
     c = c | 32 if c < 128 else c
     return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
-
-
-cdef extern from *:
-    """
-    #include <wchar.h>
-    #include <stdint.h>
-    /* Four-byte text: the C library's wmemchr where wchar_t is four bytes wide (glibc,
-       musl, macOS), a plain loop elsewhere (Windows' wchar_t is two bytes). */
-    static const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) {
-    #if WCHAR_MAX > 0xFFFF && WCHAR_MAX <= 0xFFFFFFFF
-        return (const uint32_t*)wmemchr((const wchar_t*)s, (wchar_t)c, n);
-    #else
-        for (; n; ++s, --n) if (*s == c) return s;
-        return NULL;
-    #endif
-    }
-    """
-    const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) nogil
-
-
-cdef Py_ssize_t _find_unit(int kind, const void* data, Py_ssize_t i, Py_ssize_t end,
-                           unsigned int unit) noexcept nogil:
-    """Index of the first code point ``unit`` in [i, end), or -1, with the C library's
-    vectorized search for every string kind."""
-    cdef const unsigned char* bytes_ = <const unsigned char*>data
-    cdef const unsigned char* hit
-    cdef const uint16_t* wide = <const uint16_t*>data
-    cdef Py_ssize_t at
-    if kind == 1:
-        if unit > 255:
-            return -1
-        hit = <const unsigned char*>memchr(bytes_ + i, unit, end - i)
-        return -1 if hit == NULL else hit - bytes_
-    if kind == 4:
-        hit = <const unsigned char*>chunkd_find_u32(<const uint32_t*>data + i, unit, end - i)
-        return -1 if hit == NULL else (hit - bytes_) // 4
-    if unit > 0xFFFF:
-        return -1
-    # Two-byte text: memchr for the low byte, then check the whole unit (little or big
-    # endian alike, since the unit is compared as a whole).
-    while i < end:
-        hit = <const unsigned char*>memchr(bytes_ + 2 * i, unit & 0xFF, 2 * (end - i))
-        if hit == NULL:
-            return -1
-        at = (hit - bytes_) // 2
-        if wide[at] == unit:
-            return at
-        i = at + 1
-    return -1
-
-
-cdef Py_ssize_t _find(int kind, void* data, Py_ssize_t start, Py_ssize_t end,
-                      const uint32_t* sep, Py_ssize_t sep_len) noexcept nogil:
-    """Index of the first occurrence of the separator (``sep_len`` code points) within
-    [start, end), or -1.
-
-    Faster than ``str.find`` here: no conversion of the separator to the text's kind
-    per call, and the C library's memchr/wmemchr for its first code point."""
-    cdef Py_ssize_t i = start, last = end - sep_len, k
-    while i <= last:
-        i = _find_unit(kind, data, i, last + 1, sep[0])
-        if i < 0 or sep_len == 1:
-            return i
-        k = 1
-        while PyUnicode_READ(kind, data, i + k) == sep[k]:
-            k += 1
-            if k == sep_len:
-                return i
-        i += 1
-    return -1
 
 
 @cython.final  # final classes: methods are called directly, and can be inlined
@@ -190,28 +90,25 @@ cdef class TokenCounter:
     cdef uint32_t* keys
     cdef Py_ssize_t slots, used, max_used, keys_used, keys_cap
     cdef unsigned char* single     # token count of each code point alone; 0: not yet known
-    cdef readonly Py_ssize_t max_token_chars
+    #: The unit's name, as results record it.
+    cdef readonly str name
+    #: No token covers more code points than this (its bytes, at one byte or more each).
+    cdef readonly Py_ssize_t max_chars
 
     def __cinit__(self, encode, bytes classes not None, Py_ssize_t max_token_bytes,
-                  Py_ssize_t cache_entries=1 << 16):
+                  Py_ssize_t cache_entries=1 << 16, str name="cl100k_base"):
         """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
         LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
         token's length, which bounds how many code points one token can cover.
 
         Everything is allocated and checked here, in ``__cinit__``, so that no instance
         (not even one made with ``TokenCounter.__new__``) exists half-built."""
-        if not callable(encode):
-            raise TypeError("encode must be callable (tiktoken's encode_ordinary)")
-        if len(classes) != 0x110000:
-            raise ValueError("classes must have one byte per code point")
-        if max_token_bytes < 1:
-            raise ValueError(f"max_token_bytes must be at least 1, got {max_token_bytes}")
-        if not 1 <= cache_entries <= 1 << 24:
-            raise ValueError(f"cache_entries must be between 1 and 2**24, got {cache_entries}")
+        check_counter_arguments(encode, classes, max_token_bytes, cache_entries)
         self._classes_ref = classes
         self.classes = classes
         self._encode = encode
-        self.max_token_chars = max_token_bytes
+        self.name = name
+        self.max_chars = max_token_bytes
         self.slots = 1
         while self.slots < 2 * cache_entries:
             self.slots *= 2
@@ -358,6 +255,25 @@ cdef class TokenCounter:
             i = j
         return total
 
+    def settled(self, str text):
+        """(end, n): the pre-tokens of ``text`` followed by two more, which stay
+        pre-tokens of any text that begins with ``text``, end at ``end`` and hold
+        ``n`` tokens (the ``LengthUnit`` protocol)."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = len(text), i = 0, j, total = 0, pending = 0, p0 = 0, p1 = 0
+        # Pending pre-tokens are contiguous: the older is [p0, p1), the newer [p1, i).
+        while i < n:
+            j = self.pretoken_end(kind, data, i, n)
+            if pending == 2:
+                total += self.pretoken_count(text, p0, p1)
+                p0 = p1
+            else:
+                pending += 1
+            p1 = i
+            i = j
+        return p0, total
+
     def pretokens(self, str text):
         """The pre-tokens of ``text``, as tiktoken's regex cuts them (for tests)."""
         cdef int kind = PyUnicode_KIND(text)
@@ -387,13 +303,14 @@ cdef class _Level:
     cdef Py_ssize_t piece_start   # document offset of the piece in hand
     cdef Py_ssize_t scan_pos      # where the next search for the separator starts
     cdef Py_ssize_t piece_len     # exact length of the last piece judged short
-    # Token unit: pre-tokens of the piece in hand counted so far, up to counted_pos.
-    cdef Py_ssize_t counted_pos, counted
-    # The merger (LangChain's _merge_splits): pieces of the chunk in progress.
-    cdef Py_ssize_t* m_start
-    cdef Py_ssize_t* m_end
-    cdef Py_ssize_t* m_len
-    cdef Py_ssize_t m_head, m_count, m_cap, m_total
+    # Units other than code points: the piece in hand's settled prefix ends at
+    # counted_pos and has length counted; unsettled is the rest's length when the unit
+    # last settled it (cl100k_base's counter settles pre-tokens itself).
+    cdef Py_ssize_t counted_pos, counted, unsettled
+    # The merger (LangChain's _merge_splits): pieces of the chunk in progress, and
+    # their total length with the joins between them.
+    cdef Spans run
+    cdef Py_ssize_t total
 
     def __cinit__(self, RecursiveSplitter sp, separator, _Level child, str join):
         """``separator``: a literal ``str`` or a compiled ``re.Pattern`` without
@@ -428,22 +345,20 @@ cdef class _Level:
 
     def __dealloc__(self):
         free(self.sep)
-        free(self.m_start)
-        free(self.m_end)
-        free(self.m_len)
+        spans_free(&self.run)
 
     cdef void reset(self, Py_ssize_t start) noexcept:
         self.delegating = False
         self.decided = False
         self.piece_start = self.scan_pos = self.counted_pos = start
-        self.counted = 0
-        self.m_head = self.m_count = self.m_total = 0
+        self.counted = self.unsettled = 0
+        self.run.head = self.run.count = self.total = 0
 
     cdef Py_ssize_t needed_from(self) noexcept:
         """The lowest document offset this level and its descendants still read."""
         cdef Py_ssize_t need = self.scan_pos if self.delegating else self.piece_start
-        if self.m_count:
-            need = min(need, self.m_start[self.m_head])
+        if self.run.count:
+            need = min(need, self.run.start[self.run.head])
         if self.delegating:
             need = min(need, self.child.needed_from())
         return need
@@ -460,8 +375,10 @@ cdef class _Level:
             return 0
         cdef int kind = PyUnicode_KIND(sp.buf)
         cdef void* data = PyUnicode_DATA(sp.buf)
+        assert sp.base <= self.scan_pos and limit <= sp.base + len(sp.buf), \
+            "a level reads within the buffer"
         while True:
-            pos = _find(kind, data, self.scan_pos - sp.base, limit - sp.base,
+            pos = find(kind, data, self.scan_pos - sp.base, limit - sp.base,
                         self.sep, self.sep_len)
             if pos < 0:
                 break
@@ -497,7 +414,7 @@ cdef class _Level:
         self.piece_start = at if keep == KEEP_START else after
         self.scan_pos = after
         self.counted_pos = self.piece_start
-        self.counted = 0
+        self.counted = self.unsettled = 0
         return 0
 
     cdef int end_piece(self, Py_ssize_t end) except -1:
@@ -562,13 +479,45 @@ cdef class _Level:
         ``complete``, will surely be) at least the chunk size; if a complete piece is
         short, or long pieces are merged, its exact length is left in ``piece_len``."""
         cdef RecursiveSplitter sp = self.sp
-        cdef TokenCounter counter = sp.counter
+        if sp.chars:
+            self.piece_len = end - self.piece_start
+            return self.piece_len >= sp.chunk_size
+        if sp.tokens is not None:
+            return self.is_long_in_tokens(end, complete)
+        if complete:                       # the settled count plus the rest's
+            self.piece_len = self.counted
+            if end > self.counted_pos:
+                self.piece_len += sp.count(PyUnicode_Substring(
+                    sp.buf, self.counted_pos - sp.base, end - sp.base))
+            return self.piece_len >= sp.chunk_size
+        if end - self.counted_pos >= 2 * self.unsettled:
+            # Settle again only once the rest has doubled since: linear in all.
+            self.settle(end)
+        if sp.max_chars == 0:              # no bound on the rest
+            return self.counted >= sp.chunk_size
+        return self.counted + (end - self.counted_pos) // sp.max_chars >= sp.chunk_size
+
+    cdef int settle(self, Py_ssize_t end) except -1:
+        """Ask the unit how much of the piece's unsettled rest, up to ``end``, is settled."""
+        cdef RecursiveSplitter sp = self.sp
+        rest = PyUnicode_Substring(sp.buf, self.counted_pos - sp.base, end - sp.base)
+        settled_end, count = sp.unit.settled(rest)
+        if not (0 <= settled_end <= len(rest) and count >= 0):
+            raise ValueError(f"the length unit {sp.unit.name} settled {(settled_end, count)} "
+                             f"of a text of {len(rest)} code points")
+        self.counted_pos += <Py_ssize_t>settled_end
+        self.counted += <Py_ssize_t>count
+        self.unsettled = end - self.counted_pos
+        return 0
+
+    cdef bint is_long_in_tokens(self, Py_ssize_t end, bint complete) except -1:
+        """``is_long`` with the compiled cl100k_base counter: its pre-tokenizer runs
+        here on the buffer, and only up to the chunk size."""
+        cdef RecursiveSplitter sp = self.sp
+        cdef TokenCounter counter = sp.tokens
         cdef int kind
         cdef void* data
         cdef Py_ssize_t i, j, n, p0, p1, tail, pending, stop
-        if counter is None:
-            self.piece_len = end - self.piece_start
-            return self.piece_len >= sp.chunk_size
         stop = PY_SSIZE_T_MAX if sp.merge_long else sp.chunk_size
         kind = PyUnicode_KIND(sp.buf)
         data = PyUnicode_DATA(sp.buf)
@@ -583,7 +532,7 @@ cdef class _Level:
             self.piece_len = self.counted
             return self.counted >= sp.chunk_size
         # Incomplete: text still to come can re-merge the last pre-tokens, so count
-        # only those followed by two more; they stay pre-tokens of the whole piece.
+        # only those followed by two more (the counter's ``settled``).
         # Pending pre-tokens are contiguous: the older is [p0, p1), the newer [p1, i).
         pending = 0
         p0 = p1 = i
@@ -597,18 +546,20 @@ cdef class _Level:
                 pending += 1
             p1 = i
             i = j
-        # The uncounted tail needs at least one token per max_token_chars code points.
+        # The uncounted tail needs at least one token per max_chars code points.
         tail = n - (self.counted_pos - sp.base)
-        return self.counted + tail // counter.max_token_chars >= sp.chunk_size
+        return self.counted + tail // counter.max_chars >= sp.chunk_size
 
     cdef int advance_code_points(self, Py_ssize_t limit, bint final) except -1:
         """The "" separator: every code point is a piece."""
         cdef RecursiveSplitter sp = self.sp
-        cdef TokenCounter counter = sp.counter
+        cdef TokenCounter counter = sp.tokens
         cdef Py_ssize_t pos, length = 1
         for pos in range(self.piece_start, limit):
             if counter is not None:
                 length = counter.code_point_count(sp.buf, pos - sp.base)
+            elif not sp.chars:
+                length = sp.count(PyUnicode_Substring(sp.buf, pos - sp.base, pos - sp.base + 1))
             if length < sp.chunk_size or sp.merge_long:
                 self.merge(pos, pos + 1, length)
             else:
@@ -627,49 +578,26 @@ cdef class _Level:
         cdef Py_ssize_t join = self.join_length   # 0 unless the separator is dropped
         # With the join counted for a piece that follows another: the room it takes.
         cdef Py_ssize_t needed = length + join
-        if self.m_count and self.m_total + needed > sp.chunk_size:
+        if self.run.count and self.total + needed > sp.chunk_size:
             self.emit_run()
             # Keep the tail that fits in the overlap and leaves room for this piece.
-            while self.m_count and (self.m_total > sp.chunk_overlap or
-                                    self.m_total + needed > sp.chunk_size):
-                self.m_total -= self.m_len[self.m_head]
-                self.m_head += 1
-                self.m_count -= 1
-                if self.m_count:
-                    self.m_total -= join
-        if self.m_head + self.m_count == self.m_cap:
-            self.make_room()
-        cdef Py_ssize_t at = self.m_head + self.m_count
-        self.m_start[at] = start
-        self.m_end[at] = end
-        self.m_len[at] = length
-        self.m_total += needed if self.m_count else length
-        self.m_count += 1
-        return 0
-
-    cdef int make_room(self) except -1:
-        cdef Py_ssize_t k, cap
-        if self.m_head:                    # slide the live pieces to the front
-            for k in range(self.m_count):
-                self.m_start[k] = self.m_start[self.m_head + k]
-                self.m_end[k] = self.m_end[self.m_head + k]
-                self.m_len[k] = self.m_len[self.m_head + k]
-            self.m_head = 0
-        if self.m_count < self.m_cap // 2:
-            return 0
-        cap = max(64, 2 * self.m_cap)
-        self.m_start = <Py_ssize_t*>grow_offsets(self.m_start, cap)
-        self.m_end = <Py_ssize_t*>grow_offsets(self.m_end, cap)
-        self.m_len = <Py_ssize_t*>grow_offsets(self.m_len, cap)
-        self.m_cap = cap
+            while self.run.count and (self.total > sp.chunk_overlap or
+                                      self.total + needed > sp.chunk_size):
+                self.total -= self.run.length[self.run.head]
+                spans_drop(&self.run, 1)
+                if self.run.count:
+                    self.total -= join
+                assert self.total >= 0, "the merger's total counts what it holds"
+        self.total += needed if self.run.count else length
+        spans_push(&self.run, start, end, length)
         return 0
 
     cdef int emit_run(self) except -1:
         """Emit the chunk in progress: the merger's pieces, joined and stripped."""
-        cdef Py_ssize_t first = self.m_head, last = self.m_head + self.m_count - 1
+        cdef Py_ssize_t first = self.run.head, last = self.run.head + self.run.count - 1
         if self.sp.keep != KEEP_NONE or self.run_is_contiguous():
-            return self.sp.emit(self.m_start[first], self.m_end[last], self.sp.strip)
-        spans = [(self.m_start[k], self.m_end[k]) for k in range(first, last + 1)]
+            return self.sp.emit(self.run.start[first], self.run.end[last], self.sp.strip_chunks)
+        spans = [(self.run.start[k], self.run.end[k]) for k in range(first, last + 1)]
         return self.sp.emit_joined(spans, self.join)
 
     cdef bint run_is_contiguous(self) except -1:
@@ -681,9 +609,9 @@ cdef class _Level:
         cdef void* data = PyUnicode_DATA(sp.buf)
         cdef void* join_data = PyUnicode_DATA(self.join)
         cdef Py_ssize_t k, j, gap, n = len(self.join)
-        for k in range(self.m_head, self.m_head + self.m_count - 1):
-            gap = self.m_end[k] - sp.base
-            if self.m_start[k + 1] - self.m_end[k] != n:
+        for k in range(self.run.head, self.run.head + self.run.count - 1):
+            gap = self.run.end[k] - sp.base
+            if self.run.start[k + 1] - self.run.end[k] != n:
                 return False
             for j in range(n):
                 if PyUnicode_READ(kind, data, gap + j) != PyUnicode_READ(join_kind, join_data, j):
@@ -692,14 +620,14 @@ cdef class _Level:
 
     cdef int flush(self) except -1:
         """End the merger's run: emit the chunk in progress."""
-        if self.m_count:
+        if self.run.count:
             self.emit_run()
-        self.m_head = self.m_count = self.m_total = 0
+        self.run.head = self.run.count = self.total = 0
         return 0
 
 
 @cython.final
-cdef class RecursiveSplitter:
+cdef class RecursiveSplitter(TextStream):
     """Incremental recursive splitter, chunk for chunk identical to LangChain's
     ``RecursiveCharacterTextSplitter`` (or, with ``merge_long``, its
     ``CharacterTextSplitter``) with the same settings.
@@ -709,27 +637,29 @@ cdef class RecursiveSplitter:
     The result does not depend on how the document was cut into pieces.
     """
     cdef readonly Py_ssize_t chunk_size, chunk_overlap
-    cdef readonly TokenCounter counter
+    #: The length unit (``chunkd.units.LengthUnit``).
+    cdef readonly object unit
+    cdef bint chars                # the unit is code points: counted here, never called
+    cdef TokenCounter tokens       # the unit, when it is the compiled cl100k_base counter
+    cdef Py_ssize_t max_chars      # the unit's max_chars; 0 when it has none
+    #: Whether chunks carry their length in the unit (else -1: the drop-in calls a
+    #: length function only where LangChain calls it, never on a whole chunk).
+    cdef readonly bint measure_chunks
     cdef readonly bint merge_long
     cdef int keep                  # KEEP_NONE, KEEP_START or KEEP_END
-    cdef bint strip                # strip merged chunks (strip_whitespace)
-    cdef str buf                   # the part of the document still needed
-    cdef Py_ssize_t base           # document offset of buf[0]
-    cdef list pending              # text fed but not yet given to the levels
-    cdef Py_ssize_t pending_len
-    cdef Py_ssize_t next_index
-    cdef list out
+    cdef bint strip_chunks         # strip merged chunks (strip_whitespace)
     cdef _Level top
     #: None, or a list to which each chunk joined with a dropped separator (not a
-    #: slice of the document) adds ``(index, fallback.Joined)``, where its code points
+    #: slice of the document) adds ``(index, splitting.Joined)``, where its code points
     #: come from (parent/child chunking maps its children's offsets through it).
     cdef public list joined
 
     def __cinit__(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap, *,
                   separators=SEPARATORS, keep_separator="end", bint strip_whitespace=True,
-                  bint merge_long=False, str join=None, TokenCounter counter=None):
-        """``chunk_size`` and ``chunk_overlap`` are in code points, or in cl100k_base
-        tokens when ``counter`` is given.
+                  bint merge_long=False, str join=None, unit=None, bint measure_chunks=True):
+        """``chunk_size`` and ``chunk_overlap`` are in ``unit`` (a
+        ``chunkd.units.LengthUnit``; by default code points). Any unit is exact; the
+        compiled cl100k_base counter is also run here directly, at compiled speed.
 
         ``separators``: coarsest first, each a literal ``str`` or a compiled
         ``re.Pattern`` (any separators after "" are never used, as in LangChain).
@@ -747,23 +677,28 @@ cdef class RecursiveSplitter:
         self.keep = KEEP_START if keep == "start" else KEEP_END if keep == "end" else KEEP_NONE
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        self.counter = counter
-        self.strip = strip_whitespace
+        self.unit = CHARS if unit is None else checked_unit(unit)
+        self.chars = type(self.unit) is Chars
+        self.tokens = self.unit if type(self.unit) is TokenCounter else None
+        self.max_chars = self.unit.max_chars or 0
+        self.measure_chunks = measure_chunks
+        self.strip_chunks = strip_whitespace
         self.merge_long = merge_long
         cdef _Level level = None
         for separator in reversed(used):
             level = _Level(self, separator, level, join)
         self.top = level
-        self._start_document()
+        self.start_document()
 
-    cdef void _start_document(self) noexcept:
-        self.buf = ""
-        self.base = 0
-        self.pending = []
-        self.pending_len = 0
-        self.next_index = 0
-        self.out = []
+    cdef void start_document(self) noexcept:
+        TextStream.start_document(self)
         self.top.reset(0)
+
+    cdef Py_ssize_t needed_from(self) except -1:
+        return self.top.needed_from()
+
+    cdef int advance(self, bint final) except -1:
+        return self.top.advance(self.base + len(self.buf), final)
 
     def resize(self, Py_ssize_t chunk_size, Py_ssize_t chunk_overlap):
         """Split the next document at another size and overlap, in the same unit
@@ -775,86 +710,42 @@ cdef class RecursiveSplitter:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
 
-    def feed(self, str text not None):
-        """Take the next piece of the document; return the chunks now final."""
-        self.pending.append(text)
-        self.pending_len += len(text)
-        # While the levels hold much of the document (a regular expression waits for
-        # all of its text), add new text only once it is as long as what they hold:
-        # the buffer then grows by doubling, in linear time.
-        if self.pending_len < self.base + len(self.buf) - self.top.needed_from():
-            return []
-        self._take_pending()
-        self.top.advance(self.base + len(self.buf), False)
-        return self._take()
-
-    def finish(self):
-        """End the document; return its remaining chunks and start a new document."""
-        self._take_pending()
-        self.top.advance(self.base + len(self.buf), True)
-        chunks = self._take()
-        self._start_document()
-        return chunks
-
-    cdef int _take_pending(self) except -1:
-        """Drop the text no level needs any more and append the text fed since."""
-        cdef Py_ssize_t drop = self.top.needed_from() - self.base
-        self.buf = self.buf[drop:] + "".join(self.pending)
-        self.base += drop
-        self.pending = []
-        self.pending_len = 0
-        return 0
-
-    cdef list _take(self):
-        chunks = self.out
-        self.out = []
-        return chunks
-
     cdef Py_ssize_t length_of(self, str text) except -1:
         """The length of ``text`` in the unit."""
-        return len(text) if self.counter is None else self.counter.count(text)
+        if self.chars:
+            return len(text)
+        if self.tokens is not None:
+            return self.tokens.count(text)
+        return self.count(text)
+
+    cdef Py_ssize_t count(self, str text) except -1:
+        """The unit's own count of ``text``, checked: a whole number, at least 0."""
+        length = self.unit.count(text)
+        if type(length) is not int or length < 0:
+            raise CountError(f"the length unit {self.unit.name} counted {length!r}, "
+                            "not a whole number of at least 0")
+        return length
 
     cdef int emit(self, Py_ssize_t start, Py_ssize_t end, bint strip) except -1:
         """Make the chunk document[start:end], stripped of white space if ``strip``."""
-        cdef str text = self.buf
-        cdef int kind = PyUnicode_KIND(text)
-        cdef void* data = PyUnicode_DATA(text)
         cdef Py_ssize_t lo = start - self.base, hi = end - self.base
-        if strip:                          # str.strip() semantics
-            while lo < hi and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, lo)):
-                lo += 1
-            while hi > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, hi - 1)):
-                hi -= 1
-            if lo == hi:
-                return 0
-        chunk_text = PyUnicode_Substring(text, lo, hi)
-        length = hi - lo if self.counter is None else self.counter.count(chunk_text)
-        self.out.append(make_chunk(self.next_index, lo + self.base, hi + self.base,
-                                   length, chunk_text))
-        self.next_index += 1
-        return 0
+        assert 0 <= lo <= hi <= len(self.buf), "a chunk lies within the buffer"
+        if strip and not self.strip(&lo, &hi):
+            return 0
+        chunk_text = PyUnicode_Substring(self.buf, lo, hi)
+        length = -1 if not self.measure_chunks else hi - lo if self.chars \
+            else self.length_of(chunk_text)
+        return self.add_chunk(lo + self.base, hi + self.base, length, chunk_text,
+                              NO_OPTIONAL_FIELDS)
 
     cdef int emit_joined(self, list spans, str join) except -1:
         """Make the chunk of the document pieces ``spans`` joined with ``join`` (a
         dropped separator that the document does not have exactly between them)."""
-        made = joined_chunk(self.buf, self.base, spans, join, self.strip)
-        if made is not None:
-            start, end, chunk_text, placed = made
-            if self.joined is not None:
-                self.joined.append((self.next_index, placed))
-            self.out.append(make_chunk(self.next_index, start, end,
-                                       self.length_of(chunk_text), chunk_text))
-            self.next_index += 1
-        return 0
-
-
-cdef object make_chunk(Py_ssize_t index, Py_ssize_t start, Py_ssize_t end,
-                       Py_ssize_t length, str text):
-    """A ``Chunk`` with no optional fields.
-
-    tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
-    per-chunk cost in profiles). A chunk holds only ints and a str, so it cannot be
-    part of a cycle: untracked, it costs the garbage collector nothing."""
-    chunk = _new_tuple(Chunk, (index, start, end, length, text) + NO_OPTIONAL_FIELDS)
-    PyObject_GC_UnTrack(chunk)
-    return chunk
+        made = joined_chunk(self.buf, self.base, spans, join, self.strip_chunks)
+        if made is None:
+            return 0
+        start, end, chunk_text, placed = made
+        if self.joined is not None:
+            self.joined.append((self.next_index, placed))
+        return self.add_chunk(start, end, self.length_of(chunk_text) if self.measure_chunks
+                              else -1, chunk_text, NO_OPTIONAL_FIELDS)

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """The compiled window strategies: units (graphemes, words, sentences, Markdown
 sections) scanned on a stream, and windows of ``size`` units made from them.
 
@@ -42,15 +42,12 @@ unit the previous window did not.
 
 cimport cython
 from libc.stdlib cimport free, malloc
-from libc.string cimport memchr, memmove
 from cpython.unicode cimport PyUnicode_Substring
 
-from chunkd._common cimport (Py_UNICODE_ISSPACE, PyObject_GC_UnTrack, PyUnicode_DATA,
-                              PyUnicode_KIND, PyUnicode_READ, grow_offsets)
+from chunkd._core cimport (PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, Spans, TextStream,
+                           find_newline, is_white, spans_drop, spans_free, spans_push)
 
-from chunkd.chunk import OPTIONAL_FIELDS, Chunk
-
-_new_tuple = tuple.__new__
+from chunkd.chunk import OPTIONAL_FIELDS
 
 #: The most code points a heading keeps in a heading path: a longer one is cut (see
 #: ``cut_heading``), so that a record's path, at most six headings deep, stays small
@@ -64,12 +61,6 @@ _AFTER_HEADINGS = (None,) * (len(OPTIONAL_FIELDS) - OPTIONAL_FIELDS.index("headi
 
 
 # --- code point classes --------------------------------------------------------------
-
-cdef inline bint is_white(Py_UCS4 c) noexcept nogil:
-    """``str.isspace``: Python's own test, skipped for the code points above U+3000,
-    none of which is white space (a test checks every code point)."""
-    return c <= 0x3000 and Py_UNICODE_ISSPACE(c)
-
 
 cdef inline bint is_cjk(Py_UCS4 c) noexcept nogil:
     """The contract's CJK ranges (a word alone, 1.05 estimated tokens)."""
@@ -160,28 +151,19 @@ cdef enum ConjunctBreak:
 
 # --- windows --------------------------------------------------------------------------
 
-cdef class _Windows:
+cdef class _Windows(TextStream):
     """Windows of ``size`` units, ``overlap`` of them shared by neighbours; a subclass
     scans the units (``scan``) and hands each to ``add_unit``."""
     cdef readonly Py_ssize_t size, overlap
     cdef Py_ssize_t step
-    cdef str buf                  # the document from offset ``base`` on
-    cdef Py_ssize_t base
-    cdef list pending             # text fed but not yet in ``buf``
-    cdef Py_ssize_t pending_len
     cdef Py_ssize_t scan_pos      # document offset up to which the scanner has read
-    # The queue: units of the window in progress, at [u_head, u_head + u_count).
-    cdef Py_ssize_t* u_start
-    cdef Py_ssize_t* u_end
-    cdef Py_ssize_t u_head, u_count, u_cap
+    cdef Spans units              # the units of the window in progress
     cdef Py_ssize_t covered       # queued units the previous window already holds
     cdef list tags                # sections: the headings of each queued unit
-    cdef Py_ssize_t next_index
-    cdef list out
 
     def __cinit__(self, Py_ssize_t size, Py_ssize_t overlap, *args, **kwargs):
-        """Allocated and checked here, so that no instance (not even one made with
-        ``__new__``) exists half-built."""
+        """Checked here, so that no instance (not even one made with ``__new__``)
+        exists half-built."""
         if size < 1:
             raise ValueError(f"size must be at least 1, got {size}")
         if not 0 <= overlap < size:
@@ -190,68 +172,32 @@ cdef class _Windows:
         self.size = size
         self.overlap = overlap
         self.step = size - overlap
-        self.u_cap = 64
-        self.u_start = <Py_ssize_t*>malloc(self.u_cap * sizeof(Py_ssize_t))
-        self.u_end = <Py_ssize_t*>malloc(self.u_cap * sizeof(Py_ssize_t))
-        if self.u_start == NULL or self.u_end == NULL:
-            raise MemoryError()
         self.start_document()
 
     def __dealloc__(self):
-        free(self.u_start)
-        free(self.u_end)
+        spans_free(&self.units)
 
     cdef void start_document(self) noexcept:
-        self.buf = ""
-        self.pending = []
-        self.pending_len = 0
-        self.base = self.scan_pos = 0
-        self.u_head = self.u_count = self.covered = 0
+        TextStream.start_document(self)
+        self.scan_pos = 0
+        self.units.head = self.units.count = self.covered = 0
         if self.tags is not None:
             self.tags = []
-        self.next_index = 0
-        self.out = []
 
-    def feed(self, str text not None):
-        """Take the next piece of the document; return the chunks now final."""
-        self.pending.append(text)
-        self.pending_len += len(text)
-        # While a unit in progress holds much of the document (a section without a
-        # heading after it, a sentence without an end), add new text only once it is as
-        # long as what is held: the buffer then grows by doubling, in linear time, as
-        # the recursive kernel's does.
-        if self.pending_len < self.base + len(self.buf) - self.needed_from():
-            return []
-        self.take_pending()
-        self.scan(False)
-        chunks, self.out = self.out, []
-        return chunks
-
-    def finish(self):
-        """End the document; return its remaining chunks and start a new document."""
-        self.take_pending()
-        self.scan(True)
-        if self.u_count > self.covered:
-            self.emit(self.u_count)
-        chunks = self.out
-        self.start_document()
-        return chunks
-
-    cdef int take_pending(self) except -1:
-        """Drop the text nothing reads any more and append the text fed since."""
-        cdef Py_ssize_t drop = self.needed_from() - self.base
-        self.buf = self.buf[drop:] + "".join(self.pending)
-        self.base += drop
-        self.pending = []
-        self.pending_len = 0
-        return 0
-
-    cdef Py_ssize_t needed_from(self):
+    cdef Py_ssize_t needed_from(self) except -1:
         """The lowest document offset a window or the scanner still reads."""
         cdef Py_ssize_t need = self.scanner_needs()
-        if self.u_count:
-            need = min(need, self.u_start[self.u_head])
+        if self.units.count:
+            need = min(need, self.units.start[self.units.head])
         return need
+
+    cdef int advance(self, bint final) except -1:
+        """Scan the text; at the end, emit the last window if it holds a unit the
+        previous one did not."""
+        self.scan(final)
+        if final and self.units.count > self.covered:
+            self.emit(self.units.count)
+        return 0
 
     cdef int scan(self, bint final) except -1:
         """Read ``buf`` from ``scan_pos`` on; ``final``: the document ends there."""
@@ -264,65 +210,35 @@ cdef class _Windows:
     @cython.final
     cdef int add_unit(self, Py_ssize_t start, Py_ssize_t end) except -1:
         """The next unit is document[start:end]; a full window is emitted."""
-        cdef Py_ssize_t at
-        if self.u_head + self.u_count == self.u_cap:
-            self.make_room()
-        at = self.u_head + self.u_count
-        self.u_start[at] = start
-        self.u_end[at] = end
-        self.u_count += 1
-        if self.u_count == self.size:
+        spans_push(&self.units, start, end, 1)
+        if self.units.count == self.size:
             self.emit(self.size)
-            self.u_head += self.step
-            self.u_count -= self.step
+            spans_drop(&self.units, self.step)
             self.covered = self.overlap
             if self.tags is not None:
                 del self.tags[:self.step]
-        return 0
-
-    cdef int make_room(self) except -1:
-        cdef Py_ssize_t cap
-        if self.u_head:                    # slide the queue to the front
-            memmove(self.u_start, self.u_start + self.u_head, self.u_count * sizeof(Py_ssize_t))
-            memmove(self.u_end, self.u_end + self.u_head, self.u_count * sizeof(Py_ssize_t))
-            self.u_head = 0
-        if self.u_count < self.u_cap // 2:
-            return 0
-        cap = 2 * self.u_cap
-        self.u_start = <Py_ssize_t*>grow_offsets(self.u_start, cap)
-        self.u_end = <Py_ssize_t*>grow_offsets(self.u_end, cap)
-        self.u_cap = cap
         return 0
 
     @cython.final
     cdef int emit(self, Py_ssize_t count) except -1:
         """The window of the first ``count`` queued units, trimmed of white space at
         both ends; none if it is all white."""
-        cdef str text = self.buf
-        cdef int kind = PyUnicode_KIND(text)
-        cdef void* data = PyUnicode_DATA(text)
-        cdef Py_ssize_t first = self.u_head, last = self.u_head + count - 1
-        cdef Py_ssize_t lo = self.u_start[first] - self.base, hi = self.u_end[last] - self.base
-        while lo < hi and is_white(PyUnicode_READ(kind, data, lo)):
-            lo += 1
-        while hi > lo and is_white(PyUnicode_READ(kind, data, hi - 1)):
-            hi -= 1
-        if lo == hi:
+        cdef Py_ssize_t first = self.units.head, last = self.units.head + count - 1
+        cdef Py_ssize_t lo = self.units.start[first] - self.base
+        cdef Py_ssize_t hi = self.units.end[last] - self.base
+        if not self.strip(&lo, &hi):
             return 0
         # The length: the units that overlap the trimmed range.
-        while first < last and self.u_end[first] - self.base <= lo:
+        while first < last and self.units.end[first] - self.base <= lo:
             first += 1
-        while last > first and self.u_start[last] - self.base >= hi:
+        while last > first and self.units.start[last] - self.base >= hi:
             last -= 1
         headings = None if self.tags is None else self.tags[0]
-        chunk = _new_tuple(Chunk, (self.next_index, lo + self.base, hi + self.base,
-                                   last - first + 1, PyUnicode_Substring(text, lo, hi), None,
-                                   estimated_tokens(kind, data, lo, hi), headings)
-                           + _AFTER_HEADINGS)
-        PyObject_GC_UnTrack(chunk)   # ints, strs and a tuple of strs: never in a cycle
-        self.out.append(chunk)
-        self.next_index += 1
-        return 0
+        return self.add_chunk(lo + self.base, hi + self.base, last - first + 1,
+                              PyUnicode_Substring(self.buf, lo, hi),
+                              (None, estimated_tokens(PyUnicode_KIND(self.buf),
+                                                      PyUnicode_DATA(self.buf), lo, hi),
+                               headings) + _AFTER_HEADINGS)
 
 
 cdef class GraphemeWindows(_Windows):
@@ -685,12 +601,12 @@ cdef class SectionScanner:
             self.marked = True
         while i < n:
             if self.phase == LINE_REST and self.started:
-                at = _find_newline(kind, data, i, n)   # the common case: skip the line
+                at = find_newline(kind, data, i, n)   # the common case: skip the line
                 if at < 0:
                     break
                 i = at
             elif self.phase == LINE_HEADING:
-                at = _find_newline(kind, data, i, n)
+                at = find_newline(kind, data, i, n)
                 if at < 0:
                     break
                 self.heading_part(text, heading_from, at)
@@ -865,19 +781,6 @@ cdef class SectionScanner:
         if self.position > self.line_start:
             self.end_line()
         return 0
-
-
-cdef Py_ssize_t _find_newline(int kind, void* data, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """Index of the first \\n in [i, n), or -1."""
-    cdef const unsigned char* hit
-    if kind == 1:
-        hit = <const unsigned char*>memchr(<const unsigned char*>data + i, 10, n - i)
-        return -1 if hit == NULL else hit - <const unsigned char*>data
-    while i < n:
-        if PyUnicode_READ(kind, data, i) == 10:
-            return i
-        i += 1
-    return -1
 
 
 cdef class SectionWindows(_Windows):

@@ -7,9 +7,11 @@
 LangChain's take and subclass them (``isinstance`` checks pass, ``from_language``,
 ``get_separators_for_language`` and the rest are LangChain's own); ``split_text``,
 ``create_documents``, ``split_documents`` and ``transform_documents`` return the same
-chunks, computed by chunkd's compiled kernel when the length function is ``len`` or
-cl100k_base tokens (``from_tiktoken_encoder(encoding_name="cl100k_base")``, counted
-offline), and by its plain-Python twin (``chunkd.fallback``) for any other one. With
+chunks, computed by chunkd's kernel (``chunkd.core``): ``len`` and cl100k_base tokens
+(``from_tiktoken_encoder(encoding_name="cl100k_base")``, counted offline) at compiled
+speed, any other length function through ``chunkd.units.FunctionUnit``, called only
+where LangChain calls it (the kernel's pure-Python twin takes one that returns
+floats, which the kernel's whole-number counts cannot). With
 ``add_start_index=True``, ``start_index`` is where the chunk really is: LangChain
 finds it with ``str.find``, which can land on an earlier copy of the same text.
 
@@ -19,7 +21,6 @@ Needs LangChain's splitters: ``pip install '.[langchain]'`` from chunkd's folder
 from __future__ import annotations
 
 import copy
-import functools
 import re
 import threading
 from collections.abc import Callable, Collection, Set
@@ -69,7 +70,7 @@ class TiktokenLength:
                 else encoding_name)
         self.cl100k = name == "cl100k_base"
         if self.cl100k:
-            from chunkd.units import encoding
+            from chunkd.units.cl100k import encoding
             self.encoding = encoding()
         else:  # tiktoken's own loading, as LangChain does it (network or cache)
             self.encoding = (tiktoken.encoding_for_model(model_name) if model_name is not None
@@ -121,24 +122,6 @@ def _keep(keep_separator: bool | str) -> bool | str:
     return "end" if keep_separator == "end" else "start" if keep_separator else False
 
 
-@functools.cache
-def _fallback() -> type:
-    """chunkd's plain-Python splitter, calling the length function only where
-    LangChain's does: on the pieces it merges and the separators it joins them with,
-    never on a whole chunk. A chunk can hold what the function refuses (a disallowed
-    special token that the separators cut: ``"x<|endoftext|>y"`` split on ``"|"``),
-    and the drop-in returns only the chunks' texts and offsets."""
-    from chunkd import fallback
-
-    class Splitter(fallback.RecursiveSplitter):
-        def _append(self, start: int, end: int, text: str) -> None:
-            # -1: not measured (the kernel's chunks are, at no cost).
-            self.out.append(Chunk(self.next_index, start, end, -1, text))
-            self.next_index += 1
-
-    return Splitter
-
-
 class _Kernel(_Splitter):
     """What chunkd changes in LangChain's splitters: the chunks come from its splitter,
     with their offsets."""
@@ -153,30 +136,47 @@ class _Kernel(_Splitter):
 
     def _chunks(self, text: str) -> list[Chunk]:
         """``text``'s chunks, with offsets, as LangChain would split it."""
+        from chunkd.units import CountError
+
         size, overlap, length = self._chunk_size, self._chunk_overlap, self._length_function
-        compiled = isinstance(size, int) and isinstance(overlap, int)
-        if compiled and length is len:
-            unit = "chars"
-        elif compiled and isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
-            unit = "tokens"
-        else:
-            splitter = _fallback()(
-                size, overlap, length_function=length, strip_whitespace=self._strip_whitespace,
-                **self._separator_arguments())
-            return splitter.feed(text) + splitter.finish()
-        key = (type(self), unit, size, overlap, self._strip_whitespace,
-               self._separator_settings())
-        splitter = _reused(key, lambda: self._kernel_splitter(unit))
-        chunks = splitter.feed(text) + splitter.finish()
-        _put_back(key, splitter)
-        return chunks
+        if isinstance(size, int) and isinstance(overlap, int):
+            if length is len:
+                unit: str | Callable[[str], int] = "chars"
+            elif isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
+                unit = "cl100k_base"
+            else:
+                unit = length
+            # A function by its identity: the cached splitter keeps it alive.
+            key = (type(self), unit if isinstance(unit, str) else id(unit), size, overlap,
+                   self._strip_whitespace, self._separator_settings())
+            try:
+                splitter = _reused(key, lambda: self._splitter(unit))
+                chunks = splitter.feed(text) + splitter.finish()
+            except CountError:
+                pass  # a length that is no whole number: the twin's Python numbers take it
+            else:
+                _put_back(key, splitter)
+                return chunks
+        from chunkd.core import PythonRecursiveSplitter
+        from chunkd.units import FunctionUnit
 
-    def _kernel_splitter(self, unit: str):
-        from chunkd._kernel import RecursiveSplitter
-        from chunkd.units import token_counter
+        splitter = PythonRecursiveSplitter(
+            size, overlap, unit=FunctionUnit(length), measure_chunks=False,
+            strip_whitespace=self._strip_whitespace, **self._separator_arguments())
+        return splitter.feed(text) + splitter.finish()
 
-        return RecursiveSplitter(self._chunk_size, self._chunk_overlap,
-                                 counter=token_counter() if unit == "tokens" else None,
+    def _splitter(self, unit: str | Callable[[str], int]):
+        """The kernel splitter for ``unit``: "chars", "cl100k_base" or a length
+        function, which is called only where LangChain calls it (on the pieces it
+        merges and the separators it joins them with, never on a whole chunk: a chunk
+        can hold what the function refuses, a disallowed special token that the
+        separators cut, ``"x<|endoftext|>y"`` split on ``"|"``)."""
+        from chunkd.core import RecursiveSplitter
+        from chunkd.units import FunctionUnit, resolve
+
+        length_unit = resolve(unit) if isinstance(unit, str) else FunctionUnit(unit)
+        return RecursiveSplitter(self._chunk_size, self._chunk_overlap, unit=length_unit,
+                                 measure_chunks=isinstance(unit, str),
                                  strip_whitespace=self._strip_whitespace,
                                  **self._separator_arguments())
 

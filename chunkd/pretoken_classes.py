@@ -66,3 +66,18 @@ def build_categories() -> bytes:
 def load(file: str = FILE) -> bytes:
     """A table (``FILE`` or ``CATEGORIES_FILE``), as the package ships it."""
     return zlib.decompress(resources.files("chunkd").joinpath(file).read_bytes())
+
+
+def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int,
+                            cache_entries: int) -> None:
+    """Check the arguments of a token counter (compiled or its twin): ``encode`` is
+    tiktoken's ``encode_ordinary``, ``classes`` this table, ``max_token_bytes`` the
+    longest token's length, ``cache_entries`` how many pre-tokens the cache holds."""
+    if not callable(encode):
+        raise TypeError("encode must be callable (tiktoken's encode_ordinary)")
+    if len(classes) != 0x110000:
+        raise ValueError("classes must have one byte per code point")
+    if max_token_bytes < 1:
+        raise ValueError(f"max_token_bytes must be at least 1, got {max_token_bytes}")
+    if not 1 <= cache_entries <= 1 << 24:
+        raise ValueError(f"cache_entries must be between 1 and 2**24, got {cache_entries}")

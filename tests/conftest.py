@@ -45,3 +45,25 @@ def inbox(tmp_path):
     folder = tmp_path / "inbox"
     folder.mkdir()
     return folder
+
+
+def pytest_sessionfinish(session):
+    """With CHUNKD_TEST_CORE_RECORD set, write down which core the tests ran on (the
+    tests that run the suite again on another core or build read it: proof that the
+    twin, or the debug build, was really what ran)."""
+    record = os.environ.get("CHUNKD_TEST_CORE_RECORD")
+    if record is None:
+        return
+    import json
+
+    import chunkd
+    import chunkd.core
+
+    facts = {"implementation": chunkd.core.IMPLEMENTATION,
+             "package": os.path.dirname(os.path.abspath(chunkd.__file__))}
+    if chunkd.core.IMPLEMENTATION == "compiled":
+        import chunkd._core
+
+        facts["debug_build"] = chunkd._core.DEBUG_BUILD
+    with open(record, "w", encoding="utf-8") as stream:
+        json.dump(facts, stream)

@@ -1,4 +1,4 @@
-"""The filter and the kernel under hostile input (issue 7): odd names, deep JSON, big
+"""The filter and the kernel under hostile input: odd names, deep JSON, big
 numbers, invalid UTF-8 inside JSON, full and closed outputs, huge sizes, half-built
 objects. One line on stderr, the documented exit status, never a traceback, and the
 other documents still chunked. Each test failed before its fix."""
@@ -122,7 +122,6 @@ def test_impossible_settings_are_usage_errors(args, message):
 
 KERNEL_ABUSE = """
 import chunkd._kernel as k
-from chunkd.units import token_counter
 outcomes = []
 for attempt in (
     lambda: k.RecursiveSplitter.__new__(k.RecursiveSplitter).feed("x"),
@@ -134,7 +133,7 @@ for attempt in (
     lambda: k.RecursiveSplitter(10, 11),
     lambda: k.RecursiveSplitter(0, 0),
     lambda: k.RecursiveSplitter(10, 2).feed(None),
-    lambda: k.RecursiveSplitter(10, 2, counter="tokens"),
+    lambda: k.RecursiveSplitter(10, 2, unit="tokens"),
     lambda: k.TokenCounter(lambda s: [], bytes(0x110000), 4).count("abc"),
 ):
     try:
@@ -183,7 +182,7 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
 
 @pytest.mark.parametrize("command, module", [
     ([], "chunkd.filter"),                       # the filter's own modules
-    ([], "chunkd._kernel"),                      # the kernel, imported by them
+    ([], "chunkd.core"),                         # the splitting core, imported by them
     (["preview", "-"], "chunkd.preview"),        # a subcommand's
     (["eval", "-", "--questions", "-"], "chunkd.evaluate.command"),
 ])

@@ -1,5 +1,5 @@
 """chunkd.langchain against the real langchain-text-splitters, and the compiled kernel
-against its plain-Python twin (chunkd.fallback), on every separator setting.
+against its plain-Python twin (chunkd._pure.recursive), on every separator setting.
 
 LangChain is the oracle for the chunk texts; ``reference.py`` (LangChain's algorithm
 carrying document offsets, nothing from chunkd) for where each chunk is.
@@ -25,12 +25,10 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter as TheirRecu
 from langchain_text_splitters import TextSplitter
 
 import chunkd
-from chunkd import fallback
-from chunkd._kernel import RecursiveSplitter as Kernel
 from chunkd.langchain import CharacterTextSplitter, RecursiveCharacterTextSplitter
 from chunkd.strategies.languages import LANGUAGE_SEPARATORS
-from chunkd.units import token_counter
 from command import install_command, run_chunkd
+from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
 from oracle import CORPUS, corpus_documents, cut_in_pieces, random_cuts, token_length
 from reference import Splitter as Reference
 
@@ -66,24 +64,11 @@ SUFFIXES = {".c": "c", ".cpp": "cpp", ".go": "go", ".java": "java", ".kt": "kotl
 
 
 def kernel_chunks(pieces: list[str], unit: str, **arguments) -> list:
-    splitter = Kernel(counter=token_counter() if unit == "tokens" else None, **arguments)
-    chunks = []
-    for piece in pieces:
-        chunks += splitter.feed(piece)
-    return chunks + splitter.finish()
+    return chunks_of(Kernel(unit=kernel_unit(unit), **arguments), pieces)
 
 
-def fallback_chunks(pieces: list[str], unit: str, **arguments) -> list:
-    splitter = fallback.RecursiveSplitter(
-        length_function=LENGTHS[unit],
-        # The plainest bound on the tokens of any text starting with the prefix: no
-        # cl100k token covers more than 128 code points.
-        lower_bound=(lambda prefix: len(prefix) // 128) if unit == "tokens" else None,
-        **arguments)
-    chunks = []
-    for piece in pieces:
-        chunks += splitter.feed(piece)
-    return chunks + splitter.finish()
+def twin_chunks(pieces: list[str], unit: str, **arguments) -> list:
+    return chunks_of(Twin(unit=twin_unit(unit), **arguments), pieces)
 
 
 def kernel_separators(separators: list[str], regex: bool) -> list:
@@ -234,7 +219,10 @@ def check_setting(text: str, pieces: list[str], setting: dict, character: bool) 
     compiled = kernel_chunks(pieces, setting["unit"], **arguments)
     assert_offsets(text, compiled, where)
     assert [c.length for c in compiled] == [LENGTHS[setting["unit"]](c.text) for c in compiled]
-    assert fallback_chunks(pieces, setting["unit"], **arguments) == compiled
+    assert twin_chunks(pieces, setting["unit"], **arguments) == compiled
+    if setting["unit"] == "tokens":  # any unit, through the protocol alone, on both cores
+        assert kernel_chunks(pieces, "plain tokens", **arguments) == compiled
+        assert twin_chunks(pieces, "plain tokens", **arguments) == compiled
     if keep is not False:
         assert all(text[c.start:c.end] == c.text for c in compiled)
     return True
@@ -257,10 +245,10 @@ def test_character_splitter_equals_langchain(doc, setting):
 @settings(max_examples=100, deadline=None)
 @given(documents, st.sampled_from(KEEP), st.integers(1, 12), st.booleans())
 def test_any_length_function_exactly(text, keep, size, strip):
-    """Length functions the kernel cannot count run in chunkd.fallback, with
-    LangChain's results: words (zero for white space), and a float estimate (exact in
-    binary: with / 3.5 LangChain's own running total drifts from zero and its merge
-    fails with an IndexError)."""
+    """Any length function, with LangChain's results: words (zero for white space) run
+    on the kernel through a function unit, and a float estimate on the kernel's twin,
+    whose counts are Python numbers (exact in binary: with / 3.5 LangChain's own
+    running total drifts from zero and its merge fails with an IndexError)."""
     for length in (lambda s: len(s.split()), lambda s: len(s.encode()) / 4):
         arguments = dict(chunk_size=size, chunk_overlap=size // 3, keep_separator=keep,
                          strip_whitespace=strip, length_function=length)
@@ -268,6 +256,32 @@ def test_any_length_function_exactly(text, keep, size, strip):
             TheirRecursive(**arguments).split_text(text)
         assert CharacterTextSplitter(separator=" ", **arguments).split_text(text) == \
             TheirCharacter(separator=" ", **arguments).split_text(text)
+
+
+def test_a_whole_number_length_function_runs_on_the_kernel_a_float_one_on_the_twin():
+    """A word count is a unit the kernel runs (FunctionUnit, chunks unmeasured: the
+    function is called only where LangChain calls it); a float estimate cannot be
+    counted in whole numbers and goes to the twin, with LangChain's chunks still."""
+    from chunkd import core, langchain
+    from chunkd.units import FunctionUnit
+
+    text = "One two three. Four five six seven.\n\nEight nine ten eleven twelve."
+    for length, runs_on_kernel in ((lambda s: len(s.split()), True),
+                                   (lambda s: len(s.encode()) / 4, False)):
+        langchain._built.__dict__.pop("splitters", None)
+        ours = RecursiveCharacterTextSplitter(chunk_size=4, chunk_overlap=1,
+                                              length_function=length)
+        theirs = TheirRecursive(chunk_size=4, chunk_overlap=1, length_function=length)
+        assert ours.split_text(text) == theirs.split_text(text)
+        kept = list(langchain._built.__dict__.get("splitters", {}).values())
+        assert bool(kept) == runs_on_kernel
+        if runs_on_kernel:
+            [splitter] = kept
+            assert isinstance(splitter, core.RecursiveSplitter)
+            assert isinstance(splitter.unit, FunctionUnit) and splitter.unit.length is length
+            chunks = splitter.feed(text) + splitter.finish()
+            assert [c.text for c in chunks] == theirs.split_text(text)
+            assert {c.length for c in chunks} == {-1}
 
 
 def test_random_separators_on_the_corpus():
@@ -366,7 +380,7 @@ def test_special_token_text_that_is_ordinary_is_counted_by_the_kernel():
 def test_the_filter_counts_special_token_text_as_ordinary_text(size):
     """The filter's --tokens is encode_ordinary: special-token text is text, as for
     LangChain with disallowed_special=() (the filter puts separators at the end)."""
-    from chunkd.units import encoding
+    from chunkd.units.cl100k import encoding
 
     text = "x<|endoftext|>y and <|fim_prefix|>|z"
     result = run_chunkd("--tokens", str(size), "--overlap", "0", "--separators", '["|", " "]',
@@ -454,7 +468,7 @@ def test_literal_separators_stream(separators, keep):
     block = "\n\n".join(p.read_text(encoding="utf-8") for p in corpus_documents()[:40])
     for unit, size in (("chars", 500), ("tokens", 150)):
         splitter = Kernel(size, size // 10, separators=separators, keep_separator=keep,
-                          counter=token_counter() if unit == "tokens" else None)
+                          unit=kernel_unit(unit))
         fed = reached = 0
         for copy in range(3):
             for at in range(0, len(block), 1 << 16):

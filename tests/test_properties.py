@@ -6,21 +6,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkd.units import token_counter
-from oracle import (SEPARATORS, check_against_langchain, chunkd_chunks, cut_in_pieces,
-                    encoding, langchain_chunks, token_length)
+from chunkd.units import resolve
+from cores import twin_token_counter
+from oracle import (check_against_langchain, chunkd_chunks, cut_in_pieces, encoding,
+                    generated_documents, langchain_chunks, token_length)
 
-FRAGMENTS = [s for s in SEPARATORS if s] + [
-    "\n\n\n", "\r\n", "\t", "\u3000", "\u00a0", "\u2028", "\u0085", "\u001c", "\x00",
-    "word", "Word", "chunk", "42", "123456", "don't", "we'LL", "it's", "'ve",
-    "中文文本", "你好", "一二三", "テスト", "한국어", "مرحبا",
-    "👩\u200d👩\u200d👧", "👍🏽", "e\u0301", "n\u0303a", "\u200b", "<|endoftext|>",
-    "    ", "...", "?!", "——", "«»",
-]
-fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
-documents = st.lists(fragment, max_size=120).map("".join)
-
-cut_document = cut_in_pieces(documents)
+cut_document = cut_in_pieces(generated_documents)
 
 
 @st.composite
@@ -48,7 +39,7 @@ def test_tokens_equal_langchain(doc, sizes):
 
 
 @SETTINGS
-@given(documents, size_and_overlap(40), st.sampled_from(["chars", "tokens"]))
+@given(generated_documents, size_and_overlap(40), st.sampled_from(["chars", "tokens"]))
 def test_sizes_within_limit_wherever_langchain_is(text, sizes, unit):
     size, overlap = sizes
     chunks = chunkd_chunks([text], size, overlap, unit)
@@ -59,26 +50,42 @@ def test_sizes_within_limit_wherever_langchain_is(text, sizes, unit):
             assert chunk.length <= size
 
 
-@settings(max_examples=2000, deadline=None)
-@given(documents)
-def test_token_count_equals_tiktoken(text):
-    assert token_counter().count(text) == len(encoding().encode_ordinary(text))
+#: The cl100k_base counters of both cores: the compiled one and its pure-Python twin.
+COUNTERS = {"compiled": lambda: resolve("cl100k_base"), "twin": twin_token_counter}
 
 
-@settings(max_examples=2000, deadline=None)
-@given(documents, documents)
-def test_pretokens_but_the_last_two_survive_appending(head, tail):
+@pytest.mark.parametrize("core", COUNTERS)
+@settings(max_examples=1000, deadline=None)
+@given(text=generated_documents)
+def test_token_count_equals_tiktoken(core, text):
+    assert COUNTERS[core]().count(text) == len(encoding().encode_ordinary(text))
+
+
+@pytest.mark.parametrize("core", COUNTERS)
+@settings(max_examples=1000, deadline=None)
+@given(head=generated_documents, tail=generated_documents)
+def test_pretokens_but_the_last_two_survive_appending(core, head, tail):
     """What the kernel's lower bound on an unfinished piece's count relies on."""
-    pretokens = token_counter().pretokens
+    pretokens = COUNTERS[core]().pretokens
     stable = pretokens(head)[:-2]
     assert pretokens(head + tail)[:len(stable)] == stable
+
+
+@pytest.mark.parametrize("core", COUNTERS)
+@settings(max_examples=1000, deadline=None)
+@given(head=generated_documents, tail=generated_documents)
+def test_settled_prefix_keeps_its_count_whatever_follows(core, head, tail):
+    """The length-unit protocol's ``settled``, with tiktoken as the judge."""
+    end, count = COUNTERS[core]().settled(head)
+    assert 0 <= end <= len(head) and count >= 0
+    assert token_length(head + tail) == count + token_length(head[end:] + tail)
 
 
 @pytest.mark.slow
 def test_every_code_point_is_classified_as_tiktoken_does():
     """Each code point in the contexts where letter, number, space and other differ
     (its class must follow tiktoken's Unicode version, not Python's)."""
-    count, encode = token_counter().count, encoding().encode_ordinary
+    count, encode = resolve("cl100k_base").count, encoding().encode_ordinary
     code_points = [chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000]
     for at in range(0, len(code_points), 512):
         text = "".join(f"x{c}{{{c} {c}!{c}1{c}{c}'s\n" for c in code_points[at:at + 512])

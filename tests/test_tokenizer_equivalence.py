@@ -12,24 +12,18 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from chunkd.units.huggingface import unit as huggingface_unit
 from chunkd.units.tiktoken_encodings import file_unit
+from cores import Kernel, Twin, chunks_of
 from oracle import SEPARATORS, corpus_documents, random_cuts
 from tokenizer_files import O200K_FILE, TRAINED, minilm_folder, tiktoken_cache
 
 
 def chunkd_chunks(unit, pieces: list[str], size: int, overlap: int):
-    """chunkd's splitter on ``unit``, fed ``pieces``."""
-    from chunkd.fallback import RecursiveSplitter
-
-    def lower_bound(prefix: str) -> int:
-        end, n = unit.settled(prefix)
-        return n + (0 if unit.max_chars is None else len(prefix[end:]) // unit.max_chars)
-
-    splitter = RecursiveSplitter(size, overlap, separators=SEPARATORS, keep_separator="end",
-                                 length_function=unit.count, lower_bound=lower_bound)
-    chunks = []
-    for piece in pieces:
-        chunks += splitter.feed(piece)
-    return chunks + splitter.finish()
+    """Both cores' chunks on ``unit``, fed ``pieces``: the kernel's, after checking
+    that the twin's are the same."""
+    made = [chunks_of(core(size, overlap, separators=SEPARATORS, keep_separator="end",
+                           unit=unit), pieces) for core in (Kernel, Twin)]
+    assert made[0] == made[1]
+    return made[0]
 
 
 def check(unit, langchain, text: str, size: int, overlap: int, rng: random.Random) -> None:
@@ -113,3 +107,4 @@ def test_trained_families(tmp_path, family):
     langchain = huggingface_langchain(path, 100, 10)
     for text in documents(4):
         check(unit, langchain, text, 100, 10, rng)
+

@@ -67,10 +67,10 @@ class TokenCounting:
     """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
 
     def __init__(self, chunker: Chunker, same_as_length: bool) -> None:
-        from chunkd.units import token_counter
+        from chunkd.units import resolve
 
         self.chunker = chunker
-        self.count = token_counter().count
+        self.count = resolve("cl100k_base").count
         self.same_as_length = same_as_length  # the length is already that count
 
     def _counted(self, chunks: list[Chunk]) -> list[Chunk]:
@@ -92,7 +92,7 @@ class ParentChild:
     parent's text at the child settings, with document offsets and their parent.
     Children of overlapping parents are kept as they are (they may repeat text).
 
-    Both are recursive splitters (``chunkd._kernel.RecursiveSplitter``). A chunk joined
+    Both are recursive splitters (``chunkd.core.RecursiveSplitter``). A chunk joined
     with a dropped separator (``keep_separator`` False) is no slice of its source, so
     they record where its code points come from (``joined``): a child's offsets in its
     parent's text are mapped to the document through that, code point by code point."""

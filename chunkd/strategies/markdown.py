@@ -5,7 +5,7 @@ outside fenced code, to the next one; the text before the first heading); each s
 text is split exactly as ``RecursiveCharacterTextSplitter`` splits it alone, never across
 a section boundary, and every chunk carries its section's heading path.
 
-It streams: the section scanner (``chunkd._windows.SectionScanner``) reports a section as
+It streams: the section scanner (``chunkd.core.SectionScanner``) reports a section as
 soon as its heading line is complete and says up to where no new section can start
 (``settled``); text up to there goes at once to the current section's recursive
 splitter, so the only text held here is a line that may still turn out to be a heading,
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 from chunkd.chunk import Chunk
 from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
-from chunkd.units import length_counter
+from chunkd.units import CHARS, resolve
 
 if TYPE_CHECKING:
-    from chunkd._kernel import RecursiveSplitter
+    from chunkd.core import RecursiveSplitter
     from chunkd.settings import Settings
 
 #: Between the heading path and the chunk's text in ``embed_text``.
@@ -78,9 +78,9 @@ class EmbedPrefix:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        counter = length_counter(settings.length_unit)
-        self.length: Callable[[str], int] = len if counter is None else counter.count
-        self.tokens = counter is not None
+        unit = resolve(settings.length_unit)
+        self.length: Callable[[str], int] = unit.count
+        self.tokens = unit is not CHARS
 
     def fitted(self, headings: tuple[str, ...],
                fits: Callable[[str], bool] | None = None) -> str:
@@ -94,7 +94,7 @@ class EmbedPrefix:
                 return prefix
         if not headings:
             return ""
-        from chunkd._windows import cut_heading
+        from chunkd.core import cut_heading
 
         innermost = headings[-1]
         # Bisect on the code points kept: ``fits(cut(kept))`` holds, ``fits(cut(too_many))``
@@ -140,7 +140,7 @@ class MarkdownSplitter:
 
     def __init__(self, splitter: RecursiveSplitter, strip_headings: bool,
                  prefixes: EmbedPrefix | None = None) -> None:
-        from chunkd._windows import SectionScanner
+        from chunkd.core import SectionScanner
 
         self.scanner = SectionScanner()
         self.splitter = splitter

@@ -1,5 +1,5 @@
 """The recursive strategy: LangChain's RecursiveCharacterTextSplitter, compiled and
-streaming (``chunkd._kernel``), in code points or cl100k_base tokens."""
+streaming (``chunkd.core``), in code points or cl100k_base tokens."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from chunkd.errors import SettingsError
 from chunkd.strategies.base import Chunker, Strategy, register
-from chunkd.units import length_counter
+from chunkd.units import resolve
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings
@@ -35,7 +35,7 @@ class Recursive(Strategy):
 
     @classmethod
     def check(cls, settings: Settings) -> None:
-        from chunkd.fallback import checked_arguments
+        from chunkd.splitting import checked_arguments
 
         try:
             checked_arguments(settings.chunk_size, settings.chunk_overlap, separators(settings),
@@ -45,19 +45,19 @@ class Recursive(Strategy):
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
-        from chunkd._kernel import RecursiveSplitter
+        from chunkd.core import RecursiveSplitter
 
         return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap,
                                  separators=separators(settings),
                                  keep_separator=KEEP_SEPARATOR[settings.separator_place],
                                  strip_whitespace=settings.strip_whitespace,
-                                 counter=length_counter(settings.length_unit))
+                                 unit=resolve(settings.length_unit))
 
 
 def separators(settings: Settings) -> list[str | re.Pattern]:
     """The kernel's separators for ``settings``: literal strings, or compiled patterns
     when they are regular expressions (a ``language``'s always are)."""
-    from chunkd._kernel import SEPARATORS
+    from chunkd.splitting import SEPARATORS
     from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 
     if settings.language is not None:

@@ -1,9 +1,10 @@
-"""The streaming recursive splitter in plain Python: the reference for the kernel.
+"""The streaming recursive splitter in plain Python: the twin of the compiled kernel.
 
-``chunkd._kernel.RecursiveSplitter`` is this algorithm compiled; the tests compare the
-two on every setting, whole and in random pieces, and both with LangChain. This one
-also takes any length function (the kernel counts code points and cl100k_base tokens
-only): ``chunkd.langchain`` runs it for the other length functions.
+``chunkd._kernel.RecursiveSplitter`` is this algorithm compiled, with the same
+constructor and the same results; ``chunkd.core`` picks one of the two. The tests
+compare them on every setting and unit, whole and in random pieces, and both with
+LangChain. Its counts are Python numbers, so it also runs length functions that
+return floats (LangChain's drop-in falls back on it for those).
 
 LangChain-identical recursive splitting on a stream
 ---------------------------------------------------
@@ -67,54 +68,51 @@ Details that decide equality
   ``document[start:end]`` is the stretch it came from.
 * Offsets: each piece keeps its document offset; a chunk starts at its first
   piece's offset plus the white space that the strip removed.
-* Tokens: "the piece in hand is long" must be decided on a count that cannot fall
-  back under the size as the piece grows. A BPE count is not strictly monotone as
-  text is appended (the last pre-tokens can re-merge). The kernel counts only the
-  pre-tokens followed by two more (they stay pre-tokens of any longer text), plus
-  one token per 128 code points of the rest (no cl100k token is longer). Here the
-  bound is a parameter (``lower_bound``); the tests give the plainest one, one
-  token per 128 code points, which delegates later but gives the same chunks.
-  Complete pieces are judged on their exact count.
-* Any other length function: no bound is known, so a piece is judged only once it
-  is complete. The chunks are the same; memory holds the longest piece.
+* Units (``chunkd.units.LengthUnit``): "the piece in hand is long" must be decided
+  on a count that cannot fall back under the size as the piece grows. A BPE count is
+  not strictly monotone as text is appended (the last pre-tokens can re-merge). So
+  the piece is counted by its *settled* prefixes (``unit.settled``: cl100k_base's
+  are the pre-tokens followed by two more, which stay pre-tokens of any longer
+  text), and the unsettled rest is bounded below by one unit per ``max_chars`` code
+  points (no cl100k token covers more than 128). Any bound gives the same chunks;
+  a tighter one only delegates sooner. A complete piece is judged on its exact
+  count: the settled count plus the count of the rest.
+* A unit with no bound (``max_chars`` None, settled (0, 0): a plain length function)
+  is judged only once a piece is complete. The chunks are the same; memory holds
+  the longest piece.
+* The unsettled rest is offered to ``settled`` again only once it has doubled since
+  the last offer, so that a unit that settles little costs linear time in all.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from collections.abc import Iterable
 
 from chunkd.chunk import Chunk
-
-#: chunkd's separators, coarsest first; "" splits into code points (``chunkd.SEPARATORS``).
-SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
-
-#: A length function, as LangChain types its ``length_function``.
-Length = Callable[[str], int]
-
+from chunkd.splitting import (SEPARATORS, checked_arguments, joined_chunk, literal_text,
+                              separator_source)
+from chunkd.units import CHARS, Chars, LengthUnit, checked_unit
 
 class RecursiveSplitter:
-    """The kernel's ``RecursiveSplitter`` (same arguments and results), with any
-    ``length_function`` instead of the kernel's token counter.
-
-    ``lower_bound(prefix)``: a length that any text beginning with ``prefix`` has at
-    least, never decreasing as ``prefix`` grows; it lets a piece be handed down
-    before it ends. By default ``len`` for ``len``, else none (pieces are judged
-    when complete)."""
+    """The compiled kernel's ``RecursiveSplitter``, in plain Python: same arguments,
+    same results (see ``chunkd._kernel``)."""
 
     def __init__(self, chunk_size: int, chunk_overlap: int, *,
                  separators: Iterable[str | re.Pattern] = SEPARATORS,
                  keep_separator: bool | str = "end", strip_whitespace: bool = True,
                  merge_long: bool = False, join: str | None = None,
-                 length_function: Length = len,
-                 lower_bound: Length | None = None) -> None:
+                 unit: LengthUnit | None = None, measure_chunks: bool = True) -> None:
         self.keep, used = checked_arguments(chunk_size, chunk_overlap, separators,
                                             keep_separator, merge_long)
+        self.unit: LengthUnit = CHARS if unit is None else checked_unit(unit)
+        self.chars = type(self.unit) is Chars
         self.chunk_size, self.chunk_overlap = chunk_size, chunk_overlap
         self.strip, self.merge_long = strip_whitespace, merge_long
-        self.length = length_function
-        self.lower_bound = len if lower_bound is None and length_function is len else lower_bound
+        self.measure_chunks = measure_chunks
+        #: None, or a list to which each chunk joined with a dropped separator adds
+        #: ``(index, Joined)`` (as the kernel's ``joined``).
+        self.joined: list | None = None
         level = None
         for separator in reversed(used):
             level = _Level(self, separator, level, join)
@@ -125,6 +123,7 @@ class RecursiveSplitter:
     def _start_document(self) -> None:
         self.buf, self.base = "", 0  # the text still needed, from document offset base
         self.pending: list[str] = []
+        self.pending_len = 0
         self.next_index = 0
         self.out: list[Chunk] = []
         self.top.reset(0)
@@ -132,8 +131,9 @@ class RecursiveSplitter:
     def feed(self, text: str) -> list[Chunk]:
         """Take the next piece of the document; return the chunks now final."""
         self.pending.append(text)
+        self.pending_len += len(text)
         # Join rarely while the levels hold much text (see the kernel's feed).
-        if sum(map(len, self.pending)) < self.base + len(self.buf) - self.top.needed_from():
+        if self.pending_len < self.base + len(self.buf) - self.top.needed_from():
             return []
         self._take_pending()
         self.top.advance(self.base + len(self.buf), False)
@@ -152,6 +152,19 @@ class RecursiveSplitter:
         self.buf = self.buf[drop:] + "".join(self.pending)
         self.base += drop
         self.pending = []
+        self.pending_len = 0
+
+    def resize(self, chunk_size: int, chunk_overlap: int) -> None:
+        """Split the next document at another size and overlap, in the same unit.
+        Only between documents: nothing of one may have been fed."""
+        if self.base + len(self.buf) + self.pending_len:
+            raise ValueError("resize a splitter between documents only")
+        checked_arguments(chunk_size, chunk_overlap, ("",), "end", False)
+        self.chunk_size, self.chunk_overlap = chunk_size, chunk_overlap
+
+    def length(self, text: str) -> int:
+        """The length of ``text`` in the unit."""
+        return len(text) if self.chars else self.unit.count(text)
 
     def _take(self) -> list[Chunk]:
         chunks, self.out = self.out, []
@@ -175,100 +188,15 @@ class RecursiveSplitter:
         """Make the chunk of the pieces ``spans`` joined with ``join``."""
         made = joined_chunk(self.buf, self.base, spans, join, self.strip)
         if made is not None:
-            self._append(*made[:3])
+            start, end, text, placed = made
+            if self.joined is not None:
+                self.joined.append((self.next_index, placed))
+            self._append(start, end, text)
 
     def _append(self, start: int, end: int, text: str) -> None:
-        self.out.append(Chunk(self.next_index, start, end, self.length(text), text))
+        length = self.length(text) if self.measure_chunks else -1
+        self.out.append(Chunk(self.next_index, start, end, length, text))
         self.next_index += 1
-
-
-def checked_arguments(chunk_size: int, chunk_overlap: int,
-                      separators: Iterable[str | re.Pattern], keep_separator: bool | str,
-                      merge_long: bool) -> tuple[str | bool, list[str | re.Pattern]]:
-    """Check the arguments both splitters take; return where the separator goes
-    ("start", "end" or False) and the separators LangChain would use (none past "")."""
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-    if not 0 <= chunk_overlap <= chunk_size:
-        raise ValueError(f"chunk_overlap must be at least 0 and at most chunk_size "
-                         f"({chunk_size}), got {chunk_overlap}")
-    keep: str | bool
-    if keep_separator is True or keep_separator == "start":
-        keep = "start"
-    elif keep_separator == "end" or keep_separator is False:
-        keep = keep_separator
-    else:
-        raise ValueError(f"keep_separator must be True, 'start', 'end' or False, "
-                         f"got {keep_separator!r}")
-    used = []
-    for separator in separators:
-        if not isinstance(separator, (str, re.Pattern)) or not isinstance(_source(separator), str):
-            raise TypeError(f"a separator is a str or a compiled str pattern, not {separator!r}")
-        if isinstance(separator, re.Pattern) and separator.groups:
-            raise ValueError(f"the separator pattern {separator.pattern!r} has capturing "
-                             "groups: LangChain's split would repeat their text; write (?:...)")
-        used.append(separator)
-        if _source(separator) == "":
-            break  # LangChain never looks past ""
-    if not used:
-        raise ValueError("give at least one separator")
-    if merge_long and len(used) != 1:
-        raise ValueError("merge_long splits with one separator only")
-    return keep, used
-
-
-class Joined(NamedTuple):
-    """Where the code points of a chunk of pieces joined with a dropped separator come
-    from: the pieces' offsets in the text they were cut from, the joining text's
-    length, and the white space stripped from the joined text's start."""
-
-    spans: tuple[tuple[int, int], ...]
-    join_length: int
-    lead: int
-
-    def offset(self, at: int, place: Callable[[int], int] | None = None) -> int:
-        """The offset of the chunk's code point ``at``: a piece's code point where it
-        is; a joining separator's code point in the text between its piece and the
-        next, its k-th code point at the k-th of that text, or at the last one where the
-        text there is shorter than the join (a regular expression's source joins pieces
-        cut at its matches, of any length) or at the piece's last code point where there
-        is none: always a code point of the text, never before the previous one.
-        ``place``: the document offset of each offset of the text the pieces were cut
-        from (a parent's text, for its children); by default they are document offsets."""
-        at += self.lead
-        spans = self.spans
-        for number, (start, end) in enumerate(spans):
-            if at < end - start:
-                local = start + at
-            elif at - (end - start) < self.join_length:
-                following = spans[number + 1][0]
-                local = min(end + at - (end - start), max(following, end) - 1)
-            else:
-                at -= end - start + self.join_length
-                continue
-            return local if place is None else place(local)
-        raise AssertionError("offset past the joined text")
-
-
-def joined_chunk(buffer: str, base: int, spans: list[tuple[int, int]], join: str,
-                 strip: bool) -> tuple[int, int, str, Joined] | None:
-    """LangChain's chunk of the document pieces ``spans`` joined with ``join`` (the
-    dropped separator) and stripped if ``strip``, with the document offsets of its
-    first code point and after its last, and where its code points come from; None if
-    it is empty. ``buffer`` holds the document from offset ``base``."""
-    texts = [buffer[start - base:end - base] for start, end in spans]
-    joined = join.join(texts)
-    text = joined.strip() if strip else joined
-    if not text:
-        return None
-    placed = Joined(tuple(spans), len(join),
-                    len(joined) - len(joined.lstrip()) if strip else 0)
-    return placed.offset(0), placed.offset(len(text) - 1) + 1, text, placed
-
-
-def _source(separator: str | re.Pattern) -> str:
-    """A separator's text: the literal, or the pattern's source."""
-    return separator if isinstance(separator, str) else separator.pattern
 
 
 class _Level:
@@ -277,10 +205,12 @@ class _Level:
     def __init__(self, sp: RecursiveSplitter, separator: str | re.Pattern,
                  child: _Level | None, join: str | None) -> None:
         self.sp, self.child = sp, child
-        source = _source(separator)
+        source = separator_source(separator)
         self.by_code_point = source == ""
-        self.literal = separator if isinstance(separator, str) else None
-        self.pattern = (separator if isinstance(separator, re.Pattern) and not self.by_code_point
+        # A pattern that is a plain literal streams as that literal (as in the kernel).
+        self.literal: str | None = (separator if isinstance(separator, str) else
+                                    source if self.by_code_point else literal_text(separator))
+        self.pattern = (separator if isinstance(separator, re.Pattern) and self.literal is None
                         else None)
         self.join = (source if join is None else join) if sp.keep is False else ""
         self.join_length = sp.length(self.join) if sp.keep is False else 0
@@ -295,8 +225,15 @@ class _Level:
         self.delegating = False  # the piece in hand is being fed to the child
         self.decided = False     # the separator has occurred in this scope
         self.piece_start = self.scan_pos = start
+        self.start_counting(start)
         self.run: list[tuple[int, int, int]] = []  # the merger's pieces
         self.total = 0
+
+    def start_counting(self, start: int) -> None:
+        """A piece begins at ``start``: nothing of it counted yet."""
+        self.counted_pos = start  # the piece's settled prefix ends here...
+        self.counted = 0          # ...and has this length in the unit
+        self.unsettled = 0        # the rest's length at the last call of settled
 
     def needed_from(self) -> int:
         """The lowest document offset this level and its descendants still read."""
@@ -340,6 +277,7 @@ class _Level:
         self.end_piece(after if keep == "end" else at)
         self.piece_start = at if keep == "start" else after
         self.scan_pos = after
+        self.start_counting(self.piece_start)
 
     def end_piece(self, end: int) -> None:
         if self.delegating:
@@ -352,7 +290,7 @@ class _Level:
         """A whole piece: merge it if short (or if long pieces are merged), else
         split it with the next separators (none left: keep it as it is)."""
         sp = self.sp
-        length = sp.length(sp.text(self.piece_start, end))
+        length = self.piece_length(end)
         if length < sp.chunk_size or sp.merge_long:
             self.merge(self.piece_start, end, length)
             return
@@ -367,12 +305,42 @@ class _Level:
         sp = self.sp
         if self.delegating:
             self.next_level.advance(known_end, False)
-        elif (self.child is not None and sp.lower_bound is not None
-              and known_end > self.piece_start
-              and sp.lower_bound(sp.text(self.piece_start, known_end)) >= sp.chunk_size):
+        elif (self.child is not None and known_end > self.piece_start
+              and self.surely_long(known_end)):
             self.flush()
             self.delegating = True
             self.delegate(known_end, False)
+
+    def piece_length(self, end: int) -> int:
+        """The exact length of the complete piece ``piece_start`` to ``end``: its
+        settled prefix's count plus the count of the rest."""
+        sp = self.sp
+        if sp.chars:
+            return end - self.piece_start
+        if end == self.counted_pos:
+            return self.counted
+        return self.counted + sp.length(sp.text(self.counted_pos, end))
+
+    def surely_long(self, known_end: int) -> bool:
+        """Whether the piece in hand, which reaches at least ``known_end``, will be
+        long however it ends: its settled count plus the unit's bound on the rest."""
+        sp = self.sp
+        if sp.chars:
+            return known_end - self.piece_start >= sp.chunk_size
+        unit = sp.unit
+        if known_end - self.counted_pos >= 2 * self.unsettled:
+            rest = sp.text(self.counted_pos, known_end)
+            end, count = unit.settled(rest)
+            if not (0 <= end <= len(rest) and count >= 0):
+                raise ValueError(f"the length unit {unit.name} settled {(end, count)} "
+                                 f"of a text of {len(rest)} code points")
+            self.counted_pos += end
+            self.counted += count
+            self.unsettled = known_end - self.counted_pos
+        bound = self.counted
+        if unit.max_chars:
+            bound += (known_end - self.counted_pos) // unit.max_chars
+        return bound >= sp.chunk_size
 
     def end_scope(self, limit: int) -> None:
         """The scope ends at ``limit``: the last piece has no separator after it."""
@@ -396,7 +364,7 @@ class _Level:
         """The "" separator: every code point is a piece."""
         sp = self.sp
         for pos in range(self.piece_start, limit):
-            length = sp.length(sp.text(pos, pos + 1))
+            length = 1 if sp.chars else sp.length(sp.text(pos, pos + 1))
             if length < sp.chunk_size or sp.merge_long:
                 self.merge(pos, pos + 1, length)
             else:

@@ -1,0 +1,4 @@
+"""Type stubs for the compiled streaming core (chunkd/_core.pyx); its classes are used
+from the compiled modules only."""
+
+DEBUG_BUILD: bool

@@ -1,0 +1,121 @@
+# cython: language_level=3, cdivision=True
+"""The streaming core of the compiled modules: a document fed in pieces, held from
+the first offset a subclass still needs, and the chunk records made from it.
+
+``TextStream.feed`` joins new text to the buffer only once it is as long as what
+is held: while a subclass holds much of the document (a regular expression waiting
+for all of its text, a section without a heading after it), the buffer grows by
+doubling, so any input costs linear time.
+"""
+
+cimport cython
+from cpython.unicode cimport PyUnicode_Substring
+
+from chunkd.chunk import Chunk
+
+_new_tuple = tuple.__new__
+
+cdef extern from *:
+    """
+    #ifndef CHUNKD_DEBUG_BUILD
+    #define CHUNKD_DEBUG_BUILD 0
+    #endif
+    """
+    const int CHUNKD_DEBUG_BUILD
+
+#: Whether this is the debug build (``CHUNKD_DEBUG_BUILD=1`` at build time: bounds
+#: checks and assertions on the invariants).
+DEBUG_BUILD = bool(CHUNKD_DEBUG_BUILD)
+
+
+cdef class TextStream:
+    """A document fed in pieces; a subclass reads ``buf`` in ``advance``, says in
+    ``needed_from`` where its reading still starts, and makes chunks with
+    ``add_chunk``."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.buf = ""
+        self.pending = []
+        self.out = []
+
+    cdef void start_document(self) noexcept:
+        """Forget the document: the next feed starts a new one."""
+        self.buf = ""
+        self.base = 0
+        self.pending = []
+        self.pending_len = 0
+        self.next_index = 0
+        self.out = []
+
+    cdef Py_ssize_t needed_from(self) except -1:
+        """The lowest document offset the subclass still reads."""
+        raise NotImplementedError("a stream says what it still reads")
+
+    cdef int advance(self, bint final) except -1:
+        """Read the buffer up to its end; ``final``: the document ends there."""
+        raise NotImplementedError("a stream reads its own text")
+
+    def feed(self, str text not None):
+        """Take the next piece of the document; return the chunks now final."""
+        self.pending.append(text)
+        self.pending_len += len(text)
+        # Add new text only once it is as long as what is held: linear time.
+        if self.pending_len < self.base + len(self.buf) - self.needed_from():
+            return []
+        self.take_pending()
+        self.advance(False)
+        return self.take_out()
+
+    def finish(self):
+        """End the document; return its remaining chunks and start a new document."""
+        self.take_pending()
+        self.advance(True)
+        chunks = self.take_out()
+        self.start_document()
+        return chunks
+
+    cdef int take_pending(self) except -1:
+        """Drop the text nothing reads any more and append the text fed since."""
+        cdef Py_ssize_t drop = self.needed_from() - self.base
+        assert 0 <= drop <= len(self.buf), "the base never passes what is needed"
+        # One copy: the kept text and the pending pieces joined at once.
+        self.pending.insert(0, self.buf[drop:])
+        self.buf = "".join(self.pending)
+        self.base += drop
+        self.pending = []
+        self.pending_len = 0
+        return 0
+
+    cdef list take_out(self):
+        chunks = self.out
+        self.out = []
+        return chunks
+
+    cdef bint strip(self, Py_ssize_t* lo, Py_ssize_t* hi) noexcept:
+        """Narrow buf[lo:hi] to its text without white space at either end
+        (``str.strip``); False if nothing is left."""
+        cdef int kind = PyUnicode_KIND(self.buf)
+        cdef void* data = PyUnicode_DATA(self.buf)
+        while lo[0] < hi[0] and is_white(PyUnicode_READ(kind, data, lo[0])):
+            lo[0] += 1
+        while hi[0] > lo[0] and is_white(PyUnicode_READ(kind, data, hi[0] - 1)):
+            hi[0] -= 1
+        return lo[0] < hi[0]
+
+    @cython.final
+    cdef int add_chunk(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t length, str text,
+                       tuple optional) except -1:
+        """Make the chunk ``text`` that stands for document[start:end], of ``length``,
+        with the optional fields ``optional``, and number it.
+
+        tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
+        per-chunk cost in profiles). A chunk holds only ints, strs and tuples of strs,
+        so it cannot be part of a cycle: untracked, it costs the garbage collector
+        nothing."""
+        assert self.base <= start < end <= self.base + len(self.buf), \
+            "a chunk stands for text within the buffer"
+        chunk = _new_tuple(Chunk, (self.next_index, start, end, length, text) + optional)
+        PyObject_GC_UnTrack(chunk)
+        self.out.append(chunk)
+        self.next_index += 1
+        return 0

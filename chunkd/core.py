@@ -1,0 +1,51 @@
+"""The splitting core, chosen once at import: the compiled modules (``chunkd._kernel``,
+``chunkd._windows``) or their pure-Python twin (``chunkd._pure``).
+
+The twin runs when ``CHUNKD_PUREPYTHON=1`` asks for it, or when the compiled modules
+cannot be imported (a machine without a C compiler installed chunkd); the latter is
+said once on stderr. Every other module takes its splitters from here, never from the
+modules behind it, so that both cores serve every front end alike.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["CONJUNCT_BREAK_VALUES", "ELLIPSIS", "GRAPHEME_BREAK_VALUES", "HEADING_LIMIT",
+           "IMPLEMENTATION", "PICTOGRAPHIC_BIT", "SEPARATORS", "GraphemeWindows",
+           "PythonRecursiveSplitter", "RecursiveSplitter", "SectionScanner", "SectionWindows", "SentenceWindows",
+           "TokenCounter", "WordWindows", "cut_heading", "literal_text"]
+
+from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
+from chunkd.splitting import SEPARATORS, literal_text
+
+# PythonRecursiveSplitter is the twin's recursive splitter in either core: its counts
+# are Python numbers, so it takes a length function that returns floats (the drop-in).
+
+#: "compiled" or "python": which core runs.
+IMPLEMENTATION: str
+
+if os.environ.get("CHUNKD_PUREPYTHON") == "1":
+    IMPLEMENTATION = "python"
+else:
+    try:
+        from chunkd._kernel import RecursiveSplitter, TokenCounter
+        from chunkd._windows import (CONJUNCT_BREAK_VALUES, ELLIPSIS, GRAPHEME_BREAK_VALUES,
+                                     HEADING_LIMIT, PICTOGRAPHIC_BIT, GraphemeWindows,
+                                     SectionScanner, SectionWindows, SentenceWindows,
+                                     WordWindows, cut_heading)
+        IMPLEMENTATION = "compiled"
+    except ImportError as error:
+        print(f"chunkd: the compiled core is not built ({error}); running the pure-Python "
+              "core, slower", file=sys.stderr)
+        IMPLEMENTATION = "python"
+
+if IMPLEMENTATION == "python":
+    # To mypy the names are the compiled modules' (their .pyi stubs): the twin has their API.
+    from chunkd._pure.recursive import RecursiveSplitter  # type: ignore[assignment]
+    from chunkd._pure.tokens import TokenCounter  # type: ignore[assignment]
+    from chunkd._pure.windows import (  # type: ignore[assignment, no-redef, import-not-found]
+        CONJUNCT_BREAK_VALUES, ELLIPSIS, GRAPHEME_BREAK_VALUES, HEADING_LIMIT,
+        PICTOGRAPHIC_BIT, GraphemeWindows, SectionScanner, SectionWindows, SentenceWindows,
+        WordWindows, cut_heading)

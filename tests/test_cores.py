@@ -1,0 +1,71 @@
+"""The splitting cores and builds: the pure-Python twin gives the compiled core's
+records; the tests that exercise the compiled modules directly (the kernel-level
+tests) run again on the debug build of the compiled core, which checks bounds and
+asserts the core's invariants (setup.py, ``CHUNKD_DEBUG_BUILD``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
+from oracle import corpus_documents, random_cuts
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: The tests that drive the compiled modules directly, on generated text and the corpus.
+KERNEL_TESTS = [str(ROOT / "tests" / name) for name in (
+    "test_windows.py", "test_properties.py", "test_markdown.py", "test_byte_order_mark.py",
+    "test_heading_bounds.py", "test_dropin.py")]
+
+
+def run_tests(env: dict[str, str], cwd: pathlib.Path, record: pathlib.Path,
+              *arguments: str) -> dict:
+    """Run pytest on ``arguments`` in a child with ``env``, from ``cwd`` (first on its
+    path); return which core it ran on (conftest.py writes it down), after checking
+    that every test passed."""
+    env = dict(env, CHUNKD_TEST_CORE_RECORD=str(record))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                             "--rootdir", str(ROOT), *arguments], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    return json.loads(record.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_the_kernel_level_tests_pass_on_the_debug_build(tmp_path):
+    copy = tmp_path / "debug"
+    shutil.copytree(ROOT / "chunkd", copy / "chunkd",
+                    ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, copy / name)
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"],
+                           cwd=copy, env=dict(os.environ, CHUNKD_DEBUG_BUILD="1"),
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stderr[-4000:]
+    # Run from the copy: ``python -m`` puts it first on the path, before the project.
+    env = {name: value for name, value in os.environ.items() if name != "CHUNKD_PUREPYTHON"}
+    ran = run_tests(env, copy, tmp_path / "core.json", "-m", "not slow", *KERNEL_TESTS)
+    assert ran == {"implementation": "compiled", "debug_build": True,
+                   "package": str(copy / "chunkd")}
+
+
+@pytest.mark.parametrize("unit,size,overlap", [("chars", 1000, 100), ("chars", 200, 0),
+                                               ("tokens", 256, 25)])
+def test_the_twin_splits_the_corpus_as_the_kernel_does(unit, size, overlap):
+    """Every shared-corpus document: the twin fed in random pieces, the kernel whole,
+    records equal field for field (offsets, lengths in the unit, texts)."""
+    rng = random.Random(f"{unit}-{size}")
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        compiled = chunks_of(Kernel(size, overlap, unit=kernel_unit(unit)), [text])
+        twin = chunks_of(Twin(size, overlap, unit=twin_unit(unit)),
+                         random_cuts(text, rng, rng.choice([50, 4000])))
+        assert twin == compiled, path.name
