@@ -108,3 +108,35 @@ def test_trained_families(tmp_path, family):
     for text in documents(4):
         check(unit, langchain, text, 100, 10, rng)
 
+
+def test_dropin_from_huggingface_tokenizer_runs_the_unit():
+    """chunkd.langchain's from_huggingface_tokenizer counts with chunkd's unit and gives
+    LangChain's chunks."""
+    from transformers import AutoTokenizer
+
+    from chunkd.langchain import HuggingFaceLength
+    from chunkd.langchain import RecursiveCharacterTextSplitter as Dropin
+
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_folder()))
+    dropin = Dropin.from_huggingface_tokenizer(tokenizer, chunk_size=60, chunk_overlap=10)
+    langchain = RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+        tokenizer, chunk_size=60, chunk_overlap=10)
+    length = dropin._length_function
+    assert isinstance(length, HuggingFaceLength) and length.unit is not None
+    for text in documents(40):
+        assert dropin.split_text(text) == langchain.split_text(text)
+    with pytest.raises(ValueError, match="PreTrainedTokenizerBase"):
+        Dropin.from_huggingface_tokenizer(object(), chunk_size=60)
+
+
+def test_dropin_from_tiktoken_encoder_o200k(tmp_path, monkeypatch, o200k_langchain):
+    """o200k_base from tiktoken's cache runs as chunkd's unit."""
+    from chunkd.langchain import RecursiveCharacterTextSplitter as Dropin
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_cache(tmp_path)))
+    dropin = Dropin.from_tiktoken_encoder(
+        encoding_name="o200k_base", chunk_size=200, chunk_overlap=30,
+        separators=SEPARATORS, keep_separator="end", disallowed_special=())
+    assert dropin._length_function.unit == "o200k_base"
+    for text in documents(40):
+        assert dropin.split_text(text) == o200k_langchain.split_text(text)
