@@ -239,3 +239,16 @@ def test_unit_from_a_loaded_tokenizer_leaves_it_as_it_was(units):
     assert len(tokenizer.encode("hello").ids) == 128
     # Its identity is that of the tokenizer's JSON form, the same for the same tokenizer.
     assert unit.name == from_tokenizer(Tokenizer.from_str(tokenizer.to_str())).name
+
+
+def test_resolve_knows_every_kind_of_spec(tmp_path, monkeypatch):
+    from chunkd.units import resolve
+    from tokenizer_files import O200K_FILE, tiktoken_cache
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_cache(tmp_path / "cache")))
+    assert resolve("o200k_base").name == "o200k_base"
+    assert resolve(str(O200K_FILE)).name == "o200k_base"
+    assert resolve(str(minilm_folder())).max_size == 254
+    assert resolve(str(minilm_folder() / "tokenizer.json")).name.startswith("tokenizer.json@")
+    with pytest.raises(SettingsError, match="unknown tokenizer 'nope': give chars, .*o200k_base"):
+        resolve("nope")
