@@ -19,6 +19,8 @@ from setuptools.errors import CCompilerError, ExecError, PlatformError
 # Computed here once rather than at every run that counts tokens (chunkd/pretoken_classes.py).
 classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classes.py"))
 (Path(__file__).parent / "chunkd" / classes["FILE"]).write_bytes(classes["build"]())
+(Path(__file__).parent / "chunkd" / classes["CATEGORIES_FILE"]).write_bytes(
+    classes["build_categories"]())
 
 
 class OptionalBuildExt(build_ext):

@@ -9,7 +9,9 @@ LangChain's take and subclass them (``isinstance`` checks pass, ``from_language`
 ``create_documents``, ``split_documents`` and ``transform_documents`` return the same
 chunks, computed by chunkd's kernel (``chunkd.core``): ``len`` and cl100k_base tokens
 (``from_tiktoken_encoder(encoding_name="cl100k_base")``, counted offline) at compiled
-speed, any other length function through ``chunkd.units.FunctionUnit``, called only
+speed; tiktoken's other encodings (``encoding_name="o200k_base"``, when tiktoken's cache
+holds it) and fast Hugging Face tokenizers (``from_huggingface_tokenizer``) as chunkd's
+units, with their streaming bounds; any other length function through ``chunkd.units.FunctionUnit``, called only
 where LangChain calls it (the kernel's pure-Python twin takes one that returns
 floats, which the kernel's whole-number counts cannot). With
 ``add_start_index=True``, ``start_index`` is where the chunk really is: LangChain
@@ -34,6 +36,8 @@ except ImportError as error:  # the optional extra is missing
                       "pip install 'langchain-text-splitters>=1.1,<1.2'") from error
 
 from chunkd.chunk import Chunk
+from chunkd.errors import SettingsError
+from chunkd.units import LengthUnit
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -45,7 +49,8 @@ if TYPE_CHECKING:
 else:
     _Splitter = object
 
-__all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TiktokenLength"]
+__all__ = ["CharacterTextSplitter", "HuggingFaceLength", "RecursiveCharacterTextSplitter",
+           "TiktokenLength"]
 
 #: Separator patterns that CharacterTextSplitter treats as lookarounds: it joins the
 #: pieces they cut with nothing, even when the separator is dropped.
@@ -66,13 +71,22 @@ class TiktokenLength:
         import tiktoken
         import tiktoken.model
 
+        from chunkd.units import tiktoken_encodings
+
         name = (tiktoken.model.encoding_name_for_model(model_name) if model_name is not None
                 else encoding_name)
-        self.cl100k = name == "cl100k_base"
-        if self.cl100k:
+        #: The unit chunkd counts this encoding in ("cl100k_base", "o200k_base"...), or
+        #: None: tiktoken's own loading, as LangChain does it (network or cache).
+        self.unit: str | None = None
+        if name == "cl100k_base":
             from chunkd.units.cl100k import encoding
-            self.encoding = encoding()
-        else:  # tiktoken's own loading, as LangChain does it (network or cache)
+            self.encoding, self.unit = encoding(), name
+        elif name in tiktoken_encodings.names():
+            try:  # from tiktoken's cache, checked, if it is there
+                self.encoding, self.unit = tiktoken_encodings.unit(name).encoding, name
+            except SettingsError:
+                pass
+        if self.unit is None:
             self.encoding = (tiktoken.encoding_for_model(model_name) if model_name is not None
                              else tiktoken.get_encoding(encoding_name))
         self.allowed_special = set() if allowed_special is None else allowed_special
@@ -91,9 +105,28 @@ class TiktokenLength:
                                         disallowed_special=self.disallowed_special))
 
     def counts_in_kernel(self, text: str) -> bool:
-        """Whether the kernel's cl100k_base counter gives this function's counts on
-        every part of ``text``."""
-        return self.cl100k and self._not_ordinary.isdisjoint(self._special.findall(text))
+        """Whether chunkd's unit gives this function's counts on every part of
+        ``text``."""
+        return self.unit is not None and self._not_ordinary.isdisjoint(
+            self._special.findall(text))
+
+
+class HuggingFaceLength:
+    """The length function of ``from_huggingface_tokenizer``: ``len(tokenizer.tokenize(
+    text))``, as LangChain's. A fast tokenizer (one with a ``tokenizers`` backend that
+    does not split special tokens) is also a unit that the kernel runs (``unit``)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.unit = None
+        if getattr(tokenizer, "is_fast", False) and not getattr(
+                tokenizer, "split_special_tokens", False):
+            from chunkd.units.huggingface import from_tokenizer
+
+            self.unit = from_tokenizer(tokenizer.backend_tokenizer)
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer.tokenize(text))
 
 
 #: Per thread, kernel splitters already built, by their arguments: one is ready for the
@@ -141,9 +174,12 @@ class _Kernel(_Splitter):
         size, overlap, length = self._chunk_size, self._chunk_overlap, self._length_function
         if isinstance(size, int) and isinstance(overlap, int):
             if length is len:
-                unit: str | Callable[[str], int] = "chars"
+                unit: str | LengthUnit | Callable[[str], int] = "chars"
             elif isinstance(length, TiktokenLength) and length.counts_in_kernel(text):
-                unit = "cl100k_base"
+                assert length.unit is not None
+                unit = length.unit
+            elif isinstance(length, HuggingFaceLength) and length.unit is not None:
+                unit = length.unit
             else:
                 unit = length
             # A function by its identity: the cached splitter keeps it alive.
@@ -165,8 +201,8 @@ class _Kernel(_Splitter):
             strip_whitespace=self._strip_whitespace, **self._separator_arguments())
         return splitter.feed(text) + splitter.finish()
 
-    def _splitter(self, unit: str | Callable[[str], int]):
-        """The kernel splitter for ``unit``: "chars", "cl100k_base" or a length
+    def _splitter(self, unit: str | LengthUnit | Callable[[str], int]):
+        """The kernel splitter for ``unit``: a unit or its name, or a length
         function, which is called only where LangChain calls it (on the pieces it
         merges and the separators it joins them with, never on a whole chunk: a chunk
         can hold what the function refuses, a disallowed special token that the
@@ -174,9 +210,10 @@ class _Kernel(_Splitter):
         from chunkd.core import RecursiveSplitter
         from chunkd.units import FunctionUnit, resolve
 
-        length_unit = resolve(unit) if isinstance(unit, str) else FunctionUnit(unit)
+        length_unit = (resolve(unit) if isinstance(unit, str) else
+                       unit if isinstance(unit, LengthUnit) else FunctionUnit(unit))
         return RecursiveSplitter(self._chunk_size, self._chunk_overlap, unit=length_unit,
-                                 measure_chunks=isinstance(unit, str),
+                                 measure_chunks=not isinstance(length_unit, FunctionUnit),
                                  strip_whitespace=self._strip_whitespace,
                                  **self._separator_arguments())
 
@@ -214,6 +251,17 @@ class _Kernel(_Splitter):
         offline and, on text without special tokens, by the kernel."""
         return cls(length_function=TiktokenLength(encoding_name, model_name, allowed_special,
                                                   disallowed_special), **kwargs)
+
+
+    @classmethod
+    def from_huggingface_tokenizer(cls, tokenizer: Any, **kwargs: Any) -> Self:
+        """A splitter counting a Hugging Face tokenizer's tokens, as LangChain's; a fast
+        tokenizer is counted by the kernel."""
+        from transformers import PreTrainedTokenizerBase
+
+        if not isinstance(tokenizer, PreTrainedTokenizerBase):
+            raise ValueError("Tokenizer received was not an instance of PreTrainedTokenizerBase")
+        return cls(length_function=HuggingFaceLength(tokenizer), **kwargs)
 
 
 class RecursiveCharacterTextSplitter(_Kernel, _langchain.RecursiveCharacterTextSplitter):

@@ -1,5 +1,8 @@
-"""The character classes of cl100k_base's pre-tokenizer: one byte per code point,
-1 = ``\\p{L}``, 2 = ``\\p{N}``, 4 = ``\\s`` (as in the pattern the kernel translates).
+"""The character classes of tiktoken's pre-tokenizers, one byte per code point: for
+cl100k_base, 1 = ``\\p{L}``, 2 = ``\\p{N}``, 4 = ``\\s`` (as in the pattern the
+kernel translates); for the other encodings' patterns, which name more classes, the
+bits of ``CATEGORY_BITS`` (``chunkd.units.tiktoken_encodings`` builds them into the
+pattern).
 
 Built once, when the package is built (``setup.py`` runs ``build``; building takes
 half a second, which every run counting tokens would otherwise pay), and loaded from
@@ -18,6 +21,12 @@ import zlib
 from importlib import resources
 
 FILE = "_pretoken_classes.zlib"
+CATEGORIES_FILE = "_unicode_categories.zlib"
+
+#: The bits of the category table: general categories (a one-letter key is the whole
+#: major class) and White_Space, the classes that tiktoken's patterns name.
+CATEGORY_BITS = {"Lu": 1, "Ll": 2, "Lt": 4, "Lm": 8, "Lo": 16, "M": 32, "N": 64,
+                 "White_Space": 128}
 
 #: Unicode White_Space, which is what \\s means in tiktoken's (Rust) regex; Python's
 #: str.isspace() differs (it also takes U+001C..U+001F).
@@ -38,9 +47,25 @@ def build() -> bytes:
     return zlib.compress(bytes(table), 9)
 
 
-def load() -> bytes:
-    """The table, as the package ships it."""
-    return zlib.decompress(resources.files("chunkd").joinpath(FILE).read_bytes())
+def build_categories() -> bytes:
+    """The category table, computed from the Unicode database (zlib-compressed)."""
+    import unicodedata2
+
+    category = unicodedata2.category
+    bits = CATEGORY_BITS
+    table = bytearray(0x110000)
+    for cp in range(0x110000):
+        name = category(chr(cp))
+        table[cp] = bits.get(name, 0) | bits.get(name[0], 0)
+    for first, last in WHITE_SPACE:
+        for cp in range(first, last + 1):
+            table[cp] |= bits["White_Space"]
+    return zlib.compress(bytes(table), 9)
+
+
+def load(file: str = FILE) -> bytes:
+    """A table (``FILE`` or ``CATEGORIES_FILE``), as the package ships it."""
+    return zlib.decompress(resources.files("chunkd").joinpath(file).read_bytes())
 
 
 def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int,

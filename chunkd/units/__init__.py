@@ -9,8 +9,11 @@ cl100k_base tokens ship here; a new unit is one module in this package (see
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
+
+from chunkd.errors import SettingsError
 
 __all__ = ["CHARS", "Chars", "CountError", "FunctionUnit", "LengthUnit", "checked_unit", "resolve"]
 
@@ -90,12 +93,24 @@ def checked_unit(unit: object) -> LengthUnit:
 
 @functools.lru_cache(maxsize=None)
 def resolve(spec: str) -> LengthUnit:
-    """The unit for ``spec``, loaded once a process, offline: "chars", or "cl100k_base"
-    (also called "tokens", the name the options give it)."""
+    """The unit for ``spec``, loaded once a process, offline: "chars", "cl100k_base"
+    (also called "tokens", the name the options give it), another tiktoken encoding's
+    name ("o200k_base"...), a ``.tiktoken`` file named after its encoding, or a Hugging
+    Face ``tokenizer.json`` file or model folder (see ``docs/tokenizers.md``)."""
     if spec == "chars":
         return CHARS
     if spec in ("cl100k_base", "tokens"):
         from chunkd.units import cl100k
 
         return cl100k.unit()
-    raise ValueError(f"unknown length unit {spec!r}: give chars or cl100k_base")
+    from chunkd.units import huggingface, tiktoken_encodings
+
+    if spec in tiktoken_encodings.names():
+        return tiktoken_encodings.unit(spec)
+    if spec.endswith(tiktoken_encodings.SUFFIX):
+        return tiktoken_encodings.file_unit(spec)
+    if os.path.exists(spec):
+        return huggingface.unit(spec)
+    raise SettingsError(f"unknown tokenizer {spec!r}: give chars, a tiktoken encoding "
+                        f"(cl100k_base, {', '.join(tiktoken_encodings.names())}), a .tiktoken "
+                        f"file, or a Hugging Face tokenizer.json file or model folder")
