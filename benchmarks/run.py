@@ -690,7 +690,7 @@ def drop_in(big: str, runs: int, out: list[str]) -> None:
                "the chunk's text at all.\n")
 
 
-# --- engines: Ray Data and the filter on a Parquet file of documents (issue 12) -------
+# --- engines: Ray Data and the filter on a Parquet file of documents --------------------
 
 DOCUMENT_CHARS = 5_000
 

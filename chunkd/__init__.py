@@ -63,6 +63,13 @@ class Splitter:
         self._chunker = build(self.settings)
         self._identify = ChunkIds(None) if self.settings.ids else list
 
+    def begin(self, name: object = None, media_type: str | None = None) -> None:
+        """Start a document: its name (as records give it) and media type, for
+        strategies that choose by document; without it, a document is unnamed."""
+        from chunkd.strategies import Source, begin
+
+        begin(self._chunker, Source(name, media_type))
+
     def feed(self, text: str) -> list[Chunk]:
         """Take the next piece of the document; return the chunks now final."""
         return self._identify(self._chunker.feed(text))

@@ -14,9 +14,8 @@ A table of chunks has one row per chunk, with the columns of the filter's record
 their order: ``doc`` (the id column's values), the other columns of the input (every
 column but the text and the id, repeated on each chunk of their document), ``index``,
 ``start``, ``end``, ``length``, the optional fields the settings' records carry
-(``Settings.record_fields()``: ``tokens``, ``estimated_tokens``, ``headings``,
-``parent``, ``embed_text``, ``chunk_id``), and ``text``. Its schema depends only on the input's schema and the
-settings, so it is the same for every batch, an empty one included. A null text, like
+(``Settings.record_fields()``, typed as ``chunkd.chunk.RECORD_FIELDS`` declares them),
+and ``text``. Its schema depends only on the input's schema and the settings, so it is the same for every batch, an empty one included. A null text, like
 an empty one, has no chunks.
 """
 
@@ -28,10 +27,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, cast
 
-from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
+from chunkd.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 from chunkd.ids import ChunkIds
 from chunkd.settings import Settings
-from chunkd.strategies import build
+from chunkd.strategies import Source, begin, build
 
 try:
     import pyarrow as pa
@@ -46,12 +45,11 @@ if TYPE_CHECKING:
 RESERVED = ("doc", "index", "start", "end", "length", *OPTIONAL_FIELDS, "text")
 
 _INT, _STRING = pa.int64(), pa.string()
-#: The Arrow type of each chunk field (``chunkd.chunk.Chunk``) in a table of chunks.
+#: The Arrow type of each chunk field (``chunkd.chunk.Chunk``) in a table of chunks:
+#: the optional ones as ``chunkd.chunk.RECORD_FIELDS`` declares them.
 FIELD_TYPES: dict[str, pa.DataType] = {
     "index": _INT, "start": _INT, "end": _INT, "length": _INT, "text": _STRING,
-    "tokens": _INT, "estimated_tokens": _INT, "headings": pa.list_(pa.string()),
-    "parent": pa.struct([("index", _INT), ("start", _INT), ("end", _INT)]),
-    "embed_text": _STRING, "chunk_id": _STRING,
+    **{field.name: field.arrow_type(pa) for field in RECORD_FIELDS},
 }
 
 
@@ -196,11 +194,10 @@ class Chunker:
         columns = self.columns(table.schema)
         chunks: list[Chunk] = []
         owners: list[int] = []  # the row of each chunk's document
-        docs = (table.column(columns.id).to_pylist() if self.settings.ids and columns.id
-                else None)
+        docs = table.column(columns.id).to_pylist() if columns.id else None
         for row, text in enumerate(self._texts(table.column(columns.text))):
             if text:
-                found = self._split(text)
+                found = self._split(text, docs[row] if docs is not None else None)
                 if self.settings.ids:
                     found = ChunkIds(docs[row] if docs is not None else None)(found)
                 chunks += found
@@ -211,8 +208,9 @@ class Chunker:
         return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields)],
                                     schema=schema)
 
-    def _split(self, text: str) -> list[Chunk]:
+    def _split(self, text: str, name: object) -> list[Chunk]:
         try:
+            begin(self._splitter, Source(name))
             return self._splitter.feed(text) + self._splitter.finish()
         except BaseException:
             self._splitter = build(self.settings)  # its half-read document must not carry over

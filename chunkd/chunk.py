@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+@dataclass(frozen=True)
+class RecordField:
+    """An optional field of a chunk record, declared once for every writer (NDJSON,
+    JSON, msgpack, Arrow, Parquet): its name, its Arrow type, and what it holds. The
+    field is also an attribute of ``Chunk``, of the same name, which types it."""
+
+    name: str
+    #: Its Arrow type, made from the ``pyarrow`` module (an extra: not imported here).
+    arrow_type: Callable[[Any], Any]
+    description: str
+
 
 #: The optional fields of a chunk, in the order records write them (before ``text``).
-OPTIONAL_FIELDS = ("tokens", "estimated_tokens", "headings", "parent", "embed_text", "chunk_id")
+RECORD_FIELDS = (
+    RecordField("tokens", lambda pa: pa.int64(),
+                "the exact cl100k_base count of text (count_tokens)"),
+    RecordField("estimated_tokens", lambda pa: pa.int64(),
+                "ceil(1.05 * CJK code points + other code points / 4) (window strategies)"),
+    RecordField("headings", lambda pa: pa.list_(pa.string()),
+                "the Markdown headings enclosing the chunk, outermost first"),
+    RecordField("parent", lambda pa: pa.struct([("index", pa.int64()), ("start", pa.int64()),
+                                                ("end", pa.int64())]),
+                "a child's parent chunk: its index, start and end (parent_size)"),
+    RecordField("embed_text", lambda pa: pa.string(),
+                "the text to embed: a prefix, the heading path, then the text"),
+    RecordField("chunk_id", lambda pa: pa.string(),
+                "a stable UUID of the chunk in its document (ids)"),
+)
+OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
 
 class Parent(NamedTuple):

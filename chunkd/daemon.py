@@ -198,6 +198,9 @@ class Daemon:
         self.counts = {"processed": 0, "error": 0}
         self.observer: BaseObserver | None = None
         self.polling = args.poll is not None
+        #: Seconds between polls when polling (``--poll``, or 2 once the watcher fails):
+        #: the daemon's own state, not the options'.
+        self.poll: float | None = args.poll
         self.pool: ProcessPoolExecutor | None = None
         self.generation = 0                          # pools started so far
         #: Per worker, when its file last made progress (0.0: it has none in hand).
@@ -259,13 +262,13 @@ class Daemon:
             log.error("cannot watch %s with inotify (%s): raise the sysctls "
                       "fs.inotify.max_user_watches / max_user_instances, or use --poll; "
                       "polling every 2 s meanwhile", self.inbox.options.root, error)
-            self.polling, self.args.poll = True, 2.0
+            self.polling, self.poll = True, 2.0
 
     def check_observer(self) -> None:
         if self.observer is not None and not self.observer.is_alive():
-            log.error("the file watcher stopped; polling every %s s instead", self.args.poll or 2.0)
+            log.error("the file watcher stopped; polling every %s s instead", self.poll or 2.0)
             self.observer = None
-            self.polling, self.args.poll = True, self.args.poll or 2.0
+            self.polling, self.poll = True, self.poll or 2.0
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -459,7 +462,7 @@ class Daemon:
         return all(beat == 0.0 or now - beat < limit for beat in list(self.beats or ()))
 
     def status(self) -> str:
-        how = f"polling every {self.args.poll:g} s" if self.polling else "inotify"
+        how = f"polling every {self.poll:g} s" if self.polling else "inotify"
         return (f"watching {self.inbox.options.root} ({how}): {self.counts['processed']} "
                 f"processed, {_count(self.counts['error'], 'error')}, {len(self.waiting)} "
                 f"waiting, {len(self.running)} in progress")
@@ -478,7 +481,7 @@ class Daemon:
         self.rescan("start")
         log.info("%s; %s to catch up", self.status(), _count(len(self.waiting), "file"))
         self.notifier.ready(self.status())
-        period = min(self.args.rescan, self.args.poll or self.args.rescan)
+        period = min(self.args.rescan, self.poll or self.args.rescan)
         next_rescan = time.monotonic() + period
         next_ping = next_status = 0.0
         while not self.requests.stop.is_set():
@@ -500,7 +503,7 @@ class Daemon:
             if self.requests.rescan.is_set() or now >= next_rescan:
                 self.requests.rescan.clear()
                 self.rescan("periodic" if now >= next_rescan else "requested")
-                period = min(self.args.rescan, self.args.poll or self.args.rescan)
+                period = min(self.args.rescan, self.poll or self.args.rescan)
                 next_rescan = now + period
             self.dispatch_due()
             if self.notifier.watchdog_interval and now >= next_ping and self.healthy():

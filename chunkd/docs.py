@@ -111,7 +111,9 @@ def render() -> str:
         "",
         "For anyone looking up an option's exact spelling, value, default or help text: this",
         "file is generated from the commands' argparse parsers (`chunkd/docs.py`), so it lists",
-        "exactly what each command accepts, as its `--help` says it. Do not edit it by hand:",
+        "exactly what each command accepts, as its `--help` says it, and from the declared",
+        "fields of a chunk record ([at the end](#optional-fields-of-a-chunk-record)). Do not",
+        "edit it by hand:",
         f"run `{COMMAND}`; `tests/test_docs.py` fails when it is stale. What the options",
         "mean together is explained in [cli.md](cli.md), [strategies.md](strategies.md),",
         "[daemon.md](daemon.md), [serve.md](serve.md) and [eval.md](eval.md).",
@@ -120,7 +122,25 @@ def render() -> str:
     for command, summary, parser in parsers():
         lines += [f"## `{command}`", "", f"{summary[0].upper()}{summary[1:]}.", "",
                   *table(parser), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + record_fields())
+
+
+def record_fields() -> list[str]:
+    """The table of a chunk record's optional fields (``chunkd.chunk.RECORD_FIELDS``)."""
+    from chunkd.chunk import RECORD_FIELDS
+
+    lines = ["## Optional fields of a chunk record", "",
+             "Written before `text`, in this order, when the strategy or the options give "
+             "them (in Arrow and Parquet, as columns of these types).", "",
+             "| field | Arrow type | what |", "| --- | --- | --- |"]
+    try:
+        import pyarrow
+    except ImportError:  # the reference is generated where the arrow extra is installed
+        raise SystemExit("chunkd.docs: needs pyarrow (the arrow extra) for the Arrow types")
+    for field in RECORD_FIELDS:
+        lines.append("| " + " | ".join(_cell(cell) for cell in (
+            _code(field.name), _code(str(field.arrow_type(pyarrow))), field.description)) + " |")
+    return lines + [""]
 
 
 def main(argv: list[str] | None = None) -> int:

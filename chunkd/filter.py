@@ -24,7 +24,8 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TypeGuard
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
@@ -34,8 +35,11 @@ from chunkd.progress import Progress, input_size
 from chunkd.readers import Document, FileBlocks, InputError, Paused, documents
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
-from chunkd.strategies import Chunker, build, chunk_blocks
+from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
+
+if TYPE_CHECKING:
+    from chunkd.parquet import ParquetFiles, ParquetWriter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,13 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_document(document: Document, chunker: Chunker, writer: Writer,
+def write_document(document: Document, chunker: Chunker, writer: Writer | ParquetWriter,
                    flush: Callable[[], None], ids: bool) -> None:
     """Chunk one document into ``writer``, flushing as chunks become final; with
     ``ids``, each chunk gets its id."""
     writer.begin(document.name, document.fields)
     identify = ChunkIds(document.name) if ids else None
-    for chunks in chunk_blocks(chunker, document.blocks):
+    for chunks in chunk_blocks(chunker, Source(document.name), document.blocks):
         writer.write(identify(chunks) if identify else chunks)
         flush()
     writer.end()
@@ -244,14 +248,32 @@ def _worker_start() -> None:
 
 # --- the command -------------------------------------------------------------------------
 
-def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
-    named = args.input == "ndjson" or bool(args.files) and args.files != ["-"]
-    progress = Progress(enabled=not args.quiet)
-    if progress.enabled and args.input != "parquet":
-        progress.expect(input_size(args.files))
+@dataclass(frozen=True)
+class Job:
+    """The filter's options, resolved once: what to read, how to cut, what to write."""
+
+    files: list[str]
+    input: str
+    format: str
+    jobs: int
+    quiet: bool
+    settings: Settings
+    #: The Parquet side (``--input parquet``, ``--format parquet``), when used.
+    parquet: ParquetFiles | None
+    #: Whether workers render whole documents (``--jobs``).
+    parallel: bool
+
+
+def run(job: Job, out: Output) -> int:
+    settings = job.settings
+    writer: Writer | ParquetWriter
+    named = job.input == "ndjson" or bool(job.files) and job.files != ["-"]
+    progress = Progress(enabled=not job.quiet)
+    if progress.enabled and job.input != "parquet":
+        progress.expect(input_size(job.files))
     status = EXIT_OK
-    writer = (args.parquet.writer(settings, named) if args.format == "parquet"
-              else make_writer(args.format, out, named))
+    writer = (job.parquet.writer(settings, named) if job.parquet and job.format == "parquet"
+              else make_writer(job.format, out, named))
     chunker = build(settings)
 
     def report(error: InputError | str) -> None:
@@ -271,12 +293,13 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
             report(error)
 
     items: Iterator[Document | InputError | Paused]
-    if args.input == "parquet":
-        items = (item for path in args.files for item in args.parquet.documents(path))
+    if job.parquet and job.input == "parquet":
+        parquet = job.parquet
+        items = (item for path in job.files for item in parquet.documents(path))
     else:
-        items = documents(args.files, args.input, args.errors, progress.add,
-                          workers_read_files=args.parallel, pauses=args.parallel)
-    if args.parallel:
+        items = documents(job.files, job.input, settings.errors, progress.add,
+                          workers_read_files=job.parallel, pauses=job.parallel)
+    if job.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one
         # output per item, in order.
@@ -288,11 +311,11 @@ def run(args: argparse.Namespace, settings: Settings, out: Output) -> int:
                 if isinstance(item, Paused):  # no output of its own
                     yield item
                     continue
-                size = item.size if args.input == "text" and isinstance(item, Document) else None
+                size = item.size if job.input == "text" and isinstance(item, Document) else None
                 sizes.append(size or 0)
                 yield item
 
-        for item in in_order(noted(items), args.jobs, settings, args.format, named):
+        for item in in_order(noted(items), job.jobs, settings, job.format, named):
             if isinstance(item, Document):
                 stream(item)
             else:
@@ -318,16 +341,18 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     if not 1 <= args.jobs <= 1024:
         parser.error(f"--jobs must be from 1 to 1024, got {args.jobs}")
+    parquet = None
     if "parquet" in (args.input, args.format) or args.output or args.text_column or args.id_column:
         try:
             from chunkd.parquet import ParquetFiles
         except ImportError as error:
             parser.error(str(error))
-        args.parquet = ParquetFiles.setup(parser, args)
+        parquet = ParquetFiles.setup(parser, args, settings.errors)
     # Workers render whole documents, so stdin (a stream) is never one of theirs; and
     # a Parquet file is written by one process.
     many = args.input != "text" or (len(args.files) > 1 and "-" not in args.files)
-    args.parallel = many and args.jobs > 1 and args.format != "parquet"
+    job = Job(args.files, args.input, args.format, args.jobs, args.quiet, settings, parquet,
+              parallel=many and args.jobs > 1 and args.format != "parquet")
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
-    return run_writing("chunkd", lambda out: run(args, settings, out))
+    return run_writing("chunkd", lambda out: run(job, out))

@@ -40,7 +40,7 @@ from chunkd.output import OutputError, write_all
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds
-from chunkd.strategies import Chunker, build, chunk_blocks
+from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.writers import DocumentRecords, Write, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
@@ -425,7 +425,7 @@ class Inbox:
         try:
             text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
                                  self.settings.errors)
-            for made in chunk_blocks(self.chunker, text):
+            for made in chunk_blocks(self.chunker, Source(relative), text):
                 records.add(identify(made) if identify else made)
         except InputError as error:
             self.chunker = None  # its state is the failed document's

@@ -77,17 +77,18 @@ class ParquetFiles:
     makes the ``--format parquet`` writer. ``header`` (the columns before a chunk's
     own) is fixed by the first Parquet input read, or by the input kind."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, errors: str) -> None:
         self.text_column = args.text_column or "text"
         self.id_column = args.id_column          # None: "id" if the file has one
-        self.errors = args.errors
+        self.errors = errors
         self.from_parquet = args.input == "parquet"
         self.to_parquet = args.format == "parquet"
         self.output = args.output
         self.header: pa.Schema | None = None
 
     @classmethod
-    def setup(cls, parser: argparse.ArgumentParser, args: argparse.Namespace) -> ParquetFiles:
+    def setup(cls, parser: argparse.ArgumentParser, args: argparse.Namespace,
+              errors: str) -> ParquetFiles:
         """The Parquet side of the arguments; misuse is a usage error (exit 2)."""
         if args.format == "parquet" and not args.output:
             parser.error("--format parquet needs --output FILE (Parquet is not a stream)")
@@ -101,7 +102,7 @@ class ParquetFiles:
         if args.input == "ndjson" and args.format == "parquet":
             parser.error("--format parquet takes --input text or parquet: NDJSON lines have "
                          "no fixed columns (write --input parquet, or --format ndjson)")
-        return cls(args)
+        return cls(args, errors)
 
     # --- input ----------------------------------------------------------------------
 

@@ -6,10 +6,11 @@
 The page (``chunkd.web``) posts a document to ``/api/split`` with its choices as query
 parameters named like the command-line options (``?strategy=recursive&tokens=300&
 overlap=15%25&parent-tokens=1200``). A request is never parsed as command-line
-arguments: it takes only these parameters (``QUERY``), each value read by its
-option's own conversion and the settings checked as the filter's are, so they mean
-the same and are refused with the same message. The options the page has no control
-for (``--language``, ``--separators``, ...) are the server's, fixed when it started.
+arguments: it takes only the flags of the options declared ``request``
+(``chunkd.settings``), each value read by its flag's own conversion and the settings
+made and checked as the filter's are, so they mean the same and are refused with the
+same message. The other options (``--language``, ``--separators``, ...) are the
+server's, fixed when it started.
 The answer is a report: the filter's records for that document, with exact token
 counts, and a summary.
 
@@ -50,7 +51,6 @@ import socketserver
 import sys
 import threading
 import time
-from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NoReturn
@@ -61,9 +61,9 @@ import orjson
 from chunkd import __version__
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
-from chunkd.settings import (ERRORS, CommandParser, Settings, SettingsError,
-                             add_settings_options, number_value, overlap_value,
-                             parse_with_settings, settings_from_options)
+from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
+                             flags, given_flags, options, parse_with_settings,
+                             settings_from_flags)
 from chunkd.strategies import build
 from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
                         with_token_counts)
@@ -104,48 +104,31 @@ SECURITY_HEADERS = {
 #: sending, gets the answer rather than a reset connection.
 DRAIN_SECONDS = 5.0
 
-#: The query parameters of a split, each read as the option of the same name reads
-#: its value; ``doc`` is the document's name.
-QUERY: dict[str, Callable[[str], object]] = {
-    "strategy": str, "chars": number_value, "tokens": number_value, "size": number_value,
-    "overlap": overlap_value, "parent-chars": number_value, "parent-tokens": number_value,
-    "parent-overlap": overlap_value, "errors": str}
-#: The settings a request cannot choose: the server's own, as it was started.
-SERVER_SETTINGS = ("strip_headings", "embed_text", "separators", "separator_regex",
-                   "language", "keep_separator", "strip_whitespace")
-
-
 def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | None]:
     """The settings and the document name (``doc``) of a split request; the settings
     a request cannot choose are ``server``'s. Bad values raise ``SettingsError``
     (or ``ValueError``, for a malformed query) with the option's message."""
+    request = {flag.key.replace("_", "-"): flag for option, flag in flags() if option.request}
     values: dict[str, object] = {}
     name = None
     pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query),
-                      max_num_fields=len(QUERY) + 1)
+                      max_num_fields=len(request) + 1)
     for key, value in pairs:
         if key in values or (key == "doc" and name is not None):
             raise SettingsError(f"{key} is given twice")
         if key == "doc":
             name = value or None
-        elif key not in QUERY:
+        elif key not in request:
             raise SettingsError(f"unknown parameter {key!r}; a split takes "
-                                f"{', '.join(QUERY)} and doc")
+                                f"{', '.join(request)} and doc")
         else:
             try:
-                values[key] = QUERY[key](value)
+                values[key] = request[key].read(value)
             except argparse.ArgumentTypeError as error:
                 raise SettingsError(f"argument --{key}: {error}") from None
-    errors = values.pop("errors", "strict")
-    if errors not in ERRORS:
-        raise SettingsError(f"argument --errors: invalid choice: {errors!r} (choose from "
-                            f"{', '.join(map(repr, ERRORS))})")
-    options = {key.replace("-", "_"): value for key, value in values.items()}
-    fixed = {field: getattr(server, field) for field in SERVER_SETTINGS}
-    # Each value is of its option's type (QUERY's parsers, the server's Settings), but
-    # mypy cannot follow keyword arguments spread from a dict of mixed values.
-    return (settings_from_options(**options, **fixed, errors=errors,  # type: ignore[arg-type]
-                                  count_tokens=True), name)
+    server_own = {option.name: server[option] for option in options() if not option.request}
+    return (settings_from_flags({request[key].key: value for key, value in values.items()},
+                                base=server_own | {"count_tokens": True}), name)
 
 
 # --- who may ask ---------------------------------------------------------------------
@@ -705,11 +688,6 @@ def _size(count: int) -> str:
 
 # --- the command ---------------------------------------------------------------------
 
-#: The settings options that set the page's first choices, as ``/api/config`` gives them.
-INITIAL_OPTIONS = ("strategy", "chars", "tokens", "size", "overlap", "parent_chars",
-                   "parent_tokens", "parent_overlap", "errors")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="chunkd serve",
@@ -773,7 +751,9 @@ def main(argv: list[str]) -> int:
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Listen and answer until interrupted."""
     build(with_token_counts(settings))  # load the tokenizer now, not at the first split
-    initial = {name: getattr(args, name) for name in INITIAL_OPTIONS}
+    # The page's first choices: the flags a request may give, as the server was started.
+    given = given_flags(args)
+    initial = {flag.key: given.get(flag.key) for option, flag in flags() if option.request}
     try:
         server = PageServer(args.host, args.port, initial, args.max_bytes, settings,
                             max_chunks=args.max_chunks, time_limit=args.time_limit,

@@ -1,13 +1,16 @@
-"""How to chunk: every setting, its default and its validation, in one place.
+"""How to chunk: the common settings, declared once, and making ``Settings`` from them.
 
-The filter, ``chunkd watch``, the other subcommands and the Python API all build a
-``Settings`` here, so a setting means the same everywhere and a bad one gets the same
-message everywhere. ``Settings.as_dict()`` is what the daemon records in each result
-and compares to decide whether the result is current.
+Each setting is an ``Option`` (``chunkd.options``): its type, default, command-line
+flags, check, the strategies that take it, how results record it, whether a ``chunkd
+serve`` request may set it and whether ``chunkd eval`` takes a comma list of it. The
+common ones are declared on ``Settings`` below; a strategy declares its own in its
+module. The parser of every command (``add_settings_options``), the checks, the
+daemon's record of settings (``Settings.as_dict``, compared to decide whether a result
+is current), serve's query parameters and ``/api/config``, eval's grid and
+docs/options.md all read the declarations.
 
-The command-line options that choose settings (``--strategy``, ``--chars``,
-``--tokens``, ``--size``, ``--overlap``, ``--separators``, ...) are defined here too,
-once, for every subcommand that takes them.
+Raw options (flags and their values, a query's parameters, a grid point) become
+``Settings`` once, through ``settings_from_flags``; nothing goes back through argv.
 """
 
 from __future__ import annotations
@@ -15,330 +18,464 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
-from dataclasses import dataclass, fields, replace
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from chunkd.errors import SettingsError as SettingsError  # reached from here too
 
-#: Sizes beyond this are refused: no document has that many units, and the kernel
-#: counts in 64-bit integers.
-MAX_SIZE = 10**12
+from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
+                            overlap_value, percent_of, switch, whole)
+
+if TYPE_CHECKING:
+    from chunkd.strategies.base import Strategy
+
+T = TypeVar("T")
 ERRORS = ("strict", "replace")
-#: Where a separator goes: at the "end" of the piece before it, at the "start" of the
-#: piece after it, or nowhere ("none"): LangChain's keep_separator "end", True, False.
-KEEP_SEPARATOR = ("end", "start", "none")
+
+def flags() -> Iterator[tuple[Option[Any], Flag]]:
+    """Every flag of every option, in declaration order."""
+    for option in options():
+        for flag in option.flags:
+            yield option, flag
 
 
-@dataclass(frozen=True)
+def options() -> list[Option[Any]]:
+    """Every option in declaration order, whatever was imported first: those declared on
+    ``Settings``, then the strategies' own (registered when they are imported), each
+    placed after the option it names, if any."""
+    import chunkd.strategies  # noqa: F401  (the strategies register their options)
+
+    ordered = [value for value in vars(Settings).values() if isinstance(value, Option)]
+    for option in OPTIONS.values():
+        if option not in ordered:
+            after = PLACED_AFTER.get(option.name)
+            names = [known.name for known in ordered]
+            ordered.insert(names.index(after) + 1 if after in names else len(ordered), option)
+    return ordered
+
+
+# --- how flags update the settings being made -------------------------------------------
+
+class Draft:
+    """Settings being made from flags: the flags given (by key), the values so far (by
+    option name), and the strategy's class. Each given flag updates it in declaration
+    order, so a flag may rely on the ones declared before it (an overlap on the size)."""
+
+    def __init__(self, given: Mapping[str, Any], values: dict[str, Any]) -> None:
+        self.given = given
+        self.values = values
+
+    @property
+    def strategy(self) -> str:
+        return self.values.get("strategy") or "recursive"
+
+    @property
+    def kind(self) -> type[Strategy]:
+        from chunkd.strategies import strategy_class
+
+        return strategy_class(self.strategy)
+
+
+def set_strategy(draft: Draft, name: str) -> None:
+    from chunkd.strategies import REGISTRY
+
+    if name not in REGISTRY:
+        raise SettingsError(f"--strategy {name}: unknown; choose one of {', '.join(REGISTRY)}")
+    draft.values["strategy"] = name
+
+
+def set_size_in(unit: str | None) -> Callable[[Draft, int], None]:
+    """``--chars``/``--tokens`` (a recursive strategy's size and its unit), or, with
+    None, ``--size`` (a window strategy's size, in its one unit)."""
+    def update(draft: Draft, size: int) -> None:
+        kind, strategy = draft.kind, draft.strategy
+        if unit is None:
+            if not kind.window:
+                raise SettingsError(f"--size is for the window strategies; with --strategy "
+                                    f"{strategy} write --chars N or --tokens N")
+        else:
+            if "chars" in draft.given and "tokens" in draft.given:
+                raise SettingsError("--chars and --tokens exclude each other: give one size")
+            if kind.window:
+                raise SettingsError(f"--{unit} is for the recursive strategies; with --strategy "
+                                    f"{strategy} write --size N ({kind.units[0]} a window)")
+            draft.values["unit"] = unit
+        draft.values["size"] = size
+    return update
+
+
+def set_overlap(draft: Draft, overlap: int | str) -> None:
+    kind, size = draft.kind, draft.values.get("size")
+    size_now = kind.default_size if size is None else size
+    units = percent_of(overlap, size_now)
+    assert units is not None
+    if 1 <= size_now <= units:
+        unit = draft.values.get("unit") or kind.units[0]
+        given = (f"{size_now} {unit}" if size is not None else
+                 f"{size_now} {kind.units[0]}, the default of --strategy {draft.strategy}")
+        larger = "--size" if kind.window else f"--{unit}"
+        raise SettingsError(f"--overlap {units} is not smaller than the size ({given}); "
+                            f"write --overlap {size_now - 1} or less, or a larger {larger}")
+    draft.values["overlap"] = units
+
+
+def set_parent_size_in(unit: str) -> Callable[[Draft, int], None]:
+    """``--parent-chars``/``--parent-tokens``: parents in the children's unit."""
+    def update(draft: Draft, size: int) -> None:
+        if "parent_chars" in draft.given and "parent_tokens" in draft.given:
+            raise SettingsError("--parent-chars and --parent-tokens exclude each other")
+        children = draft.values.get("unit") or "chars"
+        if unit != children:
+            raise SettingsError(f"parents are counted in the children's unit: with "
+                                f"--{children} write --parent-{children} N")
+        draft.values["parent_size"] = size
+    return update
+
+
+def set_parent_overlap(draft: Draft, overlap: int | str) -> None:
+    parent_size = draft.values.get("parent_size")
+    if parent_size is None:
+        raise SettingsError("--parent-overlap needs --parent-chars or --parent-tokens")
+    draft.values["parent_overlap"] = percent_of(overlap, parent_size)
+
+
+def always_shown(option: str) -> Callable[[Settings], list[str]]:
+    """A flag shown in every command line (``--strategy``, ``--overlap``)."""
+    def arguments(settings: Settings) -> list[str]:
+        return [f"--{option}", str(settings._values[option])]
+    return arguments
+
+
+def size_shown(unit: str | None) -> Callable[[Settings], list[str]]:
+    """``--chars``/``--tokens``/``--size`` N, whichever gives the settings' size."""
+    def arguments(settings: Settings) -> list[str]:
+        from chunkd.strategies import strategy_class
+
+        window = strategy_class(settings.strategy).window
+        if (unit is None) == window and unit in (None, settings.unit):
+            return [f"--{unit or 'size'}", str(settings.size)]
+        return []
+    return arguments
+
+
+def _strategies_help() -> str:
+    from chunkd.strategies import REGISTRY
+
+    return (f"{', '.join(REGISTRY)} (default: recursive, LangChain's "
+            "RecursiveCharacterTextSplitter)")
+
+
+def _window_sizes_help() -> str:
+    from chunkd.strategies import REGISTRY
+
+    window = ", ".join(f"{name} {kind.default_size}" for name, kind in REGISTRY.items()
+                       if kind.window)
+    return f"window strategies: N units a window (default: {window})"
+
+
+def _parent_shown(unit: str) -> Callable[[Settings], list[str]]:
+    def arguments(settings: Settings) -> list[str]:
+        if settings.parent_size is None or settings.unit != unit:
+            return []
+        return [f"--parent-{unit}", str(settings.parent_size)]
+    return arguments
+
+
+def _has_headings(kind: type[Strategy]) -> bool:
+    return "headings" in kind.fields
+
+
 class Settings:
-    """How documents become chunks.
+    """How documents become chunks: one value for every declared option (``OPTIONS``),
+    checked and resolved; immutable, compared and hashed by value.
 
     ``size`` and ``overlap`` are in ``unit``: "chars" (code points) or "tokens"
     (cl100k_base) for the recursive strategies, the strategy's own unit (graphemes,
     words, sentences, sections) for the window strategies. Left as None, ``unit``,
     ``size`` and ``overlap`` take the strategy's defaults (see ``chunkd.strategies``).
+    The keywords are the options' names; a strategy's own options are read as
+    ``settings[OPTION]``.
     """
 
-    strategy: str = "recursive"
-    unit: str | None = None
-    size: int | None = None
-    overlap: int | None = None
+    strategy = Option[str](
+        "recursive", "the strategy", record=Record.ALWAYS, request=True, grid=True,
+        flags=(Flag("--strategy", _strategies_help, set_strategy, "NAME", str,
+                    shown=always_shown("strategy")),))
+    unit = Option[str](
+        None, "the unit of the sizes and overlaps (None: the strategy's first; checked "
+              "against the strategy's units)", record=Record.ALWAYS, request=True)
+    size = Option[int](
+        None, "the largest chunk, in the unit (None: the strategy's default)",
+        record=Record.ALWAYS, request=True, grid=True, check=whole(1), noun="size", flags=(
+            Flag("--chars", "recursive strategies: at most N Unicode code points a chunk "
+                            "(default: 1000)", set_size_in("chars"), "N", number_value,
+                 shown=size_shown("chars")),
+            Flag("--tokens", "recursive strategies: at most N cl100k_base tokens a chunk "
+                             "(counted offline)", set_size_in("tokens"), "N", number_value,
+                 shown=size_shown("tokens")),
+            Flag("--size", _window_sizes_help, set_size_in(None), "N", number_value,
+                 shown=size_shown(None))))
+    overlap = Option[int](
+        None, "units shared by neighbouring chunks (None: the strategy's default)",
+        record=Record.ALWAYS, request=True, grid=True, check=whole(0), noun="overlap",
+        flags=(Flag("--overlap", "units shared by neighbouring chunks, a number or a "
+                                 "percentage of the size (15%%); smaller than the size "
+                                 "(default: 10%% for recursive, 0 for window strategies)",
+                    set_overlap, "M", overlap_value, shown=always_shown("overlap")),))
     #: Parent/child: children (``size``) are cut from parents of ``parent_size`` units
     #: (same unit) overlapping by ``parent_overlap``; each child records its parent.
-    parent_size: int | None = None
-    parent_overlap: int | None = None
-    #: Markdown: leave each section's heading line out of its chunks (it stays in
-    #: ``headings``).
-    strip_headings: bool = False
+    parent_size = Option[int | None](
+        None, "parent/child: the parents' size, in the children's unit", request=True,
+        grid=True, check=whole(1), noun="parent size", fields=("parent",),
+        applies=lambda kind: kind.parents, refusal="the {strategy} strategy has no "
+                                                   "parent/child mode", flags=(
+            Flag("--parent-chars", "parent/child: cut parents of N code points, then the "
+                                   "chunks (children) from each parent; with --chars",
+                 set_parent_size_in("chars"), "N", number_value, shown=_parent_shown("chars")),
+            Flag("--parent-tokens", "parent/child, in cl100k_base tokens; with --tokens",
+                 set_parent_size_in("tokens"), "N", number_value,
+                 shown=_parent_shown("tokens"))))
+    parent_overlap = Option[int | None](
+        None, "parent/child: units shared by neighbouring parents (None: 10%)", request=True,
+        grid=True, check=whole(0), noun="parent overlap", flags=(
+            Flag("--parent-overlap", "units shared by neighbouring parents, or a percentage "
+                                     "of the parent size (default: 10%%)",
+                 set_parent_overlap, "M", overlap_value),))
     #: Add ``embed_text``: the heading path, then the chunk's text (strategies whose
     #: records carry ``headings``).
-    embed_text: bool = False
+    embed_text = Option[bool](
+        False, "add embed_text", check=switch, applies=_has_headings, fields=("embed_text",),
+        refusal="{option} needs headings: write --strategy markdown or sections "
+                "(--strategy {strategy} gives none)", flags=(
+            Flag("--embed-text", "add \"embed_text\": the heading path (A > B > C), a blank "
+                                 "line, then the chunk's text (markdown, sections)"),))
     #: Add each chunk's exact cl100k_base count as ``tokens``.
-    count_tokens: bool = False
+    count_tokens = Option[bool](
+        False, "add tokens", check=switch, fields=("tokens",), flags=(
+            Flag("--count-tokens", "add each chunk's exact cl100k_base token count as "
+                                   "\"tokens\""),))
     #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
-    ids: bool = False
+    ids = Option[bool](
+        False, "add chunk_id", check=switch, fields=("chunk_id",), flags=(
+            Flag("--ids", "add \"chunk_id\": each chunk's stable UUID, from its document, "
+                          "offsets and text, for vector-store upserts"),))
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
-    errors: str = "strict"
-    #: Recursive strategies: the separators, coarsest first (None: chunkd's fourteen,
-    #: ``chunkd.SEPARATORS``); "" splits into code points.
-    separators: tuple[str, ...] | None = None
-    #: The separators are regular expressions (LangChain's ``is_separator_regex``).
-    separator_regex: bool = False
-    #: LangChain's separators for a programming or markup language (``from_language``;
-    #: regular expressions), instead of ``separators``.
-    language: str | None = None
-    #: Where a separator goes (``KEEP_SEPARATOR``); None: "start" with a ``language``,
-    #: as in LangChain's ``from_language``, else "end".
-    keep_separator: str | None = None
-    #: Strip white space around chunks (LangChain's ``strip_whitespace``).
-    strip_whitespace: bool = True
+    errors = Option[str](
+        "strict", "invalid UTF-8", record=Record.ALWAYS, request=True, check=choice(*ERRORS),
+        flags=(Flag("--errors", "invalid UTF-8: an error naming the byte offset (strict, "
+                                "default) or U+FFFD (replace)", choices=ERRORS),))
+    _values: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        from chunkd.strategies import strategy_class
-
-        kind = strategy_class(self.strategy)
-        unit = kind.units[0] if self.unit is None else self.unit
-        if unit not in kind.units:
-            raise SettingsError(f"the {self.strategy} strategy counts in "
-                                f"{' or '.join(kind.units)}, not {unit!r}")
-        size = kind.default_size if self.size is None else _whole(self.size, "size", 1)
-        overlap = (kind.default_overlap(size) if self.overlap is None
-                   else _whole(self.overlap, "overlap", 0))
-        if overlap >= size:
-            raise SettingsError(f"the overlap ({overlap}) must be smaller than the size ({size})")
-        if self.errors not in ERRORS:
-            raise SettingsError(f"errors must be 'strict' or 'replace', not {self.errors!r}")
-        for switch in ("count_tokens", "strip_headings", "embed_text", "ids"):
-            if not isinstance(getattr(self, switch), bool):
-                raise SettingsError(f"{switch} must be True or False")
-        if self.embed_text and "headings" not in kind.fields:
-            raise SettingsError(f"embed_text needs a strategy that gives headings (markdown or "
-                                f"sections), not {self.strategy}")
-        if self.strip_headings and not kind.strips_headings:
-            raise SettingsError(f"strip_headings is for the markdown strategy, not {self.strategy}")
-        object.__setattr__(self, "unit", unit)
-        object.__setattr__(self, "size", size)
-        object.__setattr__(self, "overlap", overlap)
-        if self.parent_size is not None:
-            self._check_parents(kind)
-        elif self.parent_overlap is not None:
-            raise SettingsError("a parent overlap needs a parent size")
-        self._check_separators(kind)
-        kind.check(self)
+    def __init__(self, **values: Any) -> None:
+        """Settings from the options' values by name; a bad one raises ``SettingsError``
+        (an unknown name, ``TypeError``)."""
+        object.__setattr__(self, "_values", _resolved(values, _api_name))
 
     # Made, settings have every field resolved: typed views for the code that cuts.
     @property
     def chunk_size(self) -> int:
         """``size``, resolved."""
-        assert self.size is not None, "resolved in __post_init__"
         return self.size
 
     @property
     def chunk_overlap(self) -> int:
         """``overlap``, resolved."""
-        assert self.overlap is not None, "resolved in __post_init__"
         return self.overlap
 
     @property
     def length_unit(self) -> str:
         """``unit``, resolved."""
-        assert self.unit is not None, "resolved in __post_init__"
         return self.unit
 
-    @property
-    def separator_place(self) -> str:
-        """``keep_separator``, resolved."""
-        assert self.keep_separator is not None, "resolved in __post_init__"
-        return self.keep_separator
+    @classmethod
+    def _made(cls, values: dict[str, Any]) -> Settings:
+        settings = cls.__new__(cls)
+        object.__setattr__(settings, "_values", values)
+        return settings
 
-    def _check_parents(self, kind) -> None:
-        if not kind.parents:
-            raise SettingsError(f"the {self.strategy} strategy has no parent/child mode")
-        parent_size = _whole(self.parent_size, "parent size", 1)
-        if parent_size <= self.chunk_size:
-            raise SettingsError(f"the parent size ({parent_size}) must be larger than the "
-                                f"size ({self.size})")
-        parent_overlap = (kind.default_overlap(parent_size) if self.parent_overlap is None
-                          else _whole(self.parent_overlap, "parent overlap", 0))
-        if parent_overlap >= parent_size:
-            raise SettingsError(f"the parent overlap ({parent_overlap}) must be smaller than "
-                                f"the parent size ({parent_size})")
-        object.__setattr__(self, "parent_overlap", parent_overlap)
+    def __getitem__(self, option: Option[T]) -> T:
+        """The value of ``option`` (a strategy's own options are read so)."""
+        return self._values[option.name]
+
+    def set_options(self) -> list[Option[Any]]:
+        """The options that differ from their defaults here, in declaration order."""
+        return [option for option in options() if option.is_set(self._values)]
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"settings are immutable: use replace({name}=...)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values.items()))
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (self._values,))
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with ``changes``, checked again."""
+        return Settings(**{**self._values, **changes})
 
     def parent_settings(self) -> Settings:
         """The settings that cut the parents (a parent/child setting's other half)."""
-        return replace(self, size=self.parent_size, overlap=self.parent_overlap,
-                       parent_size=None, parent_overlap=None, count_tokens=False)
-
-    def _check_separators(self, kind) -> None:
-        """Validate the separator settings and resolve ``keep_separator``."""
-        from chunkd.strategies.languages import LANGUAGE_SEPARATORS
-
-        separators = self.separators
-        if separators is not None:
-            if isinstance(separators, str) or not isinstance(separators, (list, tuple)) \
-                    or not separators or not all(isinstance(s, str) for s in separators):
-                raise SettingsError(f"separators must be a non-empty list of strings, "
-                                    f"not {separators!r}")
-            problem = _not_unicode(separators)
-            if problem:
-                raise SettingsError(f"separators: {problem}")
-            object.__setattr__(self, "separators", tuple(separators))
-        if self.language is not None and self.language not in LANGUAGE_SEPARATORS:
-            if self.language == "perl":
-                raise SettingsError("LangChain has no separators for perl")
-            raise SettingsError(f"unknown language {self.language!r}; choose one of "
-                                f"{', '.join(LANGUAGE_SEPARATORS)}")
-        if separators is not None and self.language is not None:
-            raise SettingsError("give separators or a language, not both")
-        if not isinstance(self.separator_regex, bool):
-            raise SettingsError("separator_regex must be True or False")
-        if self.separator_regex and separators is None:
-            raise SettingsError("separator_regex applies to the separators given: give them "
-                                "too (a language's separators are regular expressions already)")
-        keep = self.keep_default() if self.keep_separator is None else self.keep_separator
-        if keep not in KEEP_SEPARATOR:
-            raise SettingsError(f"keep_separator must be one of {', '.join(KEEP_SEPARATOR)}, "
-                                f"not {keep!r}")
-        object.__setattr__(self, "keep_separator", keep)
-        if not isinstance(self.strip_whitespace, bool):
-            raise SettingsError("strip_whitespace must be True or False")
-        if kind.window and self.separator_fields():
-            raise SettingsError(f"the {self.strategy} strategy takes no separators: they are "
-                                "for the recursive strategies")
-
-    def keep_default(self) -> str:
-        """Where separators go unless told: as LangChain's ``from_language`` puts them
-        for a language (at the start of a piece: ``def`` opens its function), else at
-        the end of a piece (a full stop closes its sentence)."""
-        return "start" if self.language is not None else "end"
-
-    def separator_fields(self) -> dict[str, Any]:
-        """The separator settings that differ from the defaults, as recorded (JSON
-        values)."""
-        recorded: dict[str, Any] = {}
-        if self.separators is not None:
-            recorded["separators"] = list(self.separators)
-        if self.separator_regex:
-            recorded["separator_regex"] = True
-        if self.language is not None:
-            recorded["language"] = self.language
-        if self.keep_separator is not None and self.keep_separator != self.keep_default():
-            recorded["keep_separator"] = self.keep_separator
-        if not self.strip_whitespace:
-            recorded["strip_whitespace"] = False
-        return recorded
-
-    def other_arguments(self) -> list[str]:
-        """The command-line arguments besides strategy, sizes, overlaps, ``--errors`` and
-        ``--count-tokens`` that give these settings (``--language``, ``--embed-text``...)."""
-        arguments = [f"--{switch.replace('_', '-')}"
-                     for switch in ("strip_headings", "embed_text", "ids") if getattr(self, switch)]
-        recorded = self.separator_fields()
-        if "language" in recorded:
-            arguments += ["--language", recorded["language"]]
-        if "separators" in recorded:
-            arguments += ["--separators", json.dumps(recorded["separators"])]
-        if "separator_regex" in recorded:
-            arguments.append("--separator-regex")
-        if "keep_separator" in recorded:
-            arguments += ["--keep-separator", recorded["keep_separator"]]
-        if "strip_whitespace" in recorded:
-            arguments.append("--no-strip")
-        return arguments
+        return self.replace(size=self.parent_size, overlap=self.parent_overlap,
+                            parent_size=None, parent_overlap=None, count_tokens=False)
 
     @classmethod
     def from_keywords(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
-                      **options) -> Settings:
+                      **options: Any) -> Settings:
         """Settings from the Python API's keyword names (``chunk_size``,
-        ``chunk_overlap``, then the field names: ``unit``, ``strategy``, ...)."""
-        allowed = {f.name for f in fields(cls)} - {"size", "overlap"}
-        unknown = set(options) - allowed
+        ``chunk_overlap``, then the options' names: ``unit``, ``strategy``, ...)."""
+        unknown = set(options) - (set(_names()) - {"size", "overlap"})
         if unknown:
             raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
         return cls(size=chunk_size, overlap=chunk_overlap, **options)
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings as a result records them: the ones that shape every result,
-        then the optional ones only when they are switched on (so that a new option
-        does not make every earlier result look stale)."""
-        recorded: dict[str, Any] = {"strategy": self.strategy, "unit": self.unit, "size": self.size,
-                    "overlap": self.overlap, "errors": self.errors}
-        if self.parent_size is not None:
-            recorded |= {"parent_size": self.parent_size, "parent_overlap": self.parent_overlap}
-        for switch in ("strip_headings", "embed_text", "count_tokens", "ids"):
-            if getattr(self, switch):
-                recorded[switch] = True
-        recorded.update(self.separator_fields())
+        """The settings as a result records them (each option's ``Record``): the ones
+        recorded always, then the others that differ from their defaults."""
+        recorded: dict[str, Any] = {}
+        for policy in (Record.ALWAYS, Record.SET):
+            for option in options():
+                value = self._values[option.name]
+                if option.record is not policy or (
+                        policy is Record.SET and not option.is_set(self._values)):
+                    continue
+                recorded[option.name] = value if option.to_json is None else option.to_json(value)
         return recorded
 
     def record_fields(self) -> tuple[str, ...]:
         """The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records carry."""
+        from chunkd.chunk import OPTIONAL_FIELDS
         from chunkd.strategies import strategy_class
 
         extra = set(strategy_class(self.strategy).fields)
-        if self.count_tokens:
-            extra.add("tokens")
-        if self.parent_size is not None:
-            extra.add("parent")
-        if self.embed_text:
-            extra.add("embed_text")
-        if self.ids:
-            extra.add("chunk_id")
-        from chunkd.chunk import OPTIONAL_FIELDS
+        for option in options():
+            if option.fields and option.is_set(self._values):
+                extra.update(option.fields)
         return tuple(name for name in OPTIONAL_FIELDS if name in extra)
 
-
-def _not_unicode(separators: list[str] | tuple[str, ...]) -> str | None:
-    """Why separators are not Unicode text, if one holds a lone surrogate (JSON can
-    write one, ``"\\ud800"``): no decoded text holds one, and no result holding it can
-    be written as UTF-8."""
-    for separator in separators:
-        for character in separator:
-            if "\ud800" <= character <= "\udfff":
-                return (f"{separator!r} holds a lone surrogate (U+{ord(character):04X}), "
-                        "which is not Unicode text")
-    return None
+    def command_line(self) -> list[str]:
+        """The filter's options that give these settings, to show a user (never parsed
+        again)."""
+        arguments: list[str] = []
+        for option, flag in flags():
+            arguments += (flag.shown(self) if flag.shown is not None
+                          else _default_shown(option, flag, self._values))
+        return arguments
 
 
-def _whole(value: object, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SettingsError(f"the {name} must be a whole number, not {value!r}")
-    if value < least:
-        raise SettingsError(f"the {name} must be at least {least}, got {value}")
-    if value > MAX_SIZE:
-        raise SettingsError(f"the {name} must be at most {MAX_SIZE}, got {value}")
-    return value
+def _rebuilt(values: dict[str, Any]) -> Settings:
+    """Settings unpickled (in a worker process): checked again where they are used."""
+    return Settings(**values)
 
 
-# --- command-line options --------------------------------------------------------------
-
-def number_value(text: str) -> int:
-    """A whole number as an option value; its range is checked by ``Settings``."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+def _names() -> list[str]:
+    return [option.name for option in options()]
 
 
-def overlap_value(text: str) -> int | str:
-    """An overlap: a whole number of units, or a percentage of the size (``15%``)."""
-    if text.endswith("%"):
-        try:
-            percent = float(text[:-1])
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-        if not 0 <= percent < 100:
-            raise argparse.ArgumentTypeError(f"a percentage from 0 to under 100, got {text}")
-        return text
-    return number_value(text)
+def _api_name(option: Option[Any]) -> str:
+    return option.name
 
 
-def _shown(text: str) -> str:
-    """An option's value in a message: at most 80 code points of it."""
-    return repr(text) if len(text) <= 80 else repr(text[:80]) + f"... ({len(text)} code points)"
+def _flag_name(option: Option[Any]) -> str:
+    return option.flags[0].spelling if option.flags else option.name
 
 
-def _separators(text: str) -> list[str]:
-    """``--separators``: a JSON list of strings."""
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error}): {_shown(text)}") from None
-    except RecursionError:
-        raise argparse.ArgumentTypeError(f"JSON nested too deeply: {_shown(text)}") from None
-    if not isinstance(value, list) or not value or not all(isinstance(s, str) for s in value):
-        raise argparse.ArgumentTypeError(f"not a non-empty JSON list of strings: {_shown(text)}")
-    problem = _not_unicode(value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return value
+def _default_shown(option: Option[Any], flag: Flag, values: Mapping[str, Any]) -> list[str]:
+    """A flag's arguments when its option differs from its default."""
+    value = values[option.name]
+    if not option.is_set(values):
+        return []
+    if flag.parse is None and flag.choices is None:
+        return [flag.spelling] if value == flag.const else []
+    value = value if option.to_json is None else option.to_json(value)
+    return [flag.spelling, value if isinstance(value, str) else json.dumps(value)]
 
 
-def _list_of(parse):
-    def parse_list(text: str) -> list:
-        return [parse(item.strip()) for item in text.split(",")]
-    return parse_list
+def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> dict[str, Any]:
+    """Every option's value, checked and resolved from ``given`` (by name); messages
+    name an option as ``spell`` does (its flag on the command line, else its name)."""
+    from chunkd.strategies import strategy_class
+
+    declared = options()
+    unknown = set(given) - {option.name for option in declared}
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
+    kind = strategy_class(given.get("strategy", "recursive"))
+    values: dict[str, Any] = {}
+    for option in declared:
+        value = given.get(option.name, option.default)
+        if value is not None and option.check is not None:
+            value = option.check(value, option.noun or spell(option))
+        values[option.name] = value
+    unit = kind.units[0] if values["unit"] is None else values["unit"]
+    if unit not in kind.units:
+        raise SettingsError(f"the {kind.name} strategy counts in "
+                            f"{' or '.join(kind.units)}, not {unit!r}")
+    size = kind.default_size if values["size"] is None else values["size"]
+    overlap = kind.default_overlap(size) if values["overlap"] is None else values["overlap"]
+    if overlap >= size:
+        raise SettingsError(f"the overlap ({overlap}) must be smaller than the size ({size})")
+    values.update(unit=unit, size=size, overlap=overlap)
+    for option in declared:
+        if values[option.name] is None and option.implied is not None:
+            values[option.name] = option.implied(values)
+    for option in declared:
+        if option.applies is not None and not option.applies(kind) and option.is_set(values):
+            raise SettingsError(option.refusal.format(option=spell(option), strategy=kind.name))
+    _resolve_parents(values, kind)
+    for option in declared:
+        if option.check_with is not None:
+            option.check_with(values, lambda name: spell(OPTIONS[name]))
+    kind.check(Settings._made(values))
+    return values
+
+
+def _resolve_parents(values: dict[str, Any], kind: type[Strategy]) -> None:
+    parent_size, parent_overlap = values["parent_size"], values["parent_overlap"]
+    if parent_size is None:
+        if parent_overlap is not None:
+            raise SettingsError("a parent overlap needs a parent size")
+        return
+    if parent_size <= values["size"]:
+        raise SettingsError(f"the parent size ({parent_size}) must be larger than the "
+                            f"size ({values['size']})")
+    if parent_overlap is None:
+        parent_overlap = kind.default_overlap(parent_size)
+    if parent_overlap >= parent_size:
+        raise SettingsError(f"the parent overlap ({parent_overlap}) must be smaller than "
+                            f"the parent size ({parent_size})")
+    values["parent_overlap"] = parent_overlap
+
+
+# --- the command line -----------------------------------------------------------------
+
+def settings_from_flags(given: Mapping[str, Any],
+                        base: Mapping[str, Any] | None = None) -> Settings:
+    """Settings from flags' values by key (``{"chars": 500, "overlap": "15%"}``), over
+    ``base`` (values by option name); a wrong combination raises ``SettingsError``
+    saying what to write instead, naming options as the command line spells them."""
+    draft = Draft(given, dict(base or {}))
+    for option, flag in flags():
+        if flag.key in given:
+            if flag.update is not None:
+                flag.update(draft, given[flag.key])
+            else:
+                draft.values[option.name] = (given[flag.key] if flag.parse or flag.choices
+                                             else flag.const)
+    settings = Settings._made(_resolved(draft.values, _flag_name))
+    return settings
+
+
+def given_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings flags given in ``args`` (``add_settings_options``), by key."""
+    return {flag.key: getattr(args, flag.key) for _, flag in flags()
+            if getattr(args, flag.key, None) is not None}
 
 
 class LineFormatter(argparse.HelpFormatter):
@@ -370,156 +507,28 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
-    """The options that choose settings, as every subcommand spells them. With
-    ``grid``, each takes a comma list (``--tokens 128,256``) for ``chunkd eval``."""
-    from chunkd.strategies import REGISTRY
+def _list_of(parse: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    def parse_list(text: str) -> list[Any]:
+        return [parse(item.strip()) for item in text.split(",")]
+    return parse_list
 
-    many = _list_of if grid else (lambda parse: parse)
-    window = ", ".join(f"{name} {kind.default_size}" for name, kind in REGISTRY.items()
-                       if kind.window)
+
+def add_settings_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
+    """Every option's flags, as every subcommand spells them. With ``grid``, the
+    options eval varies take a comma list (``--tokens 128,256``) for ``chunkd eval``."""
     group = parser.add_argument_group(
         "chunking", "how documents are cut (the same options for every chunkd command)")
-    group.add_argument("--strategy", type=many(str), metavar="NAME",
-                       help=f"{', '.join(REGISTRY)} (default: recursive, LangChain's "
-                            "RecursiveCharacterTextSplitter)")
-    group.add_argument("--chars", type=many(number_value), metavar="N",
-                       help="recursive strategies: at most N Unicode code points a chunk "
-                            "(default: 1000)")
-    group.add_argument("--tokens", type=many(number_value), metavar="N",
-                       help="recursive strategies: at most N cl100k_base tokens a chunk "
-                            "(counted offline)")
-    group.add_argument("--size", type=many(number_value), metavar="N",
-                       help=f"window strategies: N units a window (default: {window})")
-    group.add_argument("--overlap", type=many(overlap_value), metavar="M",
-                       help="units shared by neighbouring chunks, a number or a percentage "
-                            "of the size (15%%); smaller than the size (default: 10%% for "
-                            "recursive, 0 for window strategies)")
-    group.add_argument("--parent-chars", type=many(number_value), metavar="N",
-                       help="parent/child: cut parents of N code points, then the chunks "
-                            "(children) from each parent; with --chars")
-    group.add_argument("--parent-tokens", type=many(number_value), metavar="N",
-                       help="parent/child, in cl100k_base tokens; with --tokens")
-    group.add_argument("--parent-overlap", type=many(overlap_value), metavar="M",
-                       help="units shared by neighbouring parents, or a percentage of the "
-                            "parent size (default: 10%%)")
-    group.add_argument("--strip-headings", action="store_true",
-                       help="markdown: leave each section's heading line out of its chunks "
-                            "(it stays in \"headings\")")
-    group.add_argument("--embed-text", action="store_true",
-                       help="add \"embed_text\": the heading path (A > B > C), a blank line, "
-                            "then the chunk's text (markdown, sections)")
-    group.add_argument("--count-tokens", action="store_true",
-                       help="add each chunk's exact cl100k_base token count as \"tokens\"")
-    group.add_argument("--ids", action="store_true",
-                       help="add \"chunk_id\": each chunk's stable UUID, from its document, offsets "
-                            "and text, for vector-store upserts")
-    group.add_argument("--errors", choices=ERRORS, default="strict",
-                       help="invalid UTF-8: an error naming the byte offset (strict, default) "
-                            "or U+FFFD (replace)")
-    group.add_argument("--separators", type=_separators, metavar="JSON",
-                       help="recursive strategies: the separators, coarsest first, as a JSON "
-                            """list ('["\\n\\n", "\\n", " ", ""]'; "" splits into """
-                            "characters); default: chunkd's fourteen")
-    group.add_argument("--separator-regex", action="store_true",
-                       help="the --separators are regular expressions (Python's re)")
-    group.add_argument("--language", metavar="NAME",
-                       help="LangChain's separators for source code or markup "
-                            "(from_language): python, js, markdown, ...")
-    group.add_argument("--keep-separator", choices=KEEP_SEPARATOR,
-                       help="where a separator goes: at the end of the chunk it closes, at "
-                            "the start of the one it opens, or none (default: start with "
-                            "--language, else end)")
-    group.add_argument("--no-strip", dest="strip_whitespace", action="store_false",
-                       help="keep the white space around chunks (LangChain's "
-                            "strip_whitespace=False)")
-
-
-def settings_from_options(strategy: str | None = None, chars: int | None = None,
-                          tokens: int | None = None, size: int | None = None,
-                          overlap: int | str | None = None, count_tokens: bool = False,
-                          errors: str = "strict", parent_chars: int | None = None,
-                          parent_tokens: int | None = None,
-                          parent_overlap: int | str | None = None,
-                          strip_headings: bool = False, embed_text: bool = False,
-                          separators: list[str] | None = None, separator_regex: bool = False,
-                          language: str | None = None, keep_separator: str | None = None,
-                          strip_whitespace: bool = True, ids: bool = False) -> Settings:
-    """Settings from option values, as the command line spells them; a wrong
-    combination raises ``SettingsError`` saying what to write instead."""
-    from chunkd.strategies import REGISTRY, strategy_class
-
-    strategy = strategy or "recursive"
-    if strategy not in REGISTRY:
-        raise SettingsError(f"--strategy {strategy}: unknown; choose one of {', '.join(REGISTRY)}")
-    kind = strategy_class(strategy)
-    if chars is not None and tokens is not None:
-        raise SettingsError("--chars and --tokens exclude each other: give one size")
-    if kind.window:
-        if chars is not None or tokens is not None:
-            option = "--chars" if chars is not None else "--tokens"
-            raise SettingsError(f"{option} is for the recursive strategies; with --strategy "
-                                f"{strategy} write --size N ({kind.units[0]} a window)")
-        unit = None
-    else:
-        if size is not None:
-            raise SettingsError(f"--size is for the window strategies; with --strategy "
-                                f"{strategy} write --chars N or --tokens N")
-        unit, size = ("tokens", tokens) if tokens is not None else ("chars", chars)
-    size_now = kind.default_size if size is None else size
-    overlap = _percent_of(overlap, size_now)
-    if overlap is not None and 1 <= size_now <= overlap:
-        given = (f"{size_now} {unit or kind.units[0]}" if size is not None else
-                 f"{size_now} {kind.units[0]}, the default of --strategy {strategy}")
-        larger = "--size" if kind.window else f"--{unit}"
-        raise SettingsError(f"--overlap {overlap} is not smaller than the size ({given}); "
-                            f"write --overlap {size_now - 1} or less, or a larger {larger}")
-    parent_size = parent_tokens if parent_tokens is not None else parent_chars
-    if parent_size is not None:
-        parent_unit = "tokens" if parent_tokens is not None else "chars"
-        if parent_chars is not None and parent_tokens is not None:
-            raise SettingsError("--parent-chars and --parent-tokens exclude each other")
-        if parent_unit != (unit or "chars"):
-            raise SettingsError(f"parents are counted in the children's unit: with "
-                                f"--{unit or 'chars'} write --parent-{unit or 'chars'} N")
-        parent_overlap = _percent_of(parent_overlap, parent_size)
-    elif parent_overlap is not None:
-        raise SettingsError("--parent-overlap needs --parent-chars or --parent-tokens")
-    if strip_headings and not kind.strips_headings:
-        raise SettingsError(f"--strip-headings is for --strategy markdown, not {strategy}")
-    if embed_text and "headings" not in kind.fields:
-        raise SettingsError(f"--embed-text needs headings: write --strategy markdown or "
-                            f"sections (--strategy {strategy} gives none)")
-    if separator_regex and separators is None:
-        raise SettingsError("--separator-regex applies to --separators: give them too")
-    if separators is not None and language is not None:
-        raise SettingsError("--separators and --language exclude each other: give one")
-    return Settings(strategy=strategy, unit=unit, size=size, overlap=overlap,
-                    parent_size=parent_size, parent_overlap=parent_overlap,
-                    strip_headings=strip_headings, embed_text=embed_text,
-                    count_tokens=count_tokens, errors=errors,
-                    separators=None if separators is None else tuple(separators),
-                    separator_regex=separator_regex, language=language,
-                    keep_separator=keep_separator, strip_whitespace=strip_whitespace, ids=ids)
-
-
-def _percent_of(overlap: int | str | None, size: int) -> int | None:
-    """An overlap option's value in units: a percentage (``"15%"``) of ``size``."""
-    if isinstance(overlap, str):
-        return int(size * float(overlap[:-1]) // 100)
-    return overlap
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from the options of ``add_settings_options`` (without ``grid``)."""
-    return settings_from_options(
-        args.strategy, args.chars, args.tokens, args.size, args.overlap,
-        count_tokens=args.count_tokens, errors=args.errors, parent_chars=args.parent_chars,
-        parent_tokens=args.parent_tokens, parent_overlap=args.parent_overlap,
-        strip_headings=args.strip_headings, embed_text=args.embed_text,
-        separators=args.separators, separator_regex=args.separator_regex,
-        language=args.language, keep_separator=args.keep_separator,
-        strip_whitespace=args.strip_whitespace, ids=args.ids)
+    for option, flag in flags():
+        help = flag.help if isinstance(flag.help, str) else flag.help()
+        if flag.parse is None and flag.choices is None:
+            group.add_argument(flag.spelling, dest=flag.key, action="store_const",
+                               const=flag.const, default=None, help=help)
+            continue
+        parse = flag.parse or str
+        group.add_argument(flag.spelling, dest=flag.key, metavar=flag.metavar,
+                           type=_list_of(parse) if grid and option.grid else parse,
+                           choices=flag.choices, help=help,
+                           default=option.default if flag.update is None else None)
 
 
 def parse_with_settings(parser: argparse.ArgumentParser,
@@ -528,6 +537,6 @@ def parse_with_settings(parser: argparse.ArgumentParser,
     (exit 2, one line, without argparse's usage text)."""
     args = parser.parse_args(argv)
     try:
-        return args, settings_from_args(args)
+        return args, settings_from_flags(given_flags(args))
     except SettingsError as error:  # one line that says what to write instead
         parser.error(str(error))

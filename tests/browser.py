@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import select
@@ -76,3 +77,21 @@ class Serve:
         if self.process.poll() is None:
             status, stderr = self.stop()
             assert status == 0, f"chunkd serve exited {status} on SIGTERM: {stderr}"
+
+
+def request(server: Serve, method: str, path: str, body: bytes | None = None,
+            headers: dict | None = None, host: str | None = None) -> tuple[int, dict, bytes]:
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    try:
+        connection.putrequest(method, path, skip_host=True)
+        if host is not None:
+            connection.putheader("Host", host)
+        for name, value in (headers or {}).items():
+            connection.putheader(name, value)
+        if body is not None:
+            connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()

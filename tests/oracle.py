@@ -11,6 +11,7 @@ import pathlib
 import random
 
 import tiktoken
+from hypothesis import strategies as st
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from chunkd import Splitter
@@ -92,3 +93,16 @@ def check_against_langchain(text: str, pieces: list[str], chunk_size: int,
         assert chunk.index == i
         assert text[chunk.start:chunk.end] == chunk.text
         assert chunk.length == length(chunk.text)
+
+
+#: Generated documents for the property tests: the separators and their near misses,
+#: CJK, emoji, combining marks and white space of every kind, among random text.
+FRAGMENTS = [s for s in SEPARATORS if s] + [
+    "\n\n\n", "\r\n", "\t", "\u3000", "\u00a0", "\u2028", "\u0085", "\u001c", "\x00",
+    "word", "Word", "chunk", "42", "123456", "don't", "we'LL", "it's", "'ve",
+    "中文文本", "你好", "一二三", "テスト", "한국어", "مرحبا",
+    "👩\u200d👩\u200d👧", "👍🏽", "e\u0301", "n\u0303a", "\u200b", "<|endoftext|>",
+    "    ", "...", "?!", "——", "«»",
+]
+fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))
+generated_documents = st.lists(fragment, max_size=120).map("".join)

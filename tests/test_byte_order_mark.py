@@ -12,8 +12,8 @@ import chunkd
 import windows_reference as reference
 from chunkd._windows import SectionScanner
 from command import ndjson, run_chunkd
-from test_markdown import check_markdown
-from test_windows import SETTINGS, check, cut, documents
+from markdown_checks import check_markdown
+from window_checks import SETTINGS, check, cut, documents
 
 BOM = "\ufeff"
 DOCUMENT = f"{BOM}# Title\n\ntext\n\n## Sub\n\nmore\n"

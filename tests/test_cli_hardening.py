@@ -1,4 +1,4 @@
-"""The filter and the kernel under hostile input (issue 7): odd names, deep JSON, big
+"""The filter and the kernel under hostile input: odd names, deep JSON, big
 numbers, invalid UTF-8 inside JSON, full and closed outputs, huge sizes, half-built
 objects. One line on stderr, the documented exit status, never a traceback, and the
 other documents still chunked. Each test failed before its fix."""

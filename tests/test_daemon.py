@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +20,7 @@ import pytest
 
 from command import chunkd_command
 from oracle import corpus_documents
-from watching import filter_chunks, filter_documents, results
+from watching import filter_chunks, filter_documents, notify_socket, results
 
 pytestmark = pytest.mark.slow
 
@@ -199,13 +197,6 @@ def test_unusable_inbox_fails_fast_with_a_clear_message(tmp_path):
     assert result.returncode == 2
     assert result.stderr.decode().strip() == \
         f"chunkd watch: inbox {tmp_path / 'nope'} does not exist or is not a folder"
-
-
-def notify_socket() -> tuple[socket.socket, str]:
-    name = f"@chunkd-test-{secrets.token_hex(4)}"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    listener.bind("\0" + name[1:])
-    return listener, name
 
 
 def test_sd_notify_ready_status_watchdog_stopping_on_an_abstract_socket(inbox, watch):

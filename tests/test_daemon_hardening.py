@@ -1,4 +1,4 @@
-"""``chunkd watch`` under attack and faults (issue 7): links, odd names, races, full
+"""``chunkd watch`` under attack and faults: links, odd names, races, full
 disks, dead workers, a notify socket nobody reads. Each test failed before its fix."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import chunkd
 
 from command import chunkd_command
 from oracle import corpus_documents
-from test_daemon import notify_socket
-from watching import filter_chunks, results
+from watching import filter_chunks, notify_socket, results
 
 pytestmark = pytest.mark.slow
 

@@ -21,9 +21,9 @@ import chunkd
 import windows_reference as reference
 from command import chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents, token_length
-from test_markdown import check_embedded, check_markdown, unit_length
-from test_memory import MEASURE, STREAM_BYTES, stream_through_chunkd
-from test_windows import SETTINGS, TEXT_FRAGMENTS, check_scanner, cut
+from markdown_checks import check_embedded, check_markdown, unit_length
+from memory import MEASURE, STREAM_BYTES, stream_through_chunkd
+from window_checks import SETTINGS, TEXT_FRAGMENTS, check_scanner, cut
 
 #: Peak resident memory a run on these files must stay under (chunkd alone is about 25 MB).
 PEAK_LIMIT_MB = 64

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from command import chunkd_command, ndjson, run_chunkd
+from memory import peak_of
 
 # --- help ---------------------------------------------------------------------------
 
@@ -207,8 +208,6 @@ def test_a_long_ndjson_line_from_a_pipe_costs_what_it_costs_from_a_file(tmp_path
     """Read from a pipe (here a named one) with --jobs, a line is gathered from many
     reads; the reads must be let go once joined, so that the peak grows as for a file
     (under 3.5 times the line's growth: test_memory's bound)."""
-    from test_memory import peak_of
-
     paragraph = "A sentence of plain ASCII text, repeated. " * 20 + "\n\n"
     peaks = {}
     for megabytes in (10, 40):

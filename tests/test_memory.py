@@ -2,61 +2,18 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
-
 import orjson
 import pytest
 
-from command import chunkd_command
-from oracle import corpus_documents
+from memory import STREAM_BYTES, corpus_text, peak_of, stream_through_chunkd
 
 pytestmark = pytest.mark.slow
 
-STREAM_BYTES = 210 * 1024 * 1024
 PEAK_LIMIT_MB = 100
-
-
-def corpus_text(keep_blank_lines: bool) -> bytes:
-    text = "\n".join(p.read_text(encoding="utf-8") for p in corpus_documents())
-    if not keep_blank_lines:  # one endless paragraph: the top separator never occurs
-        text = "\n".join(line for line in text.splitlines() if line.strip())
-    return text.encode()
 
 
 def no_whitespace_text() -> bytes:
     return bytes(range(33, 127)) * 10_000 + "中文标点符号没有空格".encode() * 10_000
-
-
-# Linux counts a child's memory from before its exec (the forked copy of its parent)
-# in its peak RSS, so chunkd is started from a small Python that reports the peak.
-MEASURE = """import resource, subprocess, sys
-status = subprocess.call(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)
-sys.exit(status)"""
-
-
-def stream_through_chunkd(args: list[str], block: bytes) -> tuple[int, int, int]:
-    """Pipe ``block`` repeated to STREAM_BYTES into chunkd; return its exit status,
-    the chunk lines it wrote, and its peak RSS in MB."""
-    process = subprocess.Popen([sys.executable, "-c", MEASURE, chunkd_command(), *args],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
-
-    def write() -> None:
-        sent = 0
-        while sent < STREAM_BYTES:
-            process.stdin.write(block)
-            sent += len(block)
-        process.stdin.close()
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    lines = sum(chunk.count(b"\n") for chunk in iter(lambda: process.stdout.read(1 << 20), b""))
-    writer.join()
-    peak_mb = int(process.stderr.read().split()[-1])
-    return process.wait(), lines, peak_mb
 
 
 @pytest.mark.parametrize("args,text", [
@@ -73,16 +30,6 @@ def test_peak_memory_stays_bounded(args, text):
     assert status == 0
     assert lines > STREAM_BYTES // 4000   # it did chunk everything, not stop early
     assert peak_mb < PEAK_LIMIT_MB, f"peak RSS {peak_mb} MB"
-
-
-def peak_of(args: list[str]) -> int:
-    """Run the installed chunkd on files; its peak RSS in MB (output discarded)."""
-    measure = MEASURE.replace("subprocess.call(sys.argv[1:])",
-                              "subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)")
-    result = subprocess.run([sys.executable, "-c", measure, chunkd_command(), *args],
-                            capture_output=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return int(result.stderr.split()[-1])
 
 
 def write_repeated(path, block: bytes, megabytes: int) -> str:

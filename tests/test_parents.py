@@ -1,4 +1,4 @@
-"""Parent/child chunking (issue 9) against LangChain's ParentDocumentRetriever contract:
+"""Parent/child chunking against LangChain's ParentDocumentRetriever contract:
 parents are LangChain's recursive split of the document at the parent settings, and the
 children of each parent are LangChain's split of that parent's text at the child
 settings; every offset is exact."""
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import chunkd
 from command import copied, ndjson, records_with_jobs, run_chunkd
-from oracle import corpus_documents, langchain_chunks, random_cuts, token_length
-from test_properties import documents as generated_documents
+from oracle import (corpus_documents, generated_documents, langchain_chunks, random_cuts,
+                    token_length)
 from watching import filter_documents, results
 
 CASES = [("chars", 200, 20, 1000, 100), ("tokens", 64, 8, 300, 30)]

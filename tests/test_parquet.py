@@ -319,8 +319,8 @@ def test_without_proc_the_file_is_read_through_python(tmp_path, monkeypatch):
     with open(path, "wb") as stream:
         pq.write_table(pa.table({"id": ["a", "b"], "text": ["some text", "more"]}), stream)
     files = chunkd.parquet.ParquetFiles(argparse.Namespace(
-        text_column=None, id_column=None, errors="strict", input="parquet", format="ndjson",
-        output=None))
+        text_column=None, id_column=None, input="parquet", format="ndjson", output=None),
+        "strict")
     documents = list(files.documents(os.fsdecode(path)))
     assert [(d.name, "".join(d.blocks)) for d in documents] == [("a", "some text"), ("b", "more")]
 

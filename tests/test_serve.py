@@ -3,7 +3,6 @@ answers, what it refuses, and that its reports hold the filter's records."""
 
 from __future__ import annotations
 
-import http.client
 import pathlib
 import signal
 import socket
@@ -13,7 +12,7 @@ from urllib.parse import urlencode
 import orjson
 import pytest
 
-from browser import Serve
+from browser import Serve, request
 from command import chunkd_command, run_chunkd
 from oracle import corpus_documents
 
@@ -24,24 +23,6 @@ DOCUMENT = next(p for p in corpus_documents() if p.parent.name == "en-policy")
 def server():
     with Serve("--max-bytes", "100000") as serve:
         yield serve
-
-
-def request(server: Serve, method: str, path: str, body: bytes | None = None,
-            headers: dict | None = None, host: str | None = None) -> tuple[int, dict, bytes]:
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    try:
-        connection.putrequest(method, path, skip_host=True)
-        if host is not None:
-            connection.putheader("Host", host)
-        for name, value in (headers or {}).items():
-            connection.putheader(name, value)
-        if body is not None:
-            connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders(body)
-        answer = connection.getresponse()
-        return answer.status, dict(answer.getheaders()), answer.read()
-    finally:
-        connection.close()
 
 
 def split(server: Serve, body: bytes, **params) -> tuple[int, dict]:

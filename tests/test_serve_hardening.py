@@ -18,7 +18,7 @@ import pytest
 
 from browser import Serve
 from command import chunkd_command
-from test_serve import request
+from browser import request
 
 #: A regular expression that backtracks for ever on a run of a's with no b.
 RUNAWAY = json.dumps(["(?:a+)+b"])

@@ -9,7 +9,7 @@ import random
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkd
@@ -17,6 +17,7 @@ from chunkd._windows import (GraphemeWindows, SectionScanner, SectionWindows,
                              SentenceWindows, WordWindows, _Windows)
 from oracle import corpus_documents, random_cuts
 import windows_reference as reference
+from window_checks import SETTINGS, check, check_scanner, compiled, cut, documents
 
 STRATEGIES = ("graphemes", "words", "sentences", "sections")
 #: (size, overlap) per strategy for the corpus: a small window with overlap, and the
@@ -24,35 +25,6 @@ STRATEGIES = ("graphemes", "words", "sentences", "sections")
 CORPUS_SETTINGS = {"graphemes": [(1, 0), (7, 3), (1000, 0)], "words": [(5, 2), (200, 0)],
                    "sentences": [(3, 1), (8, 0)], "sections": [(2, 1), (1, 0)]}
 DOCUMENTS = corpus_documents()
-
-
-def chunk_dicts(chunks: list[chunkd.Chunk], strategy: str) -> list[dict]:
-    """The records as the reference gives them (its fields, no others filled)."""
-    out = []
-    for chunk in chunks:
-        record = {"index": chunk.index, "start": chunk.start, "end": chunk.end,
-                  "length": chunk.length, "text": chunk.text,
-                  "estimated_tokens": chunk.estimated_tokens}
-        assert chunk.tokens is None and chunk.parent is None
-        if strategy == "sections":
-            record["headings"] = chunk.headings
-        else:
-            assert chunk.headings is None
-        out.append(record)
-    return out
-
-
-def compiled(pieces: list[str], strategy: str, size: int, overlap: int) -> list[dict]:
-    splitter = chunkd.Splitter(size, overlap, strategy=strategy)
-    chunks = []
-    for piece in pieces:
-        chunks += splitter.feed(piece)
-    return chunk_dicts(chunks + splitter.finish(), strategy)
-
-
-def check(text: str, pieces: list[str], strategy: str, size: int, overlap: int) -> None:
-    assert compiled(pieces, strategy, size, overlap) == \
-        reference.windows(text, strategy, size, overlap)
 
 
 # --- the shared corpus ------------------------------------------------------------------
@@ -103,41 +75,10 @@ grapheme_text = st.lists(st.one_of(st.sampled_from(GRAPHEME_FRAGMENTS),
                                    st.sampled_from(GRAPHEME_PROPERTY_CHARACTERS),
                                    st.text(max_size=3)), max_size=80).map("".join)
 
-CJK_EDGES = [chr(c) for first, last in reference.CJK_RANGES for c in (first, last)] + [
-    "\u10ff", "\u1200", "\u2e7f", "\u3000", "\u4dc0", "\u4dff", "\ua95f", "\ua980",
-    "\uabff", "\ud7ff", "\uf8ff", "\ufb00", "\ufe2f", "\ufe50", "\ufeff", "\ufff0",
-    "\U0001ffff", "\U00040000"]
-WHITE = [chr(c) for c in range(0x110000) if chr(c).isspace()]
-TEXT_FRAGMENTS = CJK_EDGES + WHITE + list(reference.TERMINAL_MARKS + reference.CLOSING_MARKS) + [
-    "中文", "日本語のテキスト", "한국어", "word", "Word", "3.14", "file.txt", "e.g.", "...",
-    "?!", "!)", ".\"", "。」", "Hi.", "\n", "\n\n", "\r\n", "#", "# ", "## Title ##",
-    "# C#", "### T ###  ", "#\t", "#######", "#x", "   # indented", "    # code",
-    "```", "````", "~~~", "~~~~~", "``", "  ```py", "```  ", "\\#", "- item", "> quote",
-    "Title\n===", "Sub\n---", "👩\u200d👩\u200d👧", "e\u0301", "\x00",
-]
-documents = st.lists(st.one_of(st.sampled_from(TEXT_FRAGMENTS), st.text(max_size=5)),
-                     max_size=100).map("".join)
-
-
-@st.composite
-def cut(draw, texts):
-    """A text and a cutting of it into pieces: at random, or one code point a piece."""
-    text = draw(texts)
-    if draw(st.booleans()) and len(text) < 200:
-        return text, list(text)
-    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
-    bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
 @st.composite
 def size_and_overlap(draw, largest: int = 6):
     size = draw(st.integers(1, largest))
     return size, draw(st.integers(0, size - 1))
-
-
-SETTINGS = settings(max_examples=300, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -236,22 +177,6 @@ def test_section_scanner_reports_each_start_once_as_soon_as_settled(doc):
     check_scanner(*doc)
 
 
-def check_scanner(text: str, pieces: list[str]) -> None:
-    """The scanner's reports, piece by piece, against the plain reference."""
-    expected = [(start, headings) for start, _, headings in reference.section_units(text)]
-    scanner = SectionScanner()
-    reported, read = [], 0
-    for piece in pieces:
-        reported += scanner.feed(piece)
-        read += len(piece)
-        assert reported == expected[:len(reported)]
-        assert scanner.settled <= scanner.position == read
-        assert all(s in reported for s in expected if s[0] < scanner.settled and s != (0, ()))
-    reported += scanner.finish()
-    assert reported == expected
-    assert scanner.feed("# Next document") == [] and scanner.finish() == [(0, ("Next document",))]
-
-
 @pytest.mark.parametrize("line,title", [
     ("# Title", "Title"), ("## Title ##", "Title"), ("# C#", "C#"), ("### ###", ""),
     ("#", ""), ("#\t\tTabbed\t#\t", "Tabbed"), ("  ## Two spaces #####  ", "Two spaces"),
@@ -299,9 +224,9 @@ def test_white_preamble_is_no_section():
         "x", "# A"]
 
 
-# --- a few fixed cases from the issue -------------------------------------------------
+# --- a few fixed cases from the contract ---------------------------------------------
 
-def test_issue_examples():
+def test_contract_examples():
     assert [c.text for c in chunkd.split_text("中文。hello world", 1, strategy="words")] == [
         "中", "文", "。", "hello", "world"]
     assert [c.text for c in chunkd.split_text(

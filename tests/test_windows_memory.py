@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from test_memory import STREAM_BYTES, corpus_text, stream_through_chunkd
+from memory import STREAM_BYTES, corpus_text, stream_through_chunkd
 
 pytestmark = pytest.mark.slow
 
-#: The issue's target for a 1 GiB stream (the benchmark measures that one).
+#: The target for a 1 GiB stream (the benchmark measures that one).
 PEAK_LIMIT_MB = 64
 
 

@@ -7,6 +7,7 @@ import os
 import pathlib
 import secrets
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -91,3 +92,10 @@ def filter_documents(*paths: Path, options: tuple[str, ...] = ()) -> list[dict]:
 
 def filter_chunks(path: Path, *options: str) -> list[dict]:
     return filter_documents(path, options=options)[0]["chunks"]
+
+
+def notify_socket() -> tuple[socket.socket, str]:
+    name = f"@chunkd-test-{secrets.token_hex(4)}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind("\0" + name[1:])
+    return listener, name

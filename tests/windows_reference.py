@@ -1,5 +1,5 @@
-"""A plain reference of the window strategies, written from the contract (issue 8, the
-docs/strategies.md, "Window strategies"), not from chunkd: slow, whole-text, obviously correct.
+"""A plain reference of the window strategies, written from the contract
+(docs/strategies.md, "Window strategies"), not from chunkd: slow, whole-text, obviously correct.
 
 Units are (start, end) offsets into the text; sections carry their headings too.
 Graphemes come from the ``regex`` module's ``\\X``, the oracle the contract names.

@@ -111,13 +111,14 @@ class Problems:
         print(f"chunkd eval: {message}", file=sys.stderr, flush=True)
 
 
-def load_documents(args: argparse.Namespace, problems: Problems):
-    """The documents the arguments name, read whole (references are found in them)."""
+def load_documents(args: argparse.Namespace, errors: str, problems: Problems):
+    """The documents the arguments name, read whole (references are found in them);
+    invalid UTF-8 as ``errors`` says."""
     from chunkd.evaluate.questions import Documents
     from chunkd.readers import InputError, Paused, documents
 
     library = Documents()
-    for document in documents(args.files, args.input, args.errors):
+    for document in documents(args.files, args.input, errors):
         if isinstance(document, InputError):
             problems.report(document)
             continue
@@ -172,7 +173,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
         problems.report(f"left out {message}")
     if not points:
         parser.error("no setting of the grid can work")
-    library = load_documents(args, problems)
+    # Every setting reads the documents alike: --errors is not one eval varies.
+    library = load_documents(args, points[0].settings.errors, problems)
     questions = load_questions(args.questions, library, problems)
     if not questions:
         print("chunkd eval: no question to evaluate", file=sys.stderr)

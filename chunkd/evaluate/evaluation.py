@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -11,7 +10,7 @@ from chunkd.evaluate.grid import Point
 from chunkd.evaluate.metrics import Retrieved, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
-from chunkd.strategies import build, chunk_blocks
+from chunkd.strategies import Source, build, chunk_blocks
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,10 @@ class Result:
 
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
     """Every document's chunks, with its document's number, counted in tokens."""
-    chunker = build(dataclasses.replace(point.settings, count_tokens=True))
+    chunker = build(point.settings.replace(count_tokens=True))
     chunks: list[tuple[int, Chunk]] = []
-    for number, text in enumerate(documents.texts):
-        for ready in chunk_blocks(chunker, [text]):
+    for number, (name, text) in enumerate(zip(documents.names, documents.texts)):
+        for ready in chunk_blocks(chunker, Source(name), [text]):
             chunks.extend((number, chunk) for chunk in ready)
     return chunks
 

@@ -1,13 +1,14 @@
-"""The grid of settings: every combination of the settings options' comma lists.
+"""The grid of settings: every combination of the comma lists of the options eval
+varies (each ``Option`` declared with ``grid``).
 
 Each strategy takes the sizes written for its kind: a recursive strategy every
 ``--chars`` and ``--tokens`` value, a window strategy every ``--size`` value; each size
 is combined with every ``--overlap``. What is not given takes a default: the recursive
 strategy, ``DEFAULT_TOKENS`` for a recursive strategy (the strategy's own default size
-for a window strategy), ``DEFAULT_OVERLAPS``. The other settings options (separators,
+for a window strategy), ``DEFAULT_OVERLAPS``. The other settings flags (separators,
 ``--language``, ``--strip-headings``, ``--embed-text``, ...) apply to every setting.
-Every combination is built by ``chunkd.settings.settings_from_options``, the filter's
-own path; a combination it refuses (an overlap not smaller than a size) is reported and
+Every combination is made by ``chunkd.settings.settings_from_flags``, the filter's own
+path; a combination it refuses (an overlap not smaller than a size) is reported and
 left out. Parent/child settings are refused: eval scores the chunks retrieval returns,
 and would have to choose between children and parents.
 """
@@ -17,15 +18,14 @@ from __future__ import annotations
 import argparse
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
-from chunkd.settings import Settings, SettingsError, settings_from_options
+from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
+                             settings_from_flags)
 from chunkd.strategies import strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
 DEFAULT_OVERLAPS: list[int | str] = [0, "15%"]
-#: The settings options that apply to every setting of the grid, as they are given.
-SHARED = ("errors", "strip_headings", "embed_text", "separators", "separator_regex",
-          "language", "keep_separator", "strip_whitespace")
 
 
 @dataclass(frozen=True)
@@ -38,43 +38,46 @@ class Point:
 
     def options(self) -> str:
         """The filter's options that choose these settings."""
-        settings = self.settings
-        size = "--size" if strategy_class(settings.strategy).window else f"--{settings.unit}"
-        return shlex.join(["--strategy", settings.strategy, size, str(settings.size),
-                           "--overlap", str(settings.overlap), *settings.other_arguments()])
+        return shlex.join(self.settings.command_line())
 
 
 def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
     """The settings the options ask for, in option order, without repeats, and a
     message for each combination that cannot work. Options that no strategy of the
     grid takes, or an unknown strategy, raise ``SettingsError``."""
-    strategies = args.strategy or ["recursive"]
+    given = given_flags(args)
+    strategies = given.get("strategy") or ["recursive"]
     kinds = [strategy_class(name) for name in strategies]  # unknown names raise here
-    for option in ("parent_chars", "parent_tokens", "parent_overlap"):
-        if getattr(args, option) is not None:
-            raise SettingsError(f"--{option.replace('_', '-')}: chunkd eval does not evaluate "
-                                "parent/child chunking (it scores the chunks retrieval "
-                                "returns); evaluate the children's sizes without it")
-    shared = {name: getattr(args, name) for name in SHARED}
-    recursive_sizes = ([("chars", size) for size in args.chars or []]
-                       + [("tokens", size) for size in args.tokens or []])
-    window_sizes = [("size", size) for size in args.size or []]
+    for option in (OPTIONS["parent_size"], OPTIONS["parent_overlap"]):
+        for flag in option.flags:
+            if flag.key in given:
+                raise SettingsError(f"{flag.spelling}: chunkd eval does not evaluate "
+                                    "parent/child chunking (it scores the chunks retrieval "
+                                    "returns); evaluate the children's sizes without it")
+    varied = {flag.key for option, flag in flags() if option.grid}
+    shared = {key: value for key, value in given.items() if key not in varied}
+    recursive_sizes = ([("chars", size) for size in given.get("chars", [])]
+                       + [("tokens", size) for size in given.get("tokens", [])])
+    window_sizes = [("size", size) for size in given.get("size", [])]
     for sizes, window in ((recursive_sizes, False), (window_sizes, True)):
         if sizes and not any(kind.window == window for kind in kinds):
-            option, value = sizes[0]  # let the settings say what to write instead
-            settings_from_options(strategies[0], **{option: value})
+            key, value = sizes[0]  # let the settings say what to write instead
+            settings_from_flags({"strategy": strategies[0], key: value})
     recursive_sizes = recursive_sizes or [("tokens", size) for size in DEFAULT_TOKENS]
     points: list[Point] = []
     problems: list[str] = []
     for name, kind in zip(strategies, kinds):
-        sizes = (window_sizes or [("size", None)]) if kind.window else recursive_sizes
-        for option, size in sizes:
-            for overlap in args.overlap or DEFAULT_OVERLAPS:
+        chosen_sizes: list[tuple[str, Any]] = ((window_sizes or [("size", None)]) if kind.window
+                                               else recursive_sizes)
+        for key, size in chosen_sizes:
+            for overlap in given.get("overlap") or DEFAULT_OVERLAPS:
+                chosen = {"strategy": name, "overlap": overlap}
+                if size is not None:
+                    chosen[key] = size
                 try:
-                    settings = settings_from_options(name, overlap=overlap, **shared,
-                                                     **{option: size})
+                    settings = settings_from_flags(shared | chosen)
                 except SettingsError as error:
-                    shown = "" if size is None else f" --{option} {size}"
+                    shown = "" if size is None else f" --{key} {size}"
                     problems.append(f"--strategy {name}{shown} --overlap {overlap}: {error}")
                     continue
                 if all(point.settings != settings for point in points):

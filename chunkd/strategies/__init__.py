@@ -12,16 +12,19 @@ class and the registry live in ``chunkd.strategies.base``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from operator import add
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import Chunk, Parent
-from chunkd.strategies.base import REGISTRY, Chunker, Strategy, register, strategy_class
+from chunkd.errors import SettingsError
+from chunkd.options import Flag, Option, not_unicode, register_option
+from chunkd.strategies.base import (REGISTRY, Chunker, Source, Strategy, begin, register,
+                                   strategy_class)
 
-__all__ = ["REGISTRY", "Chunker", "Strategy", "build", "chunk_blocks", "register",
-           "strategy_class"]
+__all__ = ["REGISTRY", "Chunker", "Source", "Strategy", "begin", "build", "chunk_blocks",
+           "register", "strategy_class"]
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings
@@ -29,7 +32,16 @@ if TYPE_CHECKING:
 
 def build(settings: Settings) -> Chunker:
     """The splitter for ``settings``: the strategy's, as children of parents if asked,
-    with exact token counts added if asked."""
+    with exact token counts added if asked, then made by each option set that says how
+    (``Option.builds``), the last declared outermost."""
+    make: Callable[[Settings], Chunker] = _strategy_chunker
+    for option in settings.set_options():
+        if option.builds is not None:
+            make = partial(option.builds, inner=make)
+    return make(settings)
+
+
+def _strategy_chunker(settings: Settings) -> Chunker:
     kind = strategy_class(settings.strategy)
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
@@ -41,49 +53,115 @@ def build(settings: Settings) -> Chunker:
     return chunker
 
 
-class EmbedText:
+class Wrapper:
+    """A chunker that changes the chunks of the one inside it (and passes it each
+    document's ``Source``)."""
+
+    def __init__(self, chunker: Chunker) -> None:
+        self.chunker = chunker
+
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
+        raise NotImplementedError
+
+    def begin(self, source: Source) -> None:
+        begin(self.chunker, source)
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self.changed(self.chunker.feed(text))
+
+    def finish(self) -> list[Chunk]:
+        return self.changed(self.chunker.finish())
+
+
+class EmbedText(Wrapper):
     """Adds ``embed_text``, what to embed for a chunk of a headed document: its heading
     path (``A > B > C``), a blank line, then its text (the text alone where there are
     no headings); ``text`` stays the exact document slice. For strategies whose size
     does not count what the path adds (sections); the markdown strategy fits the path
     into its size itself (``embeds``)."""
 
-    def __init__(self, chunker: Chunker) -> None:
-        self.chunker = chunker
-
-    @staticmethod
-    def _with_headings(chunks: list[Chunk]) -> list[Chunk]:
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
         return [chunk._replace(embed_text=" > ".join(chunk.headings) + "\n\n" + chunk.text
                                if chunk.headings else chunk.text) for chunk in chunks]
 
-    def feed(self, text: str) -> list[Chunk]:
-        return self._with_headings(self.chunker.feed(text))
 
-    def finish(self) -> list[Chunk]:
-        return self._with_headings(self.chunker.finish())
+class PrefixedEmbedText(Wrapper):
+    """Puts ``embed_prefix`` before each chunk's ``embed_text`` (its text where it has
+    none): the fixed text an embedding model wants before a passage, such as E5's
+    "passage: ". The chunks inside are cut at the size less the prefix's length, so the
+    prefix counts within the size."""
+
+    def __init__(self, chunker: Chunker, prefix: str) -> None:
+        super().__init__(chunker)
+        self.prefix = prefix
+
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
+        prefix = self.prefix
+        return [chunk._replace(embed_text=prefix + (chunk.text if chunk.embed_text is None
+                                                     else chunk.embed_text))
+                for chunk in chunks]
 
 
-class TokenCounting:
+def _prefix_length(prefix: str, unit: str) -> int:
+    """The length of ``embed_prefix`` in the size's unit."""
+    from chunkd.units import length_counter
+
+    counter = length_counter(unit)
+    return len(prefix) if counter is None else counter.count(prefix)
+
+
+def _check_prefix(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not_unicode([value]):
+        raise SettingsError(f"{name} must be Unicode text, not {value!r}")
+    return value
+
+
+def _room_for_prefix(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """The size less the prefix must still be more than the overlap."""
+    prefix, size, overlap, unit = (values["embed_prefix"], values["size"], values["overlap"],
+                                   values["unit"])
+    length = _prefix_length(prefix, unit) if prefix else 0
+    if prefix and size - length <= overlap:
+        raise SettingsError(f"{spell('embed_prefix')} takes {length} of the size's {size} "
+                            f"{unit}, which leaves the chunks no more than the overlap "
+                            f"({overlap}); write a larger size or a smaller overlap")
+
+
+def _with_prefix(settings: Settings, inner: Callable[[Settings], Chunker]) -> Chunker:
+    prefix = settings[EMBED_PREFIX]
+    cut = settings.replace(size=settings.size - _prefix_length(prefix, settings.unit),
+                           embed_prefix="")
+    return PrefixedEmbedText(inner(cut), prefix)
+
+
+#: A fixed text before each chunk's ``embed_text``, counted within the size.
+EMBED_PREFIX = register_option(Option[str](
+    "", "a fixed text before each chunk's embed_text", name="embed_prefix",
+    check=_check_prefix, check_with=_room_for_prefix, fields=("embed_text",),
+    builds=_with_prefix, applies=lambda kind: not kind.window,
+    refusal="{option} counts within a size in chars or tokens: it is for the recursive "
+            "and markdown strategies, not {strategy}", flags=(
+        Flag("--embed-prefix", "put TEXT before each chunk's \"embed_text\" (its text when "
+                               "it has no headings), counted within the size: the text an "
+                               "embedding model wants before a passage, such as E5's "
+                               "'passage: '", metavar="TEXT", parse=str),)), after="embed_text")
+
+
+class TokenCounting(Wrapper):
     """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
 
     def __init__(self, chunker: Chunker, same_as_length: bool) -> None:
         from chunkd.units import token_counter
 
-        self.chunker = chunker
+        super().__init__(chunker)
         self.count = token_counter().count
         self.same_as_length = same_as_length  # the length is already that count
 
-    def _counted(self, chunks: list[Chunk]) -> list[Chunk]:
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
         if self.same_as_length:
             return [chunk._replace(tokens=chunk.length) for chunk in chunks]
         count = self.count
         return [chunk._replace(tokens=count(chunk.text)) for chunk in chunks]
-
-    def feed(self, text: str) -> list[Chunk]:
-        return self._counted(self.chunker.feed(text))
-
-    def finish(self) -> list[Chunk]:
-        return self._counted(self.chunker.finish())
 
 
 class ParentChild:
@@ -135,6 +213,10 @@ class ParentChild:
         splitter.joined.clear()         # type: ignore[attr-defined]
         return joined
 
+    def begin(self, source: Source) -> None:
+        begin(self.parents, source)
+        begin(self.children, source)
+
     def feed(self, text: str) -> list[Chunk]:
         return self._children_of(self.parents.feed(text))
 
@@ -144,9 +226,11 @@ class ParentChild:
         return children
 
 
-def chunk_blocks(chunker: Chunker, blocks: Iterable[str]) -> Iterator[list[Chunk]]:
-    """Chunk one document given as text blocks; yields the chunks that each block
-    makes final, then the last ones."""
+def chunk_blocks(chunker: Chunker, source: Source,
+                 blocks: Iterable[str]) -> Iterator[list[Chunk]]:
+    """Chunk one document, ``source``, given as text blocks; yields the chunks that each
+    block makes final, then the last ones."""
+    begin(chunker, source)
     for block in blocks:
         chunks = chunker.feed(block)
         if chunks:

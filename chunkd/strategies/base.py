@@ -4,7 +4,8 @@ package, so that the package can import them without a circle."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
@@ -13,11 +14,31 @@ if TYPE_CHECKING:
     from chunkd.settings import Settings
 
 
+@dataclass(frozen=True)
+class Source:
+    """What a chunker learns of a document before its text (``begin``): its name as
+    the records give it (any JSON value; None: unnamed, as stdin or the API's text),
+    and its media type when one is known (None: not known)."""
+
+    name: Any = None
+    media_type: str | None = None
+
+
 class Chunker(Protocol):
-    """What a strategy builds: an incremental splitter of one document at a time."""
+    """What a strategy builds: an incremental splitter of one document at a time. A
+    splitter that chooses by document (a grammar by the file name's extension, a
+    strategy by the media type) has also ``begin(source: Source)``, which every front
+    end calls before each document's text, through ``begin``."""
 
     def feed(self, text: str) -> list[Chunk]: ...
     def finish(self) -> list[Chunk]: ...
+
+
+def begin(chunker: Chunker, source: Source) -> None:
+    """Tell ``chunker`` the document whose text comes next, if it asks (``begin``)."""
+    learn = getattr(chunker, "begin", None)
+    if learn is not None:
+        learn(source)
 
 
 class Strategy:
@@ -34,8 +55,6 @@ class Strategy:
     #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
     #: chunks of each of its chunks at the parent size.
     parents: ClassVar[bool] = False
-    #: Whether it can leave heading lines out of its chunks (``strip_headings``).
-    strips_headings: ClassVar[bool] = False
     #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
     #: others ``build`` adds it (``EmbedText``).
     embeds: ClassVar[bool] = False

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chunkd.chunk import Chunk
+from chunkd.options import Flag, Option, register_option, switch
 from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
 from chunkd.units import length_counter
@@ -46,7 +47,6 @@ class Markdown(Strategy):
     units = ("chars", "tokens")
     default_size = 1000
     fields = ("headings",)
-    strips_headings = True
     embeds = True
 
     @classmethod
@@ -57,7 +57,16 @@ class Markdown(Strategy):
     def splitter(cls, settings: Settings) -> Chunker:
         prefixes = EmbedPrefix(settings) if settings.embed_text else None
         return MarkdownSplitter(Recursive.splitter(settings),  # type: ignore[arg-type]
-                                settings.strip_headings, prefixes)
+                                settings[STRIP_HEADINGS], prefixes)
+
+
+#: Leave each section's heading line out of its chunks (it stays in ``headings``).
+STRIP_HEADINGS = register_option(Option[bool](
+    False, "leave each section's heading line out of its chunks", name="strip_headings",
+    check=switch, applies=lambda kind: issubclass(kind, Markdown),
+    refusal="{option} is for --strategy markdown, not {strategy}", flags=(
+        Flag("--strip-headings", "markdown: leave each section's heading line out of its "
+                                 "chunks (it stays in \"headings\")"),)), after="parent_overlap")
 
 
 class EmbedPrefix:

@@ -12,7 +12,6 @@ the styles and the script into a single HTML file.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import importlib.resources
 import io
@@ -25,7 +24,7 @@ import orjson
 from chunkd import __version__
 from chunkd.chunk import Chunk
 from chunkd.settings import Settings
-from chunkd.strategies import REGISTRY, build
+from chunkd.strategies import REGISTRY, Source, begin, build
 from chunkd.writers import make_writer, name_value
 
 #: The page's files, as the server serves them.
@@ -47,7 +46,7 @@ def asset(name: str) -> bytes:
 
 def with_token_counts(settings: Settings) -> Settings:
     """The page always shows each chunk's exact cl100k_base count."""
-    return dataclasses.replace(settings, count_tokens=True)
+    return settings.replace(count_tokens=True)
 
 
 #: reST inline markup in a docstring: ``literal``, `interpreted`, :role:`target`.
@@ -78,12 +77,13 @@ def strategy_descriptions() -> list[dict]:
             for name, kind in REGISTRY.items()]
 
 
-def bounded_chunks(settings: Settings, text: str, max_chunks: int | None = None,
-                   max_points: int | None = None) -> list[Chunk]:
-    """The document's chunks; over ``max_chunks`` chunks, or over ``max_points`` code
+def bounded_chunks(settings: Settings, text: str, name: str | None = None,
+                   max_chunks: int | None = None, max_points: int | None = None) -> list[Chunk]:
+    """The chunks of the document ``name``; over ``max_chunks`` chunks, or over ``max_points`` code
     points in all chunks together (the overlap repeats text), ``ReportTooLarge`` as
     soon as a block of the text shows it, before the rest is cut."""
     chunker = build(settings)
+    begin(chunker, Source(name))
 
     def blocks() -> Iterator[list[Chunk]]:
         for at in range(0, len(text), FEED_POINTS):
@@ -111,7 +111,7 @@ def report(settings: Settings, text: str, name: str | None = None,
     """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
     same settings (with ``doc`` when the document has a ``name``, as for a FILE).
     ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``)."""
-    chunks = bounded_chunks(settings, text, max_chunks, max_points)
+    chunks = bounded_chunks(settings, text, name, max_chunks, max_points)
     out = io.BytesIO()
     writer = make_writer("ndjson", out, named=name is not None)
     writer.begin(name, {})
