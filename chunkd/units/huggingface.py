@@ -185,10 +185,10 @@ class HuggingFaceUnit:
             previous = word
         reach = len(text) - self.added_reach
         for index, start in reversed(firsts[1:-1]):
-            if self.adds_space and not text[start].isspace():
+            if self.adds_space and text[start] != " ":
                 # Byte-level words start after the space that their first token holds.
                 start -= 1
-            if 0 < start <= reach and (not self.adds_space or text[start].isspace()):
+            if 0 < start <= reach and (not self.adds_space or text[start] == " "):
                 break
         else:
             return 0, 0

@@ -13,7 +13,9 @@ Streaming bound. ``count`` is ``len(encode_ordinary(text))``, which is additive 
 the pre-tokens that the encoding's pattern cuts. Appending text changes at most the
 last two pre-tokens (a run of white space up to its last newline, then the rest, or a
 word and an apostrophe that becomes its contraction), so the pre-tokens followed by two
-more are settled. The pattern runs here on Python's ``re`` with every class
+more are settled. That is read only for the encodings whose pattern the tests check on
+every code point (``SETTLING``: o200k_base's, the one file the tests have); the others
+settle nothing, and ``max_chars`` alone bounds their pieces. The pattern runs here on Python's ``re`` with every class
 (``\\p{L}``, ``\\p{Lu}``, ``\\s``...) spelled out from the Unicode 16.0 table that
 chunkd builds (the version of tiktoken's Rust tables) and ``$`` as ``\\Z`` (the end of
 the text, as in Rust); the tests compare it with tiktoken on every code point. A token
@@ -35,6 +37,9 @@ from typing import Any
 
 from chunkd.errors import SettingsError
 
+#: Encodings whose pre-tokens ``settled`` reads (their pattern is tested on every code
+#: point against tiktoken; o200k_harmony has o200k_base's pattern and ranks).
+SETTLING = ("o200k_base", "o200k_harmony")
 #: The suffix of a ranks file named after its encoding.
 SUFFIX = ".tiktoken"
 #: Encodings that chunkd counts in its kernel (``chunkd.units.cl100k``) or that tiktoken
@@ -193,6 +198,8 @@ class TiktokenUnit:
 
     def settled(self, text: str) -> tuple[int, int]:
         """The pre-tokens followed by two more, and their count."""
+        if self.name not in SETTLING:
+            return 0, 0
         starts = [match.start() for match in self.pretokens.finditer(text)]
         if len(starts) < 3:
             return 0, 0
