@@ -6,7 +6,7 @@ from typing import Literal
 
 from chunkd.chunk import Chunk
 from chunkd.splitting import Joined
-from chunkd.units import LengthUnit
+from chunkd.units.base import LengthUnit
 
 class TokenCounter:
     name: str

@@ -39,7 +39,7 @@ from chunkd._core cimport (PY_SSIZE_T_MAX, PyUnicode_DATA, PyUnicode_KIND, PyUni
 from chunkd.chunk import NO_OPTIONAL_FIELDS, Chunk
 from chunkd.pretoken_classes import check_counter_arguments
 from chunkd.splitting import SEPARATORS, checked_arguments, joined_chunk, literal_text
-from chunkd.units import CHARS, Chars, CountError, checked_unit
+from chunkd.units.base import CHARS, Chars, CountError, checked_unit
 
 # Character classes of the cl100k_base pre-tokenizer pattern, one byte per code point.
 cdef enum:

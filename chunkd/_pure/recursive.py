@@ -92,7 +92,7 @@ from collections.abc import Iterable
 from chunkd.chunk import Chunk
 from chunkd.splitting import (SEPARATORS, checked_arguments, joined_chunk, literal_text,
                               separator_source)
-from chunkd.units import CHARS, Chars, LengthUnit, checked_unit
+from chunkd.units.base import CHARS, Chars, LengthUnit, checked_unit
 
 class RecursiveSplitter:
     """The compiled kernel's ``RecursiveSplitter``, in plain Python: same arguments,
