@@ -27,6 +27,7 @@ from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice,
                             overlap_value, percent_of, switch, whole)
 
 if TYPE_CHECKING:
+    from chunkd.units.base import LengthUnit
     from chunkd.strategies.base import Strategy
 
 T = TypeVar("T")
@@ -286,6 +287,20 @@ class Settings:
     def length_unit(self) -> str:
         """``unit``, resolved."""
         return self.unit
+
+    @property
+    def measure(self) -> LengthUnit:
+        """The length unit sizes count in: every strategy measures through this one."""
+        from chunkd.units import resolve
+
+        return resolve(self.unit)
+
+    @property
+    def token_measure(self) -> LengthUnit:
+        """The unit a chunk's ``tokens`` (``--count-tokens``) counts in."""
+        from chunkd.units import resolve
+
+        return resolve("cl100k_base")
 
     @classmethod
     def _made(cls, values: dict[str, Any]) -> Settings:

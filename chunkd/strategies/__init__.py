@@ -28,6 +28,7 @@ __all__ = ["REGISTRY", "Chunker", "Source", "Strategy", "begin", "build", "chunk
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings
+    from chunkd.units.base import LengthUnit
 
 
 def build(settings: Settings) -> Chunker:
@@ -49,7 +50,8 @@ def _strategy_chunker(settings: Settings) -> Chunker:
     if settings.embed_text and not kind.embeds:
         chunker = EmbedText(chunker)
     if settings.count_tokens:
-        chunker = TokenCounting(chunker, same_as_length=settings.length_unit == "tokens")
+        chunker = TokenCounting(chunker, settings.token_measure,
+                                same_as_length=settings.length_unit == "tokens")
     return chunker
 
 
@@ -128,7 +130,7 @@ def _room_for_prefix(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
 
 def _with_prefix(settings: Settings, inner: Callable[[Settings], Chunker]) -> Chunker:
     prefix = settings[EMBED_PREFIX]
-    cut = settings.replace(size=settings.size - _prefix_length(prefix, settings.unit),
+    cut = settings.replace(size=settings.size - settings.measure.count(prefix),
                            embed_prefix="")
     return PrefixedEmbedText(inner(cut), prefix)
 
@@ -149,11 +151,9 @@ EMBED_PREFIX = register_option(Option[str](
 class TokenCounting(Wrapper):
     """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
 
-    def __init__(self, chunker: Chunker, same_as_length: bool) -> None:
-        from chunkd.units import resolve
-
+    def __init__(self, chunker: Chunker, unit: LengthUnit, same_as_length: bool) -> None:
         super().__init__(chunker)
-        self.count = resolve("cl100k_base").count
+        self.count = unit.count
         self.same_as_length = same_as_length  # the length is already that count
 
     def changed(self, chunks: list[Chunk]) -> list[Chunk]:

@@ -28,7 +28,7 @@ from chunkd.chunk import Chunk
 from chunkd.options import Flag, Option, register_option, switch
 from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
-from chunkd.units import CHARS, resolve
+from chunkd.units import CHARS
 
 if TYPE_CHECKING:
     from chunkd.core import RecursiveSplitter
@@ -87,7 +87,7 @@ class EmbedPrefix:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        unit = resolve(settings.length_unit)
+        unit = settings.measure
         self.length: Callable[[str], int] = unit.count
         self.tokens = unit is not CHARS
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, choice, not_unicode, register_option, shown, switch
 from chunkd.strategies.base import Chunker, Strategy, register
-from chunkd.units import resolve
 
 if TYPE_CHECKING:
     from chunkd.settings import Settings
@@ -167,7 +166,7 @@ class Recursive(Strategy):
                                  separators=separators(settings),
                                  keep_separator=KEEP_SEPARATOR[settings[KEEP]],
                                  strip_whitespace=settings[STRIP_WHITESPACE],
-                                 unit=resolve(settings.length_unit))
+                                 unit=settings.measure)
 
 
 def separators(settings: Settings) -> list[str | re.Pattern]:
