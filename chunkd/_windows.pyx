@@ -48,6 +48,7 @@ from chunkd._core cimport (PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ, Spans
                            find_newline, is_white, spans_drop, spans_free, spans_push)
 
 from chunkd.chunk import OPTIONAL_FIELDS
+from chunkd.splitting import check_window
 
 #: The most code points a heading keeps in a heading path: a longer one is cut (see
 #: ``cut_heading``), so that a record's path, at most six headings deep, stays small
@@ -164,11 +165,7 @@ cdef class _Windows(TextStream):
     def __cinit__(self, Py_ssize_t size, Py_ssize_t overlap, *args, **kwargs):
         """Checked here, so that no instance (not even one made with ``__new__``)
         exists half-built."""
-        if size < 1:
-            raise ValueError(f"size must be at least 1, got {size}")
-        if not 0 <= overlap < size:
-            raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), "
-                             f"got {overlap}")
+        check_window(size, overlap)
         self.size = size
         self.overlap = overlap
         self.step = size - overlap

@@ -1,5 +1,5 @@
-"""The rules both recursive splitters share (the compiled ``chunkd._kernel`` and its
-pure-Python twin ``chunkd._pure.recursive``): the default separators, the checking of
+"""The rules the compiled splitters (``chunkd._kernel``, ``chunkd._windows``) share with
+their pure-Python twins (``chunkd._pure``): the default separators, the checking of
 their arguments, and the chunks of pieces joined with a dropped separator."""
 
 from __future__ import annotations
@@ -16,6 +16,15 @@ except ImportError:
 
 #: chunkd's separators, coarsest first; "" splits into code points (``chunkd.SEPARATORS``).
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", "")
+
+
+def check_window(size: int, overlap: int) -> None:
+    """Check a window splitter's size and overlap (in its units)."""
+    if size < 1:
+        raise ValueError(f"size must be at least 1, got {size}")
+    if not 0 <= overlap < size:
+        raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), "
+                         f"got {overlap}")
 
 
 def checked_arguments(chunk_size: int, chunk_overlap: int,

@@ -39,6 +39,7 @@ from itertools import accumulate, islice, repeat
 import regex
 
 from chunkd.chunk import Chunk
+from chunkd.splitting import check_window
 
 #: The most code points a heading keeps in a heading path (see ``cut_heading``).
 HEADING_LIMIT = 256
@@ -109,11 +110,7 @@ class _Windows:
         size, overlap = operator.index(size), operator.index(overlap)
         if max(abs(size), abs(overlap)) > sys.maxsize:
             raise OverflowError("size and overlap must fit in a C ssize_t")
-        if size < 1:
-            raise ValueError(f"size must be at least 1, got {size}")
-        if not 0 <= overlap < size:
-            raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), "
-                             f"got {overlap}")
+        check_window(size, overlap)
         self.size = size
         self.overlap = overlap
         self._start_document()
