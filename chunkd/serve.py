@@ -44,7 +44,6 @@ import ipaddress
 import math
 import os
 import resource
-import selectors
 import signal
 import socket
 import socketserver
@@ -59,6 +58,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from chunkd import __version__
+from chunkd.child import limit_memory, read_until_end
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
@@ -214,7 +214,7 @@ class Splits:
             self.running.add(pid)
         os.close(write_end)
         try:
-            answer = _read_until_end(read_end, time.monotonic() + self.time_limit)
+            answer = read_until_end(read_end, time.monotonic() + self.time_limit)
         finally:
             os.close(read_end)
             with self.lock:  # a pid stop() may kill is never one reaped (and reused)
@@ -239,21 +239,6 @@ class Splits:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _read_until_end(fd: int, deadline: float) -> bytes | None:
-    """What a split's process writes until it ends; None at the deadline."""
-    parts: list[bytes] = []
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                return None
-            data = os.read(fd, 1 << 20)
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
-
-
 def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
                     max_chunks: int, time_limit: float) -> NoReturn:
     """A split's process: write the status (two bytes) and the answer to ``out``."""
@@ -265,26 +250,13 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         # The listening socket and the connections are the server's, not this one's.
         os.closerange(3, out)
         os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-        _limit_memory(SPLIT_MEMORY)
+        limit_memory(SPLIT_MEMORY)
         status, answer = _split(settings, body, name, max_chunks)
         view = memoryview(status.to_bytes(2, "big") + answer)
         while view:
             view = view[os.write(out, view):]
     finally:
         os._exit(0)
-
-
-def _limit_memory(more: int) -> None:
-    """Let this process grow by ``more`` bytes of address space, no further (beyond
-    that, an allocation fails: a MemoryError)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return  # not Linux: the time limit and the other bounds still hold
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard == resource.RLIM_INFINITY or hard > size + more:
-        resource.setrlimit(resource.RLIMIT_AS, (size + more, hard))
 
 
 def _split(settings: Settings, body: bytes, name: str | None,

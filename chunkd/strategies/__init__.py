@@ -52,7 +52,7 @@ def _strategy_chunker(settings: Settings) -> Chunker:
     if settings.count_tokens:
         chunker = TokenCounting(chunker, settings.token_measure,
                                 same_as_length=settings.length_unit == "tokens")
-    return chunker
+    return PageNumbers(chunker)
 
 
 class Wrapper:
@@ -161,6 +161,29 @@ class TokenCounting(Wrapper):
             return [chunk._replace(tokens=chunk.length) for chunk in chunks]
         count = self.count
         return [chunk._replace(tokens=count(chunk.text)) for chunk in chunks]
+
+
+class PageNumbers(Wrapper):
+    """Adds ``pages`` to the chunks of a document whose ``Source`` has page starts (a
+    PDF's text); the chunks of any other document pass unchanged."""
+
+    page_starts: tuple[int, ...] | None = None
+
+    def begin(self, source: Source) -> None:
+        self.page_starts = source.page_starts
+        super().begin(source)
+
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
+        starts = self.page_starts
+        if starts is None:
+            return chunks
+        from chunkd.documents import page_span
+        return [chunk._replace(pages=page_span(starts, chunk)) for chunk in chunks]
+
+    def finish(self) -> list[Chunk]:
+        chunks = super().finish()
+        self.page_starts = None  # the next document has none unless its Source says
+        return chunks
 
 
 class ParentChild:
