@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 
 _SPACE = re.compile(r"[ \t\n\r\f\v]+")
+#: What starts a heading line or a code fence.
+_OPENS_BLOCK = re.compile(r"#|```|~~~")
 
 
 def inline(text: str) -> str:
@@ -38,8 +40,9 @@ class MarkdownText:
     def paragraph(self, text: str) -> None:
         text = inline(text)
         if text:
-            # A paragraph that would read as a heading line keeps its "#" as a character.
-            self._add("\\" + text if text.startswith("#") else text)
+            # A paragraph that would read as a heading or a code fence keeps its first
+            # character as a character.
+            self._add("\\" + text if _OPENS_BLOCK.match(text) else text)
 
     def item(self, depth: int, text: str) -> None:
         text = inline(text)
