@@ -147,3 +147,16 @@ def test_html_tables_become_pipe_rows_under_a_header_and_scripts_are_dropped(mad
     assert [cell.strip() for cell in rows[0].strip("|").split("|")] == \
         [re.sub(r"[`*]", "", cell) for cell in header]
     assert set(rows[1].replace(" ", "")) == {"|", "-"}
+
+
+def test_the_auto_strategy_chooses_per_document(made, tmp_path):
+    document = made[2]
+    plain = tmp_path / "notes.txt"
+    plain.write_text(document.markdown.read_text(encoding="utf-8"), encoding="utf-8")
+    paths = [document.markdown, document.html, document.docx, document.pdf, plain]
+    chosen = json_documents("--strategy", "auto", "--chars", "400", *map(str, paths))
+    expected = ["markdown", "markdown", "markdown", "recursive", "recursive"]
+    for path, strategy, result in zip(paths, expected, chosen, strict=True):
+        [alone] = json_documents("--strategy", strategy, "--chars", "400", str(path))
+        assert result["chunks"] == alone["chunks"], (path.name, strategy)
+    assert chosen[0]["chunks"] != chosen[4]["chunks"]  # the same text, two strategies
