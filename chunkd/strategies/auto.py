@@ -45,19 +45,12 @@ def chosen(source: Source, code: bool) -> str:
 
 
 @register
-class Auto(Strategy):
+class Auto(Markdown):
     """Per document: markdown for Markdown, HTML and DOCX, code for code files (when
-    the code strategy exists), recursive for the rest; in code points or tokens."""
+    the code strategy exists), recursive for the rest; in code points or tokens. It
+    takes what markdown takes (sizes, ``--strip-headings``, ``embed_text`` fitted)."""
 
     name = "auto"
-    units = ("chars", "tokens")
-    default_size = 1000
-    fields = ("headings",)
-    embeds = True
-
-    @classmethod
-    def default_overlap(cls, size: int) -> int:
-        return Recursive.default_overlap(size)
 
     @classmethod
     def check(cls, settings: Settings) -> None:
