@@ -21,6 +21,7 @@ The parsers (``pdf``, ``html``, ``docx``) are imported only in that process.
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import os
 import signal
@@ -147,6 +148,7 @@ def extract(data: bytes, kind: str, where: str, limits: Limits,
     ``beat`` is called while it waits (a watchdog's sign of life)."""
     if len(data) > limits.max_bytes:
         raise InputError(f"{where}: {len(data)} bytes, over --max-bytes {limits.max_bytes}")
+    _import_parser(kind)
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -182,6 +184,22 @@ def extract(data: bytes, kind: str, where: str, limits: Limits,
     starts = orjson.loads(answer[1:head_end])
     return Extracted(answer[head_end + 1:].decode("utf-8"),
                      None if starts is None else tuple(starts))
+
+
+#: The library each kind's parser uses.
+PARSERS = {"pdf": "pypdfium2", "html": "selectolax.lexbor", "docx": "docx"}
+
+
+def _import_parser(kind: str) -> None:
+    """Import the kind's parser here, once, so that every extraction's process has it
+    from its parent (importing python-docx takes longer than reading a document); a
+    missing extra is said in one line."""
+    try:
+        importlib.import_module(PARSERS[kind])
+    except ImportError as error:
+        raise InputError(f"reading {kind.upper()} needs the documents extra ({error.name} "
+                         "is not installed): pip install '.[documents]' from chunkd's "
+                         "folder") from None
 
 
 def _extract_in_child(out: int, data: bytes, kind: str, limits: Limits) -> None:

@@ -23,6 +23,7 @@ def docx_text(data: bytes, most_expanded: int) -> str:
     part past its declared size)."""
     _check_archive(data, most_expanded)
     import docx
+    from docx.enum.style import WD_STYLE_TYPE
     from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
     from docx.text.paragraph import Paragraph
@@ -33,6 +34,10 @@ def docx_text(data: bytes, most_expanded: int) -> str:
         raise DocumentError(f"not a readable DOCX ({error})") from None
     out = MarkdownText()
     code: list[str] = []
+    # Style names by id, read once: python-docx looks a paragraph's style up each time.
+    names = {style.style_id: style.name or "" for style in document.styles}
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    default_name = (default.name or "") if default is not None else ""
 
     def end_code() -> None:
         if code:
@@ -47,7 +52,7 @@ def docx_text(data: bytes, most_expanded: int) -> str:
             out.table([[cell.text for cell in row.cells] for row in table.rows])
         elif tag == "p":
             paragraph = Paragraph(element, document)
-            style = (paragraph.style.name or "") if paragraph.style is not None else ""
+            style = names.get(element.style, default_name)
             if style.lower() in _CODE_STYLES:
                 code.append(paragraph.text)
                 continue
