@@ -59,12 +59,14 @@ import orjson
 
 from chunkd import __version__
 from chunkd.child import limit_memory, read_until_end
+from chunkd.documents import (HEAD_BYTES, KINDS, MEDIA_TYPES, DocumentError, detect,
+                              extract_checked, holds_docx)
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
                              settings_from_flags)
-from chunkd.strategies import build
+from chunkd.strategies import Source, build
 from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
                         with_token_counts)
 
@@ -263,9 +265,10 @@ def _split(settings: Settings, body: bytes, name: str | None,
            max_chunks: int) -> tuple[int, bytes]:
     """The status and JSON answer of one split (in its own process)."""
     try:
-        text = "".join(decode_blocks([body], name or "the document", settings.errors))
+        text, source = _document(body, name, settings)
         data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
-                                   max_points=REPEAT_BOUND * len(text) + 2**20))
+                                   max_points=REPEAT_BOUND * len(text) + 2**20,
+                                   source=source))
     except InputError as error:
         return 400, _error(str(error))
     except ReportTooLarge as error:
@@ -281,6 +284,22 @@ def _split(settings: Settings, body: bytes, name: str | None,
                            f"sends ({_size(MAX_ANSWER)}); choose a larger size or a smaller "
                            "overlap")
     return 200, data
+
+
+def _document(body: bytes, name: str | None,
+              settings: Settings) -> tuple[str, Source | None]:
+    """The text of a posted document and what is known of it: a PDF, HTML or DOCX
+    file (by its content, then its name) is extracted here, in the split's bounded
+    process; anything else is UTF-8 text."""
+    where = name or "the document"
+    kind = detect(body[:HEAD_BYTES], name, lambda: holds_docx(body))
+    if kind not in KINDS:
+        return "".join(decode_blocks([body], where, settings.errors)), None
+    try:
+        extracted = extract_checked(body, kind, DEFAULT_MAX_BYTES)
+    except DocumentError as error:
+        raise InputError(f"{where}: {error}") from None
+    return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
 
 
 def _error(message: str) -> bytes:

@@ -4,7 +4,9 @@ headings against the source Markdown's, offsets against ``chunkd extract``'s tex
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
 import orjson
 import pytest
@@ -160,3 +162,35 @@ def test_the_auto_strategy_chooses_per_document(made, tmp_path):
         [alone] = json_documents("--strategy", strategy, "--chars", "400", str(path))
         assert result["chunks"] == alone["chunks"], (path.name, strategy)
     assert chosen[0]["chunks"] != chosen[4]["chunks"]  # the same text, two strategies
+
+
+def test_the_preview_of_a_pdf_holds_the_filters_records_with_pages(made, tmp_path):
+    document = made[2]
+    page = tmp_path / "report.html"
+    done = run_chunkd("preview", str(document.pdf), "--chars", "500", "-o", str(page))
+    assert (done.returncode, done.stderr) == (0, b"")
+    data = json.loads(re.search(r'<script id="report" type="application/json">(.*?)</script>',
+                                page.read_text(encoding="utf-8"), re.S).group(1))
+    expected = run_chunkd("--count-tokens", "--chars", "500", str(document.pdf))
+    assert data["jsonl"] == expected.stdout.decode()
+    assert data["text"] == extracted(document.pdf)
+    assert "pages" in data["fields"] and '"pages":[' in data["jsonl"]
+
+
+def test_serve_answers_an_uploaded_pdf_with_its_pages_and_a_bad_one_with_a_reason(made, tmp_path):
+    from browser import Serve, request
+
+    document = made[2]
+    shutil.copy(document.pdf, tmp_path / "upload.pdf")
+    expected = run_chunkd("--count-tokens", "--chars", "400", "upload.pdf", cwd=tmp_path)
+    with Serve() as server:
+        def split(body: bytes) -> tuple[int, dict]:
+            status, _, data = request(server, "POST", "/api/split?chars=400&doc=upload.pdf",
+                                      body, host=f"127.0.0.1:{server.port}")
+            return status, orjson.loads(data)
+        status, report = split(document.pdf.read_bytes())
+        assert status == 200, report
+        assert report["jsonl"] == expected.stdout.decode()
+        assert report["text"] == extracted(document.pdf) and "pages" in report["fields"]
+        status, report = split(document.pdf.read_bytes()[:16] + bytes(4096))
+        assert status == 400 and report["error"].startswith("upload.pdf: not a readable PDF")

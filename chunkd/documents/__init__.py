@@ -141,6 +141,27 @@ def extract_here(data: bytes, kind: str, max_bytes: int) -> Extracted:
     raise ValueError(f"not a document kind: {kind!r}")
 
 
+def extract_checked(data: bytes, kind: str, max_bytes: int) -> Extracted:
+    """``extract_here``, its text at most ``max_bytes`` of UTF-8, every failure a
+    ``DocumentError`` (for a process that bounds its own time and memory)."""
+    try:
+        extracted = extract_here(data, kind, max_bytes)
+    except DocumentError:
+        raise
+    except MemoryError:
+        raise DocumentError(f"extracting its text needs more than the "
+                            f"{EXTRACT_MEMORY // 2**30} GiB of memory it may take") from None
+    except RecursionError:
+        raise DocumentError("nested too deeply to read") from None
+    except Exception as error:  # a parser's fault on a malformed file: said, in one line
+        raise DocumentError(f"not a readable {kind.upper()} "
+                            f"({type(error).__name__}: {error})") from None
+    size = len(extracted.text.encode("utf-8", "replace"))
+    if size > max_bytes:
+        raise DocumentError(f"its text is {size} bytes, over --max-bytes {max_bytes}")
+    return extracted
+
+
 def extract(data: bytes, kind: str, where: str, limits: Limits,
             beat: Callable[[], None] | None = None) -> Extracted:
     """The text of the document ``data`` of ``kind``, extracted in a process forked for
@@ -212,22 +233,11 @@ def _extract_in_child(out: int, data: bytes, kind: str, limits: Limits) -> None:
         signal.alarm(int(limits.seconds) + 5)  # ends it even if the parent was killed
         limit_memory(EXTRACT_MEMORY)
         try:
-            extracted = extract_here(data, kind, limits.max_bytes)
-            encoded = extracted.text.encode("utf-8", "replace")
-            if len(encoded) > limits.max_bytes:
-                raise DocumentError(f"its text is {len(encoded)} bytes, over --max-bytes "
-                                    f"{limits.max_bytes}")
-            answer = b"T" + orjson.dumps(extracted.page_starts) + b"\n" + encoded
+            extracted = extract_checked(data, kind, limits.max_bytes)
+            answer = (b"T" + orjson.dumps(extracted.page_starts) + b"\n"
+                      + extracted.text.encode("utf-8", "replace"))
         except DocumentError as error:
             answer = b"E" + str(error).encode("utf-8", "replace")
-        except MemoryError:
-            answer = b"E" + (f"extracting its text needs more than the "
-                             f"{EXTRACT_MEMORY // 2**30} GiB of memory it may take").encode()
-        except RecursionError:
-            answer = b"E" + b"nested too deeply to read"
-        except Exception as error:  # a parser's fault on a malformed file: said, in one line
-            answer = b"E" + f"not a readable {kind.upper()} ({type(error).__name__}: {error})".encode(
-                "utf-8", "replace")
         view = memoryview(answer)
         while view:
             view = view[os.write(out, view):]
