@@ -194,3 +194,26 @@ def test_serve_answers_an_uploaded_pdf_with_its_pages_and_a_bad_one_with_a_reaso
         assert report["text"] == extracted(document.pdf) and "pages" in report["fields"]
         status, report = split(document.pdf.read_bytes()[:16] + bytes(4096))
         assert status == 400 and report["error"].startswith("upload.pdf: not a readable PDF")
+
+
+def test_an_arrow_column_of_files_gives_the_filters_records(made, tmp_path):
+    import pyarrow as pa
+
+    from chunkd.arrow import chunk_table
+
+    document = made[2]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Plain text, chunked as it is.", encoding="utf-8")
+    files = [document.pdf, document.docx, document.html, notes]
+    table = pa.table({"id": [path.name for path in files],
+                      "text": pa.array([path.read_bytes() for path in files], pa.binary())})
+    chunks = chunk_table(table, chunk_size=400, chunk_overlap=40, unit="chars", documents=True)
+    for path in files[:3]:  # beside the text file, for the filter
+        shutil.copy(path, tmp_path / path.name)
+    done = run_chunkd("--chars", "400", "--overlap", "40", "-q", *[path.name for path in files],
+                      cwd=tmp_path)
+    expected = [orjson.loads(line) for line in done.stdout.splitlines()]
+    rows = [{key: value for key, value in row.items() if value is not None}
+            for row in chunks.to_pylist()]
+    assert rows == expected
+    assert chunks.schema.field("pages").type == pa.list_(pa.int64())
