@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from chunkd import __version__
 from chunkd.commands import COMMANDS
 from chunkd.documents import (KINDS, Limits, add_document_options, check_limits,
-                              document_source)
+                              document_source, file_opener)
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
@@ -309,7 +309,7 @@ def run(job: Job, out: Output) -> int:
     else:
         items = documents(job.files, job.input, settings.errors, progress.add,
                           workers_read_files=job.parallel, pauses=job.parallel,
-                          limits=job.limits)
+                          open_file=file_opener(job.input, job.limits))
     if job.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
-from chunkd.documents import add_document_options, check_limits, document_source
+from chunkd.documents import add_document_options, check_limits, document_source, file_opener
 from chunkd.readers import Document, InputError, display_name, documents
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
@@ -46,8 +46,9 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     settings = with_token_counts(settings)
     name = None if args.file == "-" else args.file
+    limits = check_limits(parser, args.max_bytes, args.extract_timeout)
     [document] = documents([args.file], "auto", settings.errors,
-                           limits=check_limits(parser, args.max_bytes, args.extract_timeout))
+                           open_file=file_opener("auto", limits))
     try:
         if isinstance(document, InputError):  # stdin closed
             raise document

@@ -20,14 +20,11 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS
-
-if TYPE_CHECKING:
-    from chunkd.documents import Limits
 
 BLOCK_SIZE = 1 << 18
 
@@ -357,19 +354,22 @@ def _record_problem(record: object) -> str | None:
     return None
 
 
+#: Makes a FILE's document (``file_document``'s arguments): for ``documents``, the
+#: readers of other kinds of files (``chunkd.documents.file_opener``).
+FileOpener = Callable[[str, str, OnBytes, "int | None"], Document]
+
+
 def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = None,
               workers_read_files: bool = False, pauses: bool = False,
-              limits: Limits | None = None) -> Iterator[Document | InputError | Paused]:
+              open_file: FileOpener = file_document) -> Iterator[Document | InputError | Paused]:
     """The documents the command line names, in order: each FILE (``-``, or none:
     stdin) is one document, or with ``input="ndjson"`` each of its lines; an unreadable
-    one comes as an ``InputError``. ``input`` "auto" takes each FILE as the kind its
-    content or name says (``chunkd.documents.detect``) and stdin as text; "pdf", "html"
-    or "docx" takes every input as that kind, extracted within ``limits``.
+    one comes as an ``InputError``. With ``input`` "text" or "auto" stdin is text;
+    every other input is what ``open_file`` makes of it (a text file, unless
+    ``chunkd.documents.file_opener`` tells PDF, HTML and DOCX files).
     ``workers_read_files``: files are read later by ``--jobs`` workers, so their bytes
     are not seen here. ``pauses``: NDJSON from a pipe yields a ``Paused`` where it
     waits for its writer."""
-    from chunkd.documents import KINDS, MEDIA_TYPES, DocumentFile, Limits, detect_file
-
     for path in paths or ["-"]:
         if path == "-" and sys.stdin is None:  # started with stdin closed (<&-)
             yield InputError("stdin: not open (Bad file descriptor)")
@@ -385,7 +385,7 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
                                                 pauses)
             except OSError as error:
                 yield InputError(f"{display_name(path)}: {error.strerror or error}")
-        elif path == "-" and input not in KINDS:
+        elif path == "-" and input in ("text", "auto"):
             yield stream_document(sys.stdin.buffer, errors, on_bytes)
         else:
             try:
@@ -393,11 +393,4 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
                 size = st.st_size if stat.S_ISREG(st.st_mode) else None  # a pipe: unknown
             except OSError:
                 size = None  # reading it reports the problem
-            seen = None if workers_read_files else on_bytes
-            kind = detect_file(path) if input == "auto" and path != "-" else input
-            if kind in KINDS:
-                blocks = DocumentFile(None if path == "-" else path, kind,
-                                      limits or Limits(), seen)
-                yield Document(path, blocks, size=size, media_type=MEDIA_TYPES[kind])
-            else:
-                yield file_document(path, errors, seen, size)
+            yield open_file(path, errors, None if workers_read_files else on_bytes, size)

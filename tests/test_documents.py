@@ -162,6 +162,12 @@ def test_the_auto_strategy_chooses_per_document(made, tmp_path):
         [alone] = json_documents("--strategy", strategy, "--chars", "400", str(path))
         assert result["chunks"] == alone["chunks"], (path.name, strategy)
     assert chosen[0]["chunks"] != chosen[4]["chunks"]  # the same text, two strategies
+    # embed_text: the markdown strategy's own (fitted to the size) for its documents.
+    for path in paths[:3]:
+        [auto] = json_documents("--strategy", "auto", "--embed-text", "--chars", "300", str(path))
+        [alone] = json_documents("--strategy", "markdown", "--embed-text", "--chars", "300",
+                                 str(path))
+        assert auto["chunks"] == alone["chunks"], path.name
 
 
 def test_the_preview_of_a_pdf_holds_the_filters_records_with_pages(made, tmp_path):

@@ -174,3 +174,25 @@ def test_the_daemon_gives_a_dropped_pdf_its_result_and_a_bad_one_an_error(made, 
     again.started()
     assert not again.processed()
     assert again.stop() == 0
+
+
+def test_a_pipe_is_told_by_its_name_and_none_of_it_is_lost(made, tmp_path):
+    import os
+    import subprocess
+    import threading
+
+    from command import chunkd_command
+
+    source = made[0].markdown.read_bytes()
+    for name, data in (("piped.md", source), ("piped.pdf", made[2].pdf.read_bytes())):
+        pipe = tmp_path / name
+        os.mkfifo(pipe)
+        writer = threading.Thread(target=pipe.write_bytes, args=(data,))
+        writer.start()
+        done = subprocess.run([chunkd_command(), "extract", str(pipe)], capture_output=True,
+                              timeout=120)
+        writer.join()
+        assert done.returncode == 0, done.stderr
+        expected = source if name.endswith(".md") else \
+            run_chunkd("extract", str(made[2].pdf)).stdout
+        assert done.stdout == expected

@@ -1,6 +1,6 @@
 """Documents that are not plain text: PDF, HTML and DOCX, each made one text to chunk.
 
-A PDF becomes its pages' text in order, ``PAGE_BREAK`` between pages, with the offset
+A PDF becomes its pages' text in order, ``base.PAGE_BREAK`` between pages, with the offset
 where each page starts (``Extracted.page_starts``); HTML and DOCX become Markdown-like
 text (headings as ``#`` lines, paragraphs, list items, tables as pipe rows), so that the
 markdown and sections strategies give their chunks heading paths. Every offset of a
@@ -25,10 +25,10 @@ import importlib
 import io
 import os
 import signal
+import stat
 import sys
 import time
 import zipfile
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING
 import orjson
 
 from chunkd.child import TooLong, limit_memory, read_until_end
-from chunkd.readers import BLOCK_SIZE, InputError, OnBytes, display_name, read_blocks
+from chunkd.documents.base import DocumentError, Extracted
+from chunkd.readers import (BLOCK_SIZE, Document, FileOpener, InputError, OnBytes, display_name,
+                            file_document, read_blocks)
 
 if TYPE_CHECKING:
-    from chunkd.chunk import Chunk
     from chunkd.readers import Document
-    from chunkd.strategies import Source
+    from chunkd.strategies.base import Source
 
 #: The kinds of input ``--input`` names besides ``text`` and the container formats.
 KINDS = ("pdf", "html", "docx")
@@ -52,8 +53,6 @@ MEDIA_TYPES = {
 }
 EXTENSIONS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html",
               ".docx": "docx"}
-#: Between two pages of a PDF's text.
-PAGE_BREAK = "\n\f\n"
 
 DEFAULT_MAX_BYTES = 64 * 2**20
 DEFAULT_SECONDS = 60.0
@@ -72,19 +71,6 @@ class Limits:
 
     max_bytes: int = DEFAULT_MAX_BYTES
     seconds: float = DEFAULT_SECONDS
-
-
-@dataclass(frozen=True)
-class Extracted:
-    """A document's text, and for a PDF the offset in it where each page starts
-    (page 1 at 0)."""
-
-    text: str
-    page_starts: tuple[int, ...] | None = None
-
-
-class DocumentError(Exception):
-    """The document cannot be read as its kind; the message says why (no file name)."""
 
 
 # --- which kind ----------------------------------------------------------------------
@@ -115,9 +101,12 @@ def holds_docx(data: bytes | str) -> bool:
 
 
 def detect_file(path: str) -> str:
-    """The kind of the file at ``path``; "text" if it cannot be read (reading it as
-    text then reports the problem)."""
+    """The kind of the file at ``path``: a regular file's by its content, then its
+    name; any other (a pipe, whose bytes a look would consume) by its name alone;
+    "text" if it cannot be read (reading it as text then reports the problem)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return detect(b"", path, lambda: False)
         with open(path, "rb") as stream:
             head = stream.read(HEAD_BYTES)
     except OSError:
@@ -169,7 +158,7 @@ def extract(data: bytes, kind: str, where: str, limits: Limits,
     ``beat`` is called while it waits (a watchdog's sign of life)."""
     if len(data) > limits.max_bytes:
         raise InputError(f"{where}: {len(data)} bytes, over --max-bytes {limits.max_bytes}")
-    _import_parser(kind)
+    _import_parser(kind, where)
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -211,16 +200,16 @@ def extract(data: bytes, kind: str, where: str, limits: Limits,
 PARSERS = {"pdf": "pypdfium2", "html": "selectolax.lexbor", "docx": "docx"}
 
 
-def _import_parser(kind: str) -> None:
+def _import_parser(kind: str, where: str) -> None:
     """Import the kind's parser here, once, so that every extraction's process has it
     from its parent (importing python-docx takes longer than reading a document); a
     missing extra is said in one line."""
     try:
         importlib.import_module(PARSERS[kind])
     except ImportError as error:
-        raise InputError(f"reading {kind.upper()} needs the documents extra ({error.name} "
-                         "is not installed): pip install '.[documents]' from chunkd's "
-                         "folder") from None
+        raise InputError(f"{where}: reading {kind.upper()} needs the documents extra "
+                         f"({error.name} is not installed): pip install '.[documents]' "
+                         "from chunkd's folder") from None
 
 
 def _extract_in_child(out: int, data: bytes, kind: str, limits: Limits) -> None:
@@ -316,28 +305,28 @@ def check_limits(parser: argparse.ArgumentParser, max_bytes: int, seconds: float
     return Limits(max_bytes, seconds)
 
 
+def file_opener(input: str, limits: Limits) -> FileOpener:
+    """How ``chunkd.readers.documents`` makes a FILE's document for ``--input``: "auto"
+    tells each file's kind (``detect_file``), "pdf", "html" or "docx" takes every input
+    as that kind (stdin, ``-``, too), "text" reads text; a document is extracted
+    within ``limits`` when it is read."""
+    def open_file(path: str, errors: str, on_bytes: OnBytes, size: int | None) -> Document:
+        kind = detect_file(path) if input == "auto" else input
+        if kind not in KINDS:
+            return file_document(path, errors, on_bytes, size)
+        blocks = DocumentFile(None if path == "-" else path, kind, limits, on_bytes)
+        return Document(path, blocks, size=size, media_type=MEDIA_TYPES[kind])
+    return open_file
+
+
 def document_source(document: Document) -> tuple[Source, Extracted | None]:
     """What a chunker learns of ``document`` before its text (``Source``), and the text
     a PDF, HTML or DOCX document became (extracted now: ``InputError`` if it cannot
     be), or None for a text document."""
-    from chunkd.strategies import Source
+    from chunkd.strategies.base import Source
 
     blocks = document.blocks
     if not isinstance(blocks, DocumentFile):
         return Source(document.name, document.media_type), None
     extracted = blocks.extract()
     return Source(document.name, document.media_type, extracted.page_starts), extracted
-
-
-# --- pages ---------------------------------------------------------------------------
-
-def page_span(page_starts: tuple[int, ...], chunk: Chunk) -> tuple[int, int]:
-    """The first and last page (1-based) of the chunk's text: of its first and last
-    character that is not white space (a page break is white space), so that a chunk
-    that only touches a page's break does not name that page."""
-    text = chunk.text
-    first = chunk.start + (len(text) - len(text.lstrip()))
-    last = chunk.end - 1 - (len(text) - len(text.rstrip()))
-    if last < first:  # all white space: where it lies
-        first, last = chunk.start, max(chunk.start, chunk.end - 1)
-    return bisect_right(page_starts, first), bisect_right(page_starts, last)

@@ -9,7 +9,7 @@ import io
 import re
 import zipfile
 
-from chunkd.documents import DocumentError
+from chunkd.documents.base import DocumentError
 from chunkd.documents.markdown import MarkdownText
 
 _HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)

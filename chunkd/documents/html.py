@@ -4,7 +4,7 @@ without running a script, loading a resource or following a link."""
 
 from __future__ import annotations
 
-from chunkd.documents import DocumentError
+from chunkd.documents.base import DocumentError
 from chunkd.documents.markdown import MarkdownText
 
 #: Elements whose content is not the document's text.

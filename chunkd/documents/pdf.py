@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from chunkd.documents import PAGE_BREAK, DocumentError, Extracted
+from chunkd.documents.base import PAGE_BREAK, DocumentError, Extracted
 
 #: PDFium writes U+FFFE where a word was broken at a line's end after a hyphen (the
 #: line break itself it leaves out): the hyphen it stands for.

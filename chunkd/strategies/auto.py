@@ -51,6 +51,9 @@ class Auto(Markdown):
     takes what markdown takes (sizes, ``--strip-headings``, ``embed_text`` fitted)."""
 
     name = "auto"
+    #: Its markdown documents' chunks get their fitted ``embed_text`` from the markdown
+    #: splitter; ``build`` adds it to the others' (``EmbedText`` keeps the first).
+    embeds = False
 
     @classmethod
     def check(cls, settings: Settings) -> None:
@@ -63,15 +66,7 @@ class Auto(Markdown):
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
-        from chunkd.strategies import EmbedText
-
-        chunkers: dict[str, Chunker] = {}
-        for kind in cls.choices():
-            chunker = kind.splitter(settings)
-            if settings.embed_text and not kind.embeds:
-                chunker = EmbedText(chunker)
-            chunkers[kind.name] = chunker
-        return AutoChunker(chunkers)
+        return AutoChunker({kind.name: kind.splitter(settings) for kind in cls.choices()})
 
 
 class AutoChunker:
