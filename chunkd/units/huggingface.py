@@ -36,6 +36,8 @@ from typing import Any
 from chunkd.errors import SettingsError
 
 TOKENIZER_FILE = "tokenizer.json"
+#: How to add what reading a Hugging Face tokenizer needs (the huggingface extra).
+INSTALL = "pip install 'tokenizers>=0.19'"
 #: transformers' placeholder for "no limit" in ``model_max_length`` (``int(1e30)``).
 NO_LIMIT = 10 ** 9
 
@@ -136,7 +138,11 @@ class HuggingFaceUnit:
     def __init__(self, data: bytes, label: str, where: str, limit: int | None = None) -> None:
         """``data``: the ``tokenizer.json`` text; ``label``: its name in the unit's
         identity; ``where``: where it comes from, for messages."""
-        from tokenizers import Tokenizer
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise SettingsError(f"{where}: reading a Hugging Face tokenizer needs the "
+                                f"tokenizers package: {INSTALL}") from None
 
         try:
             config = json.loads(data)
