@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,12 @@ LENGTHENING_NORMALIZERS = {"NFD", "NFKD", "Lowercase"}
 LOCAL_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "ByteLevel",
                         "Metaspace"}
 LOCAL_MODELS = {"WordPiece", "BPE", "Unigram", "WordLevel"}
+#: Pre-tokenizers that end a word at every white space (each word then tokenized alone).
+SPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+#: The white space at which those split whatever the normalizer (see ``HuggingFaceUnit``).
+_GROUPS = re.compile(r"[^ \t\n\r]+")
+#: The most code points of groups whose counts a unit keeps (then it starts afresh).
+CACHE_POINTS = 1 << 22
 
 
 def _components(config: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -166,6 +173,11 @@ class HuggingFaceUnit:
             pre_tokenizer.get("type") == "Metaspace"
             and pre_tokenizer.get("prepend_scheme", "always") != "never")
         self.max_chars: int | None = _byte_level_max_chars(config, added)
+        #: Whether a text's count is the sum of its groups' (``count``).
+        self.additive = (self.local and pre_tokenizer.get("type") in SPACE_SPLITTING
+                         and not any(_GROUPS.fullmatch(text) is None for text in added))
+        self.counts: dict[str, int] = {}
+        self.cached_points = 0
 
     @property
     def max_size(self) -> int | None:
@@ -173,6 +185,33 @@ class HuggingFaceUnit:
         return None if self.limit is None else self.limit - self.special
 
     def count(self, text: str) -> int:
+        """The number of tokens; for an ``additive`` tokenizer, the sum of the counts
+        of its groups (the runs between spaces, tabs, CR and LF), each counted once and
+        kept (up to ``CACHE_POINTS``): the splitter counts the same words again and
+        again, in growing pieces and chunks."""
+        if not self.additive:
+            return self.encoded(text)
+        # Exact: the pre-tokenizer splits at these four, which every local normalizer
+        # keeps as they are (a starter, which composes with nothing), and no added
+        # token holds one; so each group's words, and so its tokens, are its own.
+        groups = _GROUPS.findall(text)
+        counts = self.counts
+        distinct = set(groups)
+        missing = distinct.difference(counts)
+        if missing:
+            if self.cached_points + sum(map(len, missing)) > CACHE_POINTS:
+                counts.clear()  # start afresh with this text's groups
+                self.cached_points, missing = 0, distinct
+            points = sum(map(len, missing))
+            if points > CACHE_POINTS:
+                return self.encoded(text)
+            for group in missing:
+                counts[group] = self.encoded(group)
+            self.cached_points += points
+        return sum(map(counts.__getitem__, groups))
+
+    def encoded(self, text: str) -> int:
+        """The number of tokens, from the tokenizer itself."""
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def settled(self, text: str) -> tuple[int, int]:
@@ -200,7 +239,7 @@ class HuggingFaceUnit:
             return 0, 0
         # The count of the rest on its own must be the rest of the count; it always is
         # for the families above, and a cut that failed would settle nothing.
-        if self.count(text[start:]) != len(encoding.ids) - index:
+        if self.encoded(text[start:]) != len(encoding.ids) - index:
             return 0, 0
         return start, index
 
