@@ -282,16 +282,16 @@ def test_kept_word_counts_are_the_libraries_count(family, units, library_counts,
 def test_kept_word_counts_are_bounded(units, library_counts, monkeypatch):
     """Past ``CACHE_POINTS`` code points of words the unit starts afresh; a text
     whose new words alone pass it is counted by the library whole."""
-    from chunkd.units import huggingface
+    from chunkd.units import huggingface, kept
 
-    monkeypatch.setattr(huggingface, "CACHE_POINTS", 200)
+    monkeypatch.setattr(kept, "CACHE_POINTS", 200)
     unit = huggingface.HuggingFaceUnit((minilm_folder() / "tokenizer.json").read_bytes(),
                                        "tokenizer.json", "test")
     rng = random.Random(7)
     for text in corpus_slices(rng, 40, longest=300):
         assert unit.count(text) == library_counts["minilm"](text)
-        assert unit.cached_points <= 200
-        assert unit.cached_points == sum(map(len, unit.counts))
+        assert unit.kept.points <= 200
+        assert unit.kept.points == sum(map(len, unit.kept.counts))
 
 
 def test_an_added_token_with_a_space_counts_whole(tmp_path, library_counts):

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkd.errors import SettingsError
+from chunkd.units.kept import KeptCounts
 
 TOKENIZER_FILE = "tokenizer.json"
 #: How to add what reading a Hugging Face tokenizer needs (the huggingface extra).
@@ -53,8 +54,6 @@ LOCAL_MODELS = {"WordPiece", "BPE", "Unigram", "WordLevel"}
 SPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
 #: The white space at which those split whatever the normalizer (see ``HuggingFaceUnit``).
 _GROUPS = re.compile(r"[^ \t\n\r]+")
-#: The most code points of groups whose counts a unit keeps (then it starts afresh).
-CACHE_POINTS = 1 << 22
 
 
 def _components(config: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -176,8 +175,8 @@ class HuggingFaceUnit:
         #: Whether a text's count is the sum of its groups' (``count``).
         self.additive = (self.local and pre_tokenizer.get("type") in SPACE_SPLITTING
                          and not any(_GROUPS.fullmatch(text) is None for text in added))
-        self.counts: dict[str, int] = {}
-        self.cached_points = 0
+        #: The counts of its groups, for ``count``.
+        self.kept = KeptCounts(_GROUPS.findall, self.encoded)
 
     @property
     def max_size(self) -> int | None:
@@ -186,29 +185,12 @@ class HuggingFaceUnit:
 
     def count(self, text: str) -> int:
         """The number of tokens; for an ``additive`` tokenizer, the sum of the counts
-        of its groups (the runs between spaces, tabs, CR and LF), each counted once and
-        kept (up to ``CACHE_POINTS``): the splitter counts the same words again and
-        again, in growing pieces and chunks."""
-        if not self.additive:
-            return self.encoded(text)
+        of its groups (the runs between spaces, tabs, CR and LF), kept
+        (``chunkd.units.kept``)."""
         # Exact: the pre-tokenizer splits at these four, which every local normalizer
         # keeps as they are (a starter, which composes with nothing), and no added
         # token holds one; so each group's words, and so its tokens, are its own.
-        groups = _GROUPS.findall(text)
-        counts = self.counts
-        distinct = set(groups)
-        missing = distinct.difference(counts)
-        if missing:
-            if self.cached_points + sum(map(len, missing)) > CACHE_POINTS:
-                counts.clear()  # start afresh with this text's groups
-                self.cached_points, missing = 0, distinct
-            points = sum(map(len, missing))
-            if points > CACHE_POINTS:
-                return self.encoded(text)
-            for group in missing:
-                counts[group] = self.encoded(group)
-            self.cached_points += points
-        return sum(map(counts.__getitem__, groups))
+        return self.kept(text) if self.additive else self.encoded(text)
 
     def encoded(self, text: str) -> int:
         """The number of tokens, from the tokenizer itself."""
