@@ -242,3 +242,26 @@ def test_copied_model_folder_has_the_same_identity(tmp_path):
     [document] = json_documents("--tokenizer", str(copy), "--tokens", "50",
                                 str(DOCUMENTS[0]))
     assert document["tokenizer"] == MINILM_IDENTITY
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec, options, langchain", [
+    (str(O200K_FILE), ("--tokens", "200", "--overlap", "30"), lambda: o200k_langchain(200, 30)),
+    (str(minilm_folder()), (), lambda: huggingface_langchain(minilm_folder(), 254, 25)),
+], ids=["o200k_base", "all-MiniLM-L6-v2"])
+def test_every_corpus_document_through_the_filter(spec, options, langchain):
+    """The whole shared corpus in one run of the filter (its workers too): every
+    document's chunks are LangChain's with the same tokenizer (all-MiniLM-L6-v2 at
+    the size that fits it, its default), with exact offsets."""
+    paths = corpus_documents()
+    result = run_chunkd("--format", "json", "--jobs", "2", "--tokenizer", spec, *options,
+                        *map(str, paths))
+    assert result.returncode == 0, result.stderr
+    documents = ndjson(result.stdout)
+    assert [document["doc"] for document in documents] == list(map(str, paths))
+    splitter = langchain()
+    for path, document in zip(paths, documents):
+        text = path.read_text(encoding="utf-8")
+        assert [chunk["text"] for chunk in document["chunks"]] == splitter.split_text(text), path
+        assert all(text[chunk["start"]:chunk["end"]] == chunk["text"]
+                   for chunk in document["chunks"])
