@@ -934,7 +934,7 @@ def tokenizer_peers(tokenizer: str) -> dict[str, Callable[[str, str], object]]:
             "*the tokenizer alone, one pass*": tokenizer_alone}
 
 
-def tokenizers(texts: dict[str, str], runs: int, gib: float, out: list[str]) -> None:
+def tokenizers(texts: dict[str, str], gib: float, out: list[str]) -> None:
     """chunkd with all-MiniLM-L6-v2's tokenizer and with o200k_base against LangChain with
     the same tokenizer; then ``gib`` through a pipe with all-MiniLM-L6-v2."""
     names = ("en-rustbook", "zh-vuedocs", "en-policy")
@@ -944,7 +944,8 @@ def tokenizers(texts: dict[str, str], runs: int, gib: float, out: list[str]) -> 
     out.append(f"## Other tokenizers: `--tokenizer`\n")
     out.append(f"In process, the corpus once ({mb:.1f} MB: {', '.join(names)}; not repeated, "
                "so that no tokenizer's cache sees the same text twice), "
-               f"{size}/{overlap} tokens, median of {runs} runs. LangChain: "
+               f"{size}/{overlap} tokens, one run each (a second would find chunkd's counts "
+               "kept from the first). LangChain: "
                "`from_huggingface_tokenizer` with transformers' tokenizer, "
                "`from_tiktoken_encoder(encoding_name=\"o200k_base\")`; semantic-text-splitter "
                "and chonkie (no overlap) with the same tokenizer. The tokenizer alone: "
@@ -958,7 +959,8 @@ def tokenizers(texts: dict[str, str], runs: int, gib: float, out: list[str]) -> 
                 split("Warm up. " * 50, "tokens")
             except Exception:  # reported by the measurement itself
                 pass
-        results = {name: measure_in_child(split, text, "tokens", runs)
+        # One run: a second would find chunkd's kept counts of the same text warm.
+        results = {name: measure_in_child(split, text, "tokens", 1)
                    for name, split in peers.items()}
         label = "all-MiniLM-L6-v2" if tokenizer == "minilm" else tokenizer
         out.extend(result_rows(label, results, "langchain", mb))
@@ -1021,7 +1023,7 @@ def main() -> None:
     if "engines" in args.sections:
         engines(runs, args.quick, out)
     if "tokenizers" in args.sections:
-        tokenizers(texts, runs, 0.01 if args.quick else 1.0, out)
+        tokenizers(texts, 0.01 if args.quick else 1.0, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from chunkd.errors import SettingsError as SettingsError  # reached from here too
-from chunkd.units import measure
 
 from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
                             overlap_value, percent_of, switch, whole)
+from chunkd.units import measure, resolve
+from chunkd.units.huggingface import HuggingFaceUnit
 
 if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
@@ -150,8 +151,6 @@ DEFAULT_TOKENIZER = "cl100k_base"
 def check_tokenizer(value: Any, name: str) -> str:
     """A check: a tokenizer spec (``chunkd.units.resolve``), loaded now, so that a
     missing or malformed one is a usage error before any input is read."""
-    from chunkd.units import resolve
-
     if not isinstance(value, str) or not value or value in ("chars", "tokens"):
         raise SettingsError(f"{name} takes a tiktoken encoding's name, a .tiktoken file, or a "
                             f"Hugging Face tokenizer.json file or model folder, not {value!r}")
@@ -169,8 +168,6 @@ def check_tokenizer(value: Any, name: str) -> str:
 def tokenizer_identity(spec: str) -> str:
     """How results record a tokenizer: its unit's name (an encoding's name, or a
     file's name and SHA-256), never a path of this machine."""
-    from chunkd.units import resolve
-
     return resolve(spec).name
 
 
@@ -178,9 +175,6 @@ def chunk_limit(tokenizer: str) -> int | None:
     """The most tokens a chunk may have for the model whose folder ``tokenizer``
     names: the model's limit less the special tokens it adds (``max_size``); None for
     a tokenizer without a model that says its limit."""
-    from chunkd.units import resolve
-    from chunkd.units.huggingface import HuggingFaceUnit
-
     model = resolve(tokenizer)
     return model.max_size if isinstance(model, HuggingFaceUnit) else None
 
@@ -203,9 +197,6 @@ def default_unit_and_size(kind: type[Strategy], values: Mapping[str, Any]) -> tu
 def _check_model_limit(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     """A size in tokens must fit the model (``chunk_limit``). Parents are not
     embedded, so their size may be larger."""
-    from chunkd.units import resolve
-    from chunkd.units.huggingface import HuggingFaceUnit
-
     tokenizer = values["tokenizer"]
     fits = chunk_limit(tokenizer) if values["unit"] == "tokens" else None
     if fits is not None and values["size"] > fits:
@@ -275,8 +266,8 @@ class Settings:
     checked and resolved; immutable, compared and hashed by value.
 
     ``size`` and ``overlap`` are in ``unit``: "chars" (code points) or "tokens" (of
-    ``tokenizer``, cl100k_base by default) for the recursive strategies, the strategy's own unit (graphemes,
-    words, sentences, sections) for the window strategies. Left as None, ``unit``,
+    ``tokenizer``, cl100k_base by default) for the recursive strategies, the strategy's
+    own unit (graphemes, words, sentences, sections) for the window strategies. Left as None, ``unit``,
     ``size`` and ``overlap`` take the strategy's defaults (see ``chunkd.strategies``).
     The keywords are the options' names; a strategy's own options are read as
     ``settings[OPTION]``.
