@@ -17,6 +17,11 @@ column but the text and the id, repeated on each chunk of their document), ``ind
 (``Settings.record_fields()``, typed as ``chunkd.chunk.RECORD_FIELDS`` declares them),
 and ``text``. Its schema depends only on the input's schema and the settings, so it is the same for every batch, an empty one included. A null text, like
 an empty one, has no chunks.
+
+With ``documents=True`` a binary text column holds files: each value is a PDF, HTML or
+DOCX document as its content (then the id's extension) says, extracted as the filter
+extracts it (``chunkd.documents``), or else UTF-8 text; the table then has a ``pages``
+column (a PDF's chunks' first and last page, null for the others).
 """
 
 from __future__ import annotations
@@ -162,22 +167,25 @@ class Chunker:
 
     def __init__(self, text_column: str = "text", id_column: str | None = "id", *,
                  chunk_size: int | None = None, chunk_overlap: int | None = None,
-                 **settings) -> None:
+                 documents: bool = False, **settings) -> None:
         if not isinstance(text_column, str) or not isinstance(id_column, (str, type(None))):
             raise TypeError("text_column and id_column are column names (the settings are "
                             "keywords: chunk_size=..., chunk_overlap=...)")
         self.__setstate__({"text_column": text_column, "id_column": id_column,
                            "settings": Settings.from_keywords(chunk_size, chunk_overlap,
-                                                              **settings)})
+                                                              **settings),
+                           "documents": documents})
 
     def __getstate__(self) -> dict:
         return {"text_column": self.text_column, "id_column": self.id_column,
-                "settings": self.settings}
+                "settings": self.settings, "documents": self.documents}
 
     def __setstate__(self, state: dict) -> None:
         self.text_column, self.id_column = state["text_column"], state["id_column"]
         self.settings: Settings = state["settings"]
-        self.fields = self.settings.record_fields()
+        self.documents: bool = state["documents"]
+        # "pages" is the last optional field: appended, the order stays the records'.
+        self.fields = self.settings.record_fields() + (("pages",) if self.documents else ())
         self._splitter: Splitter = build(self.settings)
 
     def columns(self, schema: pa.Schema) -> Columns:
@@ -196,8 +204,12 @@ class Chunker:
         owners: list[int] = []  # the row of each chunk's document
         docs = table.column(columns.id).to_pylist() if columns.id else None
         for row, text in enumerate(self._texts(table.column(columns.text))):
+            name = docs[row] if docs is not None else None
+            source = Source(name)
+            if isinstance(text, bytes):  # a file (documents=True)
+                text, source = self._document(text, name, row)
             if text:
-                found = self._split(text, docs[row] if docs is not None else None)
+                found = self._split(text, source)
                 if self.settings.ids:
                     found = ChunkIds(docs[row] if docs is not None else None)(found)
                 chunks += found
@@ -208,26 +220,45 @@ class Chunker:
         return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields)],
                                     schema=schema)
 
-    def _split(self, text: str, name: object) -> list[Chunk]:
+    def _split(self, text: str, source: Source) -> list[Chunk]:
         try:
-            begin(self._splitter, Source(name))
+            begin(self._splitter, source)
             return self._splitter.feed(text) + self._splitter.finish()
         except BaseException:
             self._splitter = build(self.settings)  # its half-read document must not carry over
             raise
 
-    def _texts(self, column: pa.ChunkedArray) -> list[str | None]:
+    def _document(self, data: bytes, name: object, row: int) -> tuple[str, Source]:
+        """A file's text and what is known of it (``documents=True``)."""
+        from chunkd.documents import (HEAD_BYTES, KINDS, MEDIA_TYPES, Limits, detect, extract,
+                                      holds_docx)
+        from chunkd.readers import InputError
+
+        named = name if isinstance(name, str) else None
+        kind = detect(data[:HEAD_BYTES], named, lambda: holds_docx(data))
+        if kind not in KINDS:
+            return self._text_of(data, row), Source(name)
+        try:
+            extracted = extract(data, kind, f"row {row} of the batch", Limits())
+        except InputError as error:
+            raise ValueError(str(error)) from None
+        return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
+
+    def _texts(self, column: pa.ChunkedArray) -> list[str | bytes | None]:
         values = column.to_pylist()
         if not is_bytes_type(column.type):
             return values
-        texts = []
-        for row, value in enumerate(values):
-            try:
-                texts.append(None if value is None else utf8_text(value, self.settings.errors))
-            except ValueError as error:
-                raise ValueError(f"row {row} of the batch: {error} "
-                                 "(errors='replace' substitutes U+FFFD)") from None
-        return texts
+        if self.documents:  # files: each is told and read in __call__
+            return values
+        return [None if value is None else self._text_of(value, row)
+                for row, value in enumerate(values)]
+
+    def _text_of(self, value: bytes, row: int) -> str:
+        try:
+            return utf8_text(value, self.settings.errors)
+        except ValueError as error:
+            raise ValueError(f"row {row} of the batch: {error} "
+                             "(errors='replace' substitutes U+FFFD)") from None
 
 
 def utf8_text(value: bytes, errors: str) -> str:

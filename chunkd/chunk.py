@@ -34,6 +34,8 @@ RECORD_FIELDS = (
                 "the text to embed: a prefix, the heading path, then the text"),
     RecordField("chunk_id", lambda pa: pa.string(),
                 "a stable UUID of the chunk in its document (ids)"),
+    RecordField("pages", lambda pa: pa.list_(pa.int64()),
+                "the first and last page (1-based) of a PDF the chunk's text comes from"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -71,7 +73,9 @@ class Chunk(NamedTuple):
       (``embed_text``). In the markdown strategy it fits the size: the path takes at
       most half of it (outermost headings dropped first, then the innermost cut) and
       the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``);
-    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``).
+    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``);
+    * ``pages``: the first and last page (1-based) of a PDF that the chunk's text comes
+      from (``chunkd.documents``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -90,6 +94,7 @@ class Chunk(NamedTuple):
     parent: Parent | None = None
     embed_text: str | None = None
     chunk_id: str | None = None
+    pages: tuple[int, int] | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks

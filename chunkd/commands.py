@@ -6,6 +6,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("chunkd.daemon", "chunk every file dropped into a folder (a service)"),
     "serve": ("chunkd.serve", "a local page to try settings on your documents and see the chunks"),
     "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
+    "extract": ("chunkd.documents.command",
+                "the text a PDF, HTML or DOCX document becomes, which chunks' offsets refer to"),
     "eval": ("chunkd.evaluate.command",
              "measure which settings retrieve best on your own questions, offline"),
 }

@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chunkd.documents import add_document_options, check_limits
 from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, Outcome,
                           Signature, signature)
 from chunkd.notify import Notifier
@@ -91,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rescan the whole folder every SECONDS, to catch what events "
                              "missed (default: 60)")
     parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
-                        help="larger files get an error result (default: 67108864, 64 MiB)")
+                        help="larger files get an error result, and so does a PDF, HTML or "
+                             "DOCX file whose text is larger (default: 67108864, 64 MiB)")
+    add_document_options(parser, max_bytes=False)
     parser.add_argument("--workers", type=int, default=2, metavar="N",
                         help="files chunked at once, each by a process (default: 2)")
     parser.add_argument("--follow-symlinks", action="store_true",
@@ -668,7 +671,8 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         output_dir=str(output) if output else None,
         include=tuple(args.include or DEFAULT_INCLUDE), recursive=args.recursive,
         max_bytes=args.max_bytes, follow_symlinks=args.follow_symlinks,
-        move_done=str(done) if done else None)
+        move_done=str(done) if done else None,
+        extract_seconds=check_limits(parser, args.max_bytes, args.extract_timeout).seconds)
     try:
         inbox = Inbox(options)
     except (OSError, FolderChanged) as error:

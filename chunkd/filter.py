@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
+from chunkd.documents import (KINDS, Limits, add_document_options, check_limits,
+                              document_source, file_opener)
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
@@ -61,10 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="documents to chunk; none or '-' reads stdin")
     add_settings_options(parser)
-    parser.add_argument("--input", choices=("text", "ndjson", "parquet"), default="text",
-                        help="text: each input is one document (default); ndjson: one "
-                             'JSON object a line, {"text": ..., "id": ...}; other fields are '
-                             "copied into each chunk record; parquet: a document a row")
+    parser.add_argument("--input", choices=("auto", "text", *KINDS, "ndjson", "parquet"),
+                        default="auto",
+                        help="auto: each FILE is a PDF, HTML, DOCX or text document as its "
+                             "content, then its name, says, and stdin is text (default); "
+                             "text, pdf, html, docx: each input is one document of that kind; "
+                             'ndjson: one JSON object a line, {"text": ..., "id": ...}; other '
+                             "fields are copied into each chunk record; parquet: a document "
+                             "a row")
+    add_document_options(parser)
     parser.add_argument("--format", choices=(*FORMATS, "parquet"), default="ndjson",
                         help="ndjson: a record a chunk (default); json: one document a line, "
                              '{"doc": ..., "chunks": [...]}; msgpack: a stream of maps; '
@@ -92,9 +99,10 @@ def write_document(document: Document, chunker: Chunker, writer: Writer | Parque
                    flush: Callable[[], None], ids: bool) -> None:
     """Chunk one document into ``writer``, flushing as chunks become final; with
     ``ids``, each chunk gets its id."""
-    writer.begin(document.name, document.fields)
+    source, extracted = document_source(document)
+    writer.begin(document.name, document.fields, extracted)
     identify = ChunkIds(document.name) if ids else None
-    for chunks in chunk_blocks(chunker, Source(document.name), document.blocks):
+    for chunks in chunk_blocks(chunker, source, document.blocks):
         writer.write(identify(chunks) if identify else chunks)
         flush()
     writer.end()
@@ -258,6 +266,8 @@ class Job:
     jobs: int
     quiet: bool
     settings: Settings
+    #: What a PDF, HTML or DOCX document's extraction may take.
+    limits: Limits
     #: The Parquet side (``--input parquet``, ``--format parquet``), when used.
     parquet: ParquetFiles | None
     #: Whether workers render whole documents (``--jobs``).
@@ -298,7 +308,8 @@ def run(job: Job, out: Output) -> int:
         items = (item for path in job.files for item in parquet.documents(path))
     else:
         items = documents(job.files, job.input, settings.errors, progress.add,
-                          workers_read_files=job.parallel, pauses=job.parallel)
+                          workers_read_files=job.parallel, pauses=job.parallel,
+                          open_file=file_opener(job.input, job.limits))
     if job.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one
@@ -311,7 +322,8 @@ def run(job: Job, out: Output) -> int:
                 if isinstance(item, Paused):  # no output of its own
                     yield item
                     continue
-                size = item.size if job.input == "text" and isinstance(item, Document) else None
+                size = (item.size if job.input not in ("ndjson", "parquet")
+                        and isinstance(item, Document) else None)
                 sizes.append(size or 0)
                 yield item
 
@@ -350,8 +362,10 @@ def main(argv: list[str]) -> int:
         parquet = ParquetFiles.setup(parser, args, settings.errors)
     # Workers render whole documents, so stdin (a stream) is never one of theirs; and
     # a Parquet file is written by one process.
-    many = args.input != "text" or (len(args.files) > 1 and "-" not in args.files)
-    job = Job(args.files, args.input, args.format, args.jobs, args.quiet, settings, parquet,
+    many = (args.input in ("ndjson", "parquet")
+            or (len(args.files) > 1 and "-" not in args.files))
+    job = Job(args.files, args.input, args.format, args.jobs, args.quiet, settings,
+              check_limits(parser, args.max_bytes, args.extract_timeout), parquet,
               parallel=many and args.jobs > 1 and args.format != "parquet")
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")

@@ -40,10 +40,13 @@ from chunkd.output import OutputError, write_all
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds
+from chunkd.documents import (DEFAULT_SECONDS, HEAD_BYTES, KINDS, MEDIA_TYPES, Extracted,
+                              Limits, detect, extract, holds_docx)
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
-from chunkd.writers import DocumentRecords, Write, name_value
+from chunkd.writers import DocumentRecords, Write, extracted_fields, name_value
 
-DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org")
+DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org",
+                   "*.pdf", "*.html", "*.htm", "*.docx")
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
 IGNORED = (".*", "*.tmp", "*.part", "*.crdownload", "*.swp", "*~")
 RESULT_SUFFIX = {"json": ".chunks.json", "msgpack": ".chunks.msgpack"}
@@ -114,6 +117,8 @@ class InboxOptions:
     max_bytes: int = 64 * 2**20
     follow_symlinks: bool = False
     move_done: str | None = None
+    #: The most seconds a PDF, HTML or DOCX file's extraction may take.
+    extract_seconds: float = DEFAULT_SECONDS
     #: (device, inode) of each folder, as the daemon opened them at start.
     identities: dict = field(default_factory=dict)
 
@@ -422,14 +427,28 @@ class Inbox:
         identify = ChunkIds(relative) if self.settings.ids else None
         if self.chunker is None:
             self.chunker = build(self.settings)
+        where = display_name(relative)
+        extracted: Extracted | None = None
         try:
-            text = decode_blocks(read_blocks(stream, on_bytes), display_name(relative),
-                                 self.settings.errors)
-            for made in chunk_blocks(self.chunker, Source(relative), text):
+            source, text = Source(relative), None
+            if self._may_be_document(stream.fileno(), name):
+                data = b"".join(read_blocks(stream, on_bytes))
+                kind = detect(data[:HEAD_BYTES], name, lambda: holds_docx(data))
+                if kind in KINDS:
+                    extracted = extract(data, kind, where,
+                                        Limits(self.options.max_bytes, self.options.extract_seconds),
+                                        partial(self._waiting, stopping, beat))
+                    source = Source(relative, MEDIA_TYPES[kind], extracted.page_starts)
+                    text = iter([extracted.text])
+                else:
+                    text = decode_blocks([data], where, self.settings.errors)
+            if text is None:
+                text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
+            for made in chunk_blocks(self.chunker, source, text):
                 records.add(identify(made) if identify else made)
         except InputError as error:
             self.chunker = None  # its state is the failed document's
-            reason = str(error).removeprefix(f"{display_name(relative)}: ")
+            reason = str(error).removeprefix(f"{where}: ")
             return self.fail(relative, before, reason, folder)
         except OSError as error:
             self.chunker = None
@@ -455,7 +474,7 @@ class Inbox:
             return Outcome("abandoned")
         if not self._in_inbox(folder, relative):
             return Outcome("gone", "its folder left the inbox while it was read")
-        header = self.header(relative, after, digest.hexdigest())
+        header = self.header(relative, after, digest.hexdigest()) | extracted_fields(extracted)
         written = self.write_result(relative, self.result_suffix,
                                     lambda write: records.write(write, header))
         if written is not None:
@@ -465,6 +484,20 @@ class Inbox:
         if self.done is not None:
             message += self.move_to_done(folder, relative, name, after)
         return Outcome("processed", message, signature(after))
+
+    @staticmethod
+    def _may_be_document(fd: int, name: str) -> bool:
+        """Whether the open input may be a PDF, HTML or DOCX file (then it is read whole,
+        at most --max-bytes, to tell): by its head or its name."""
+        head = os.pread(fd, HEAD_BYTES, 0)
+        return detect(head, name, lambda: True) in KINDS
+
+    @staticmethod
+    def _waiting(stopping: Callable[[], bool], beat: Callable[[], None]) -> None:
+        """While an extraction runs: a heartbeat, or the daemon stops (and kills it)."""
+        if stopping():
+            raise Abandoned()
+        beat()
 
     def _spool_file(self) -> BinaryIO:
         """A nameless file for a result's records until they are written: in the output
@@ -631,9 +664,10 @@ HEADER_BYTES = 1 << 16
 
 
 def _read_header(stream, suffix: str) -> object:
-    """A result's metadata without its chunks, from at most ``HEADER_BYTES`` of its head
-    (a ``,"chunks":`` outside a JSON string cannot occur inside one, where every quote
-    is escaped); a file planted at a result's name is never read whole."""
+    """A result's metadata without its chunks (and without the text a PDF, HTML or DOCX
+    document became, which comes before them), from at most ``HEADER_BYTES`` of its head
+    (a ``,"text":`` or ``,"chunks":`` outside a JSON string cannot occur inside one, where
+    every quote is escaped); a file planted at a result's name is never read whole."""
     if suffix.endswith(".msgpack"):
         import msgpack
 
@@ -642,13 +676,14 @@ def _read_header(stream, suffix: str) -> object:
         header = {}
         for _ in range(unpacker.read_map_header()):
             key = unpacker.unpack()
-            if key == "chunks":
+            if key in ("text", "chunks"):
                 break
             header[key] = unpacker.unpack()
         return header
     head = stream.read(HEADER_BYTES + 1)
-    cut = head.find(b',"chunks":')
-    if cut >= 0:
+    cuts = [cut for cut in (head.find(b',"text":'), head.find(b',"chunks":')) if cut >= 0]
+    if cuts:
+        cut = min(cuts)
         return orjson.loads(head[:cut] + b"}")
     return orjson.loads(head) if len(head) <= HEADER_BYTES else None
 

@@ -32,7 +32,7 @@ import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 # The filter's Arrow memory comes from jemalloc, unless the user chose: pyarrow's
 # default, mimalloc, keeps much of what it freed (1 GB of Parquet to --format parquet
@@ -56,6 +56,9 @@ from chunkd.output import OutputError  # noqa: E402
 from chunkd.readers import (RESERVED_KEYS, BytesBlocks, Document, InputError,  # noqa: E402
                             display_name)
 from chunkd.settings import Settings  # noqa: E402
+
+if TYPE_CHECKING:
+    from chunkd.documents import Extracted
 
 #: A record batch read holds about this much text: enough to amortize the reader's
 #: per-batch cost, small beside the memory bound.
@@ -292,7 +295,7 @@ class ParquetWriter:
             raise self._output_error(error) from None
         return temporary, temporary
 
-    def begin(self, doc: object, fields: dict) -> None:
+    def begin(self, doc: object, fields: dict, extracted: Extracted | None = None) -> None:
         if isinstance(doc, str):
             try:
                 doc.encode("utf-8")

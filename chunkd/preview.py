@@ -14,7 +14,8 @@ import argparse
 import sys
 
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
-from chunkd.readers import FileBlocks, InputError, display_name, stream_document
+from chunkd.documents import add_document_options, check_limits, document_source, file_opener
+from chunkd.readers import Document, InputError, display_name, documents
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
 
@@ -29,27 +30,35 @@ def build_parser() -> argparse.ArgumentParser:
                     "copy or download. The file opens from disk and loads nothing.",
         epilog="Exit status: 0 written, 1 the document could not be read or the report "
                "not written, 2 usage error.")
-    parser.add_argument("file", metavar="FILE", help="the document ('-' reads stdin)")
+    parser.add_argument("file", metavar="FILE",
+                        help="the document: text, or a PDF, HTML or DOCX file as its content, "
+                             "then its name, says ('-' reads stdin, as text)")
     parser.add_argument("-o", "--output", metavar="HTML", default="-",
                         help="where to write the page (default: stdout)")
     add_settings_options(parser)
+    add_document_options(parser)
     return parser
 
 
 def main(argv: list[str]) -> int:
     """``chunkd preview``; returns the exit status."""
-    args, settings = parse_with_settings(build_parser(), argv)
+    parser = build_parser()
+    args, settings = parse_with_settings(parser, argv)
     settings = with_token_counts(settings)
-    if args.file == "-":
-        name, blocks = None, stream_document(sys.stdin.buffer, settings.errors).blocks
-    else:
-        name, blocks = args.file, FileBlocks(args.file, settings.errors)
+    name = None if args.file == "-" else args.file
+    limits = check_limits(parser, args.max_bytes, args.extract_timeout)
+    [document] = documents([args.file], "auto", settings.errors,
+                           open_file=file_opener("auto", limits))
     try:
-        text = "".join(blocks)
+        if isinstance(document, InputError):  # stdin closed
+            raise document
+        assert isinstance(document, Document), "pauses come only when asked for"
+        source, extracted = document_source(document)
+        text = extracted.text if extracted is not None else "".join(document.blocks)
     except InputError as error:
         print(f"chunkd preview: {error}", file=sys.stderr)
         return EXIT_FAILED
-    page = standalone_html(report(settings, text, name))
+    page = standalone_html(report(settings, text, name, source=source))
     if args.output == "-":
         def write(out: Output) -> int:
             out.write(page)

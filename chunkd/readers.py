@@ -30,7 +30,7 @@ BLOCK_SIZE = 1 << 18
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
 RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", *OPTIONAL_FIELDS,
-                           "chunks", "parents"})  # the last two: --format json's documents
+                           "chunks", "parents", "page_starts"})  # --format json's documents
 
 #: Integers a record can carry exactly: JSON tools commonly read 64 bits, no more.
 INT_RANGE = range(-2**63, 2**64)
@@ -55,12 +55,15 @@ class Document:
     """One input document: its name (None for stdin), its text blocks, and the
     extra fields of its NDJSON line, which are copied into every chunk record.
     ``size`` is its length in bytes or code points where known before reading (it
-    decides whether ``--jobs`` hands it to a worker), else None (a pipe, a device)."""
+    decides whether ``--jobs`` hands it to a worker), else None (a pipe, a device).
+    ``media_type``: a PDF's, an HTML or a DOCX file's (its blocks are then a
+    ``chunkd.documents.DocumentFile``), else None."""
 
     name: object            # a path, an NDJSON line's "id" (any JSON value) or its number
     blocks: Iterable[str]
     fields: dict = field(default_factory=dict)
     size: int | None = None
+    media_type: str | None = None
 
 
 #: Called with every raw block read (to hash the input, or to show progress).
@@ -351,14 +354,22 @@ def _record_problem(record: object) -> str | None:
     return None
 
 
+#: Makes a FILE's document (``file_document``'s arguments): for ``documents``, the
+#: readers of other kinds of files (``chunkd.documents.file_opener``).
+FileOpener = Callable[[str, str, OnBytes, "int | None"], Document]
+
+
 def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = None,
-              workers_read_files: bool = False,
-              pauses: bool = False) -> Iterator[Document | InputError | Paused]:
+              workers_read_files: bool = False, pauses: bool = False,
+              open_file: FileOpener = file_document) -> Iterator[Document | InputError | Paused]:
     """The documents the command line names, in order: each FILE (``-``, or none:
     stdin) is one document, or with ``input="ndjson"`` each of its lines; an unreadable
-    one comes as an ``InputError``. ``workers_read_files``: files are read later by
-    ``--jobs`` workers, so their bytes are not seen here. ``pauses``: NDJSON from a
-    pipe yields a ``Paused`` where it waits for its writer."""
+    one comes as an ``InputError``. With ``input`` "text" or "auto" stdin is text;
+    every other input is what ``open_file`` makes of it (a text file, unless
+    ``chunkd.documents.file_opener`` tells PDF, HTML and DOCX files).
+    ``workers_read_files``: files are read later by ``--jobs`` workers, so their bytes
+    are not seen here. ``pauses``: NDJSON from a pipe yields a ``Paused`` where it
+    waits for its writer."""
     for path in paths or ["-"]:
         if path == "-" and sys.stdin is None:  # started with stdin closed (<&-)
             yield InputError("stdin: not open (Bad file descriptor)")
@@ -374,7 +385,7 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
                                                 pauses)
             except OSError as error:
                 yield InputError(f"{display_name(path)}: {error.strerror or error}")
-        elif path == "-":
+        elif path == "-" and input in ("text", "auto"):
             yield stream_document(sys.stdin.buffer, errors, on_bytes)
         else:
             try:
@@ -382,4 +393,4 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
                 size = st.st_size if stat.S_ISREG(st.st_mode) else None  # a pipe: unknown
             except OSError:
                 size = None  # reading it reports the problem
-            yield file_document(path, errors, None if workers_read_files else on_bytes, size)
+            yield open_file(path, errors, None if workers_read_files else on_bytes, size)

@@ -45,7 +45,6 @@ import ipaddress
 import math
 import os
 import resource
-import selectors
 import signal
 import socket
 import socketserver
@@ -60,12 +59,15 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from chunkd import __version__
+from chunkd.child import limit_memory, read_until_end
+from chunkd.documents import (HEAD_BYTES, KINDS, MEDIA_TYPES, DocumentError, detect,
+                              extract_checked, holds_docx)
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
                              settings_from_flags)
-from chunkd.strategies import build
+from chunkd.strategies import Source, build
 from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
                         with_token_counts)
 
@@ -215,7 +217,7 @@ class Splits:
             self.running.add(pid)
         os.close(write_end)
         try:
-            answer = _read_until_end(read_end, time.monotonic() + self.time_limit)
+            answer = read_until_end(read_end, time.monotonic() + self.time_limit)
         finally:
             os.close(read_end)
             with self.lock:  # a pid stop() may kill is never one reaped (and reused)
@@ -240,21 +242,6 @@ class Splits:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _read_until_end(fd: int, deadline: float) -> bytes | None:
-    """What a split's process writes until it ends; None at the deadline."""
-    parts: list[bytes] = []
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                return None
-            data = os.read(fd, 1 << 20)
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
-
-
 def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
                     max_chunks: int, time_limit: float) -> NoReturn:
     """A split's process: write the status (two bytes) and the answer to ``out``."""
@@ -266,7 +253,7 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         # The listening socket and the connections are the server's, not this one's.
         os.closerange(3, out)
         os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-        _limit_memory(SPLIT_MEMORY)
+        limit_memory(SPLIT_MEMORY)
         status, answer = _split(settings, body, name, max_chunks)
         view = memoryview(status.to_bytes(2, "big") + answer)
         while view:
@@ -275,26 +262,14 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         os._exit(0)
 
 
-def _limit_memory(more: int) -> None:
-    """Let this process grow by ``more`` bytes of address space, no further (beyond
-    that, an allocation fails: a MemoryError)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return  # not Linux: the time limit and the other bounds still hold
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard == resource.RLIM_INFINITY or hard > size + more:
-        resource.setrlimit(resource.RLIMIT_AS, (size + more, hard))
-
-
 def _split(settings: Settings, body: bytes, name: str | None,
            max_chunks: int) -> tuple[int, bytes]:
     """The status and JSON answer of one split (in its own process)."""
     try:
-        text = "".join(decode_blocks([body], name or "the document", settings.errors))
+        text, source = _document(body, name, settings)
         data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
-                                   max_points=REPEAT_BOUND * len(text) + 2**20))
+                                   max_points=REPEAT_BOUND * len(text) + 2**20,
+                                   source=source))
     except InputError as error:
         return 400, _error(str(error))
     except ReportTooLarge as error:
@@ -310,6 +285,22 @@ def _split(settings: Settings, body: bytes, name: str | None,
                            f"sends ({_size(MAX_ANSWER)}); choose a larger size or a smaller "
                            "overlap")
     return 200, data
+
+
+def _document(body: bytes, name: str | None,
+              settings: Settings) -> tuple[str, Source | None]:
+    """The text of a posted document and what is known of it: a PDF, HTML or DOCX
+    file (by its content, then its name) is extracted here, in the split's bounded
+    process; anything else is UTF-8 text."""
+    where = name or "the document"
+    kind = detect(body[:HEAD_BYTES], name, lambda: holds_docx(body))
+    if kind not in KINDS:
+        return "".join(decode_blocks([body], where, settings.errors)), None
+    try:
+        extracted = extract_checked(body, kind, DEFAULT_MAX_BYTES)
+    except DocumentError as error:
+        raise InputError(f"{where}: {error}") from None
+    return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
 
 
 def _error(message: str) -> bytes:

@@ -21,12 +21,15 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
 from chunkd.output import OutputError, Stream, write_all
+
+if TYPE_CHECKING:
+    from chunkd.documents import Extracted
 
 FORMATS = ("ndjson", "json", "msgpack")
 #: The most bytes a writer joins for one write (a record larger than this alone).
@@ -110,8 +113,9 @@ class Writer:
         self.named = named
         self.out: Write = partial(write_all, stream)
 
-    def begin(self, doc: object, fields: dict) -> None:
-        """Start a document."""
+    def begin(self, doc: object, fields: dict, extracted: Extracted | None = None) -> None:
+        """Start a document; ``extracted``: the text a PDF, HTML or DOCX document became
+        (the whole-document formats carry it)."""
         self.header = ({"doc": name_value(doc, self.binary_names)} if self.named else {}) | fields
         # The record's opening, header keys included, encoded once per document.
         self.opening = b"{" + (orjson.dumps(self.header)[1:-1] + b"," if self.header else b"")
@@ -141,7 +145,7 @@ class MsgpackWriter(Writer):
         super().__init__(stream, named)
         self.pack = msgpack.Packer().pack
 
-    def begin(self, doc: object, fields: dict) -> None:
+    def begin(self, doc: object, fields: dict, extracted: Extracted | None = None) -> None:
         self.header = ({"doc": name_value(doc, True)} if self.named else {}) | fields
 
     def write(self, chunks: list[Chunk]) -> None:
@@ -276,6 +280,17 @@ class DocumentRecords:
         self.parents.close()
 
 
+def extracted_fields(extracted: Extracted | None) -> dict:
+    """What a whole-document result says of the text a document became, so that each
+    chunk's ``text[start:end]`` can be checked from the result alone: ``text`` and, for a
+    PDF, ``page_starts`` (the offset where each page starts)."""
+    if extracted is None:
+        return {}
+    if extracted.page_starts is None:
+        return {"text": extracted.text}
+    return {"text": extracted.text, "page_starts": list(extracted.page_starts)}
+
+
 class JsonWriter(Writer):
     """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``,
     with ``about`` after ``doc`` (the tokenizer that counted, when not the default);
@@ -287,9 +302,10 @@ class JsonWriter(Writer):
         super().__init__(stream, named)
         self.about = about or {}
 
-    def begin(self, doc: object, fields: dict) -> None:
+    def begin(self, doc: object, fields: dict, extracted: Extracted | None = None) -> None:
         self.close()  # a document that failed leaves its records unwritten
-        self.header = {"doc": name_value(doc)} | self.about | fields
+        self.header = ({"doc": name_value(doc)} | self.about | fields
+                       | extracted_fields(extracted))
         self.records = DocumentRecords("json")
 
     def write(self, chunks: list[Chunk]) -> None:

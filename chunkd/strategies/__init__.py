@@ -12,6 +12,7 @@ class and the registry live in ``chunkd.strategies.base``.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from operator import add
@@ -52,7 +53,7 @@ def _strategy_chunker(settings: Settings) -> Chunker:
     if settings.count_tokens:
         chunker = TokenCounting(chunker, settings.token_measure,
                                 same_as_length=settings.length_unit == "tokens")
-    return chunker
+    return PageNumbers(chunker)
 
 
 class Wrapper:
@@ -83,8 +84,9 @@ class EmbedText(Wrapper):
     into its size itself (``embeds``)."""
 
     def changed(self, chunks: list[Chunk]) -> list[Chunk]:
-        return [chunk._replace(embed_text=" > ".join(chunk.headings) + "\n\n" + chunk.text
-                               if chunk.headings else chunk.text) for chunk in chunks]
+        return [chunk if chunk.embed_text is not None  # the strategy's own, fitted
+                else chunk._replace(embed_text=" > ".join(chunk.headings) + "\n\n" + chunk.text
+                                    if chunk.headings else chunk.text) for chunk in chunks]
 
 
 class PrefixedEmbedText(Wrapper):
@@ -161,6 +163,40 @@ class TokenCounting(Wrapper):
             return [chunk._replace(tokens=chunk.length) for chunk in chunks]
         count = self.count
         return [chunk._replace(tokens=count(chunk.text)) for chunk in chunks]
+
+
+class PageNumbers(Wrapper):
+    """Adds ``pages`` to the chunks of a document whose ``Source`` has page starts (a
+    PDF's text); the chunks of any other document pass unchanged."""
+
+    page_starts: tuple[int, ...] | None = None
+
+    def begin(self, source: Source) -> None:
+        self.page_starts = source.page_starts
+        super().begin(source)
+
+    def changed(self, chunks: list[Chunk]) -> list[Chunk]:
+        starts = self.page_starts
+        if starts is None:
+            return chunks
+        return [chunk._replace(pages=page_span(starts, chunk)) for chunk in chunks]
+
+    def finish(self) -> list[Chunk]:
+        chunks = super().finish()
+        self.page_starts = None  # the next document has none unless its Source says
+        return chunks
+
+
+def page_span(page_starts: tuple[int, ...], chunk: Chunk) -> tuple[int, int]:
+    """The first and last page (1-based) of the chunk's text: of its first and last
+    character that is not white space (a page break is white space), so that a chunk
+    that only touches a page's break does not name that page."""
+    text = chunk.text
+    first = chunk.start + (len(text) - len(text.lstrip()))
+    last = chunk.end - 1 - (len(text) - len(text.rstrip()))
+    if last < first:  # all white space: where it lies
+        first, last = chunk.start, max(chunk.start, chunk.end - 1)
+    return bisect_right(page_starts, first), bisect_right(page_starts, last)
 
 
 class ParentChild:
@@ -241,3 +277,4 @@ def chunk_blocks(chunker: Chunker, source: Source,
 from chunkd.strategies import recursive  # noqa: E402,F401,I001
 from chunkd.strategies import windows  # noqa: E402,F401
 from chunkd.strategies import markdown  # noqa: E402,F401
+from chunkd.strategies import auto  # noqa: E402,F401

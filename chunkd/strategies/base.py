@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 class Source:
     """What a chunker learns of a document before its text (``begin``): its name as
     the records give it (any JSON value; None: unnamed, as stdin or the API's text),
-    and its media type when one is known (None: not known)."""
+    its media type when one is known (None: not known), and for a PDF the offset in its
+    text where each page starts (``chunkd.documents``: chunks then carry ``pages``)."""
 
     name: Any = None
     media_type: str | None = None
+    page_starts: tuple[int, ...] | None = None
 
 
 class Chunker(Protocol):

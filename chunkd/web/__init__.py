@@ -78,12 +78,14 @@ def strategy_descriptions() -> list[dict]:
 
 
 def bounded_chunks(settings: Settings, text: str, name: str | None = None,
-                   max_chunks: int | None = None, max_points: int | None = None) -> list[Chunk]:
-    """The chunks of the document ``name``; over ``max_chunks`` chunks, or over ``max_points`` code
+                   max_chunks: int | None = None, max_points: int | None = None,
+                   source: Source | None = None) -> list[Chunk]:
+    """The chunks of the document ``name`` (``source``, when more is known of it: a
+    PDF's page starts); over ``max_chunks`` chunks, or over ``max_points`` code
     points in all chunks together (the overlap repeats text), ``ReportTooLarge`` as
     soon as a block of the text shows it, before the rest is cut."""
     chunker = build(settings)
-    begin(chunker, Source(name))
+    begin(chunker, source or Source(name))
 
     def blocks() -> Iterator[list[Chunk]]:
         for at in range(0, len(text), FEED_POINTS):
@@ -107,19 +109,25 @@ def bounded_chunks(settings: Settings, text: str, name: str | None = None,
 
 
 def report(settings: Settings, text: str, name: str | None = None,
-           max_chunks: int | None = None, max_points: int | None = None) -> dict:
+           max_chunks: int | None = None, max_points: int | None = None,
+           source: Source | None = None) -> dict:
     """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
     same settings (with ``doc`` when the document has a ``name``, as for a FILE);
     ``tokenizer``, the identity of the tokenizer its tokens count in.
-    ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``)."""
-    chunks = bounded_chunks(settings, text, name, max_chunks, max_points)
+    ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``); ``source``: what
+    is known of a PDF, HTML or DOCX document whose ``text`` was extracted."""
+    chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source)
+    fields = list(settings.record_fields())
+    if source is not None and source.page_starts is not None:
+        fields.append("pages")
     out = io.BytesIO()
     writer = make_writer("ndjson", out, named=name is not None)
     writer.begin(name, {})
     writer.write(chunks)
     writer.end()
     return {"chunker": f"chunkd {__version__}", "doc": name_value(name),
-            "tokenizer": settings.token_measure.name, "settings": settings.as_dict(), "fields": list(settings.record_fields()),
+            "tokenizer": settings.token_measure.name, "settings": settings.as_dict(),
+            "fields": fields,
             "summary": summary(chunks, len(text)), "text": text,
             "jsonl": out.getvalue().decode("utf-8")}
 

@@ -349,6 +349,10 @@
     if (record.headings !== undefined) {
       facts.push(["Heading path", record.headings.length ? record.headings.join(" › ") : "(none)"]);
     }
+    if (record.pages !== undefined) {
+      facts.push(["Pages", record.pages[0] === record.pages[1]
+        ? String(record.pages[0]) : `${record.pages[0]}–${record.pages[1]}`]);
+    }
     if (record.parent !== undefined) {
       facts.push(["Parent", `#${record.parent.index}, ${record.parent.start}–${record.parent.end}`]);
     }

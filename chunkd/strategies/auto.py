@@ -1,0 +1,89 @@
+"""The auto strategy: a strategy chosen per document, for a mixed inbox. Markdown files,
+and HTML and DOCX documents (whose text is Markdown-like: ``chunkd.documents``), go to
+the markdown strategy, code files to the ``code`` strategy when it is registered,
+everything else (text, PDF) to the recursive strategy; each at the same size and
+overlap. The choice is made at ``begin`` from the document's ``Source``: its media
+type, else its name's extension; a document without either is text."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from chunkd.chunk import Chunk
+from chunkd.strategies.base import REGISTRY, Chunker, Source, Strategy, begin, register
+from chunkd.strategies.markdown import Markdown
+from chunkd.strategies.recursive import Recursive
+
+if TYPE_CHECKING:
+    from chunkd.settings import Settings
+
+MARKDOWN_MEDIA_TYPES = frozenset({
+    "text/markdown", "text/html",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document"})
+MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
+#: Files the code strategy takes, when it exists.
+CODE_EXTENSIONS = frozenset({
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java",
+    ".kt", ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
+    ".rb", ".php", ".swift", ".lua", ".sh", ".bash", ".pl", ".r", ".jl", ".ex", ".exs",
+    ".hs", ".ml", ".sol", ".proto", ".sql"})
+
+
+def chosen(source: Source, code: bool) -> str:
+    """The strategy for a document: "markdown", "code" (if ``code`` is registered) or
+    "recursive"."""
+    if source.media_type in MARKDOWN_MEDIA_TYPES:
+        return "markdown"
+    if source.media_type is None and isinstance(source.name, str):
+        extension = os.path.splitext(source.name)[1].lower()
+        if extension in MARKDOWN_EXTENSIONS:
+            return "markdown"
+        if code and extension in CODE_EXTENSIONS:
+            return "code"
+    return "recursive"
+
+
+@register
+class Auto(Markdown):
+    """Per document: markdown for Markdown, HTML and DOCX, code for code files (when
+    the code strategy exists), recursive for the rest; in code points or tokens. It
+    takes what markdown takes (sizes, ``--strip-headings``, ``embed_text`` fitted)."""
+
+    name = "auto"
+    #: Its markdown documents' chunks get their fitted ``embed_text`` from the markdown
+    #: splitter; ``build`` adds it to the others' (``EmbedText`` keeps the first).
+    embeds = False
+
+    @classmethod
+    def check(cls, settings: Settings) -> None:
+        for kind in cls.choices():
+            kind.check(settings)
+
+    @staticmethod
+    def choices() -> list[type[Strategy]]:
+        return [Markdown, Recursive, *([REGISTRY["code"]] if "code" in REGISTRY else [])]
+
+    @classmethod
+    def splitter(cls, settings: Settings) -> Chunker:
+        return AutoChunker({kind.name: kind.splitter(settings) for kind in cls.choices()})
+
+
+class AutoChunker:
+    """The chunker of the strategy chosen for the document ``begin`` announced."""
+
+    def __init__(self, chunkers: dict[str, Chunker]) -> None:
+        self.chunkers = chunkers
+        self.current = chunkers["recursive"]
+
+    def begin(self, source: Source) -> None:
+        self.current = self.chunkers[chosen(source, "code" in self.chunkers)]
+        begin(self.current, source)
+
+    def feed(self, text: str) -> list[Chunk]:
+        return self.current.feed(text)
+
+    def finish(self) -> list[Chunk]:
+        chunks = self.current.finish()
+        self.current = self.chunkers["recursive"]  # a document without begin is text
+        return chunks

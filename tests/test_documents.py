@@ -1,0 +1,225 @@
+"""PDF, HTML and DOCX input through the installed ``chunkd``, on files real tools made
+from the shared corpus (``document_files``): pages against poppler's ``pdftotext``,
+headings against the source Markdown's, offsets against ``chunkd extract``'s text."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import orjson
+import pytest
+
+from command import run_chunkd
+from document_files import (heading_paths, made_documents, poppler_pages, source_headings,
+                            squeezed)
+
+#: Every built-in strategy and a size it takes.
+STRATEGIES = (("recursive", "--chars", "400"), ("recursive", "--tokens", "80"),
+              ("markdown", "--chars", "500"), ("sections", "--size", "2"),
+              ("sentences", "--size", "3"), ("words", "--size", "40"),
+              ("graphemes", "--size", "300"))
+
+
+@pytest.fixture(scope="module")
+def made():
+    return made_documents()
+
+
+def json_documents(*args: str) -> list[dict]:
+    """``chunkd --format json ARGS``: one document a line."""
+    done = run_chunkd("--format", "json", "-q", *args)
+    assert done.returncode == 0, done.stderr.decode()
+    return [orjson.loads(line) for line in done.stdout.splitlines()]
+
+
+def extracted(path) -> str:
+    done = run_chunkd("extract", str(path))
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode("utf-8")
+
+
+def on(line: str, pages: str) -> bool:
+    """Whether a line of a chunk is in a stretch of poppler's pages' text (squeezed):
+    whole, or word by word (two extractors may read a table's cells in other orders)."""
+    return squeezed(line) in pages or all(squeezed(word) in pages for word in line.split())
+
+
+def test_every_pdf_chunk_is_on_the_pages_it_names_and_starts_and_ends_there(made):
+    spanning = 0
+    for document in made:
+        pages = [squeezed(page) for page in poppler_pages(document.pdf)]
+        [result] = json_documents("--chars", "300", str(document.pdf))
+        assert len(result["page_starts"]) == len(pages)
+        assert result["chunks"], document.pdf.name
+        for chunk in result["chunks"]:
+            first, last = chunk["pages"]
+            assert 1 <= first <= last <= len(pages)
+            lines = [line for line in chunk["text"].splitlines() if squeezed(line)]
+            named = "".join(pages[first - 1:last])
+            assert all(on(line, named) for line in lines), (document.pdf.name, chunk)
+            # Its first and last lines are on its first and last page: no page named
+            # that holds none of it.
+            assert on(lines[0], pages[first - 1]), (document.pdf.name, chunk)
+            assert on(lines[-1], pages[last - 1]), (document.pdf.name, chunk)
+            spanning += first < last
+    assert spanning, "some chunk must cross a page break for the test to mean anything"
+
+
+def test_a_chunk_across_a_page_break_names_both_pages(made):
+    document = made[0]
+    [result] = json_documents("--chars", "2000", str(document.pdf))
+    text, starts = result["text"], result["page_starts"]
+    for chunk in result["chunks"]:
+        first, last = chunk["pages"]
+        inside = [n for n, start in enumerate(starts, 1)
+                  if chunk["start"] < start < chunk["end"]]
+        # A page starting inside the chunk, after some of its text: both pages named.
+        expected_last = max([first, *inside])
+        assert last == expected_last, chunk
+        assert text[chunk["start"]:chunk["end"]] == chunk["text"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy, unit, size", STRATEGIES)
+def test_offsets_are_exact_against_chunkd_extract_for_every_strategy(made, strategy, unit, size):
+    for document in made[2:4]:
+        for path in (document.pdf, document.html, document.docx):
+            text = extracted(path)
+            [result] = json_documents("--strategy", strategy, unit, size, str(path))
+            assert result["text"] == text
+            assert result["chunks"], path.name
+            for chunk in result["chunks"]:
+                assert text[chunk["start"]:chunk["end"]] == chunk["text"], (path.name, chunk)
+                assert ("pages" in chunk) == (path.suffix == ".pdf")
+
+
+def test_the_ndjson_records_are_the_json_documents_chunks(made):
+    document = made[3]
+    done = run_chunkd("--chars", "300", "--count-tokens", "-q", str(document.pdf),
+                      str(document.docx))
+    assert done.returncode == 0, done.stderr.decode()
+    records = [orjson.loads(line) for line in done.stdout.splitlines()]
+    documents = json_documents("--chars", "300", "--count-tokens", str(document.pdf),
+                               str(document.docx))
+    assert records == [{"doc": result["doc"], **chunk} for result in documents
+                       for chunk in result["chunks"]]
+    assert all("tokens" in record for record in records)
+
+
+def heading_lines(text: str) -> list[tuple[int, str]]:
+    """The ``#`` lines of a Markdown text outside its fenced code, (level, text)."""
+    found, fence = [], None
+    for line in text.splitlines():
+        opening = re.match(r"(`{3,})", line)
+        if fence is None and opening:
+            fence = opening.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None and (match := re.fullmatch(r"(#{1,6}) (.*)", line)):
+            found.append((len(match.group(1)), match.group(2)))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["html", "docx"])
+def test_headings_of_html_and_docx_chunks_are_the_source_markdowns(made, kind):
+    for document in made:
+        headings = source_headings(document.markdown.read_text(encoding="utf-8"))
+        assert headings, document.stem
+        path = getattr(document, kind)
+        text = extracted(path)
+        assert heading_lines(text) == headings, document.stem
+        paths = heading_paths(headings)
+        [result] = json_documents("--strategy", "markdown", "--chars", "600", str(path))
+        seen = {tuple(chunk["headings"]) for chunk in result["chunks"]}
+        assert seen <= paths, document.stem
+        assert len(seen) > len(headings) // 2, document.stem  # most sections have chunks
+
+
+def test_html_tables_become_pipe_rows_under_a_header_and_scripts_are_dropped(made):
+    document = next(d for d in made if d.stem == "src_ch03-02-data-types")
+    text = extracted(document.html)
+    source = document.markdown.read_text(encoding="utf-8")
+    assert "document.title" not in text and "margin" not in text  # script, style
+    source_rows = [line for line in source.splitlines() if line.startswith("|")]
+    assert source_rows
+    header = [cell.strip() for cell in source_rows[0].strip("|").split("|")]
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert [cell.strip() for cell in rows[0].strip("|").split("|")] == \
+        [re.sub(r"[`*]", "", cell) for cell in header]
+    assert set(rows[1].replace(" ", "")) == {"|", "-"}
+
+
+def test_the_auto_strategy_chooses_per_document(made, tmp_path):
+    document = made[2]
+    plain = tmp_path / "notes.txt"
+    plain.write_text(document.markdown.read_text(encoding="utf-8"), encoding="utf-8")
+    paths = [document.markdown, document.html, document.docx, document.pdf, plain]
+    chosen = json_documents("--strategy", "auto", "--chars", "400", *map(str, paths))
+    expected = ["markdown", "markdown", "markdown", "recursive", "recursive"]
+    for path, strategy, result in zip(paths, expected, chosen, strict=True):
+        [alone] = json_documents("--strategy", strategy, "--chars", "400", str(path))
+        assert result["chunks"] == alone["chunks"], (path.name, strategy)
+    assert chosen[0]["chunks"] != chosen[4]["chunks"]  # the same text, two strategies
+    # embed_text: the markdown strategy's own (fitted to the size) for its documents.
+    for path in paths[:3]:
+        [auto] = json_documents("--strategy", "auto", "--embed-text", "--chars", "300", str(path))
+        [alone] = json_documents("--strategy", "markdown", "--embed-text", "--chars", "300",
+                                 str(path))
+        assert auto["chunks"] == alone["chunks"], path.name
+
+
+def test_the_preview_of_a_pdf_holds_the_filters_records_with_pages(made, tmp_path):
+    document = made[2]
+    page = tmp_path / "report.html"
+    done = run_chunkd("preview", str(document.pdf), "--chars", "500", "-o", str(page))
+    assert (done.returncode, done.stderr) == (0, b"")
+    data = json.loads(re.search(r'<script id="report" type="application/json">(.*?)</script>',
+                                page.read_text(encoding="utf-8"), re.S).group(1))
+    expected = run_chunkd("--count-tokens", "--chars", "500", str(document.pdf))
+    assert data["jsonl"] == expected.stdout.decode()
+    assert data["text"] == extracted(document.pdf)
+    assert "pages" in data["fields"] and '"pages":[' in data["jsonl"]
+
+
+def test_serve_answers_an_uploaded_pdf_with_its_pages_and_a_bad_one_with_a_reason(made, tmp_path):
+    from browser import Serve, request
+
+    document = made[2]
+    shutil.copy(document.pdf, tmp_path / "upload.pdf")
+    expected = run_chunkd("--count-tokens", "--chars", "400", "upload.pdf", cwd=tmp_path)
+    with Serve() as server:
+        def split(body: bytes) -> tuple[int, dict]:
+            status, _, data = request(server, "POST", "/api/split?chars=400&doc=upload.pdf",
+                                      body, host=f"127.0.0.1:{server.port}")
+            return status, orjson.loads(data)
+        status, report = split(document.pdf.read_bytes())
+        assert status == 200, report
+        assert report["jsonl"] == expected.stdout.decode()
+        assert report["text"] == extracted(document.pdf) and "pages" in report["fields"]
+        status, report = split(document.pdf.read_bytes()[:16] + bytes(4096))
+        assert status == 400 and report["error"].startswith("upload.pdf: not a readable PDF")
+
+
+def test_an_arrow_column_of_files_gives_the_filters_records(made, tmp_path):
+    import pyarrow as pa
+
+    from chunkd.arrow import chunk_table
+
+    document = made[2]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Plain text, chunked as it is.", encoding="utf-8")
+    files = [document.pdf, document.docx, document.html, notes]
+    table = pa.table({"id": [path.name for path in files],
+                      "text": pa.array([path.read_bytes() for path in files], pa.binary())})
+    chunks = chunk_table(table, chunk_size=400, chunk_overlap=40, unit="chars", documents=True)
+    for path in files[:3]:  # beside the text file, for the filter
+        shutil.copy(path, tmp_path / path.name)
+    done = run_chunkd("--chars", "400", "--overlap", "40", "-q", *[path.name for path in files],
+                      cwd=tmp_path)
+    expected = [orjson.loads(line) for line in done.stdout.splitlines()]
+    rows = [{key: value for key, value in row.items() if value is not None}
+            for row in chunks.to_pylist()]
+    assert rows == expected
+    assert chunks.schema.field("pages").type == pa.list_(pa.int64())

@@ -1,0 +1,198 @@
+"""Bad and hostile PDF, HTML and DOCX files: one line ``chunkd: FILE: WHAT``, exit status
+1, the other files chunked, never a traceback; and in ``chunkd watch``, an error result
+while the next file gets its result. The files are real tools' (LibreOffice, PDFium,
+Python's zipfile), damaged or grown by the test."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+
+import orjson
+import pytest
+
+from command import run_chunkd
+from document_files import encrypted_pdf, made_documents
+from watching import results
+
+
+@pytest.fixture(scope="module")
+def made():
+    return made_documents()
+
+
+def one_error_and_the_good_file(path, good, *options: str) -> str:
+    """Chunk ``path`` then ``good``: exit status 1, one stderr line about ``path``,
+    the good file's chunks all there. Returns what the line says after the name."""
+    done = run_chunkd("--format", "json", "-q", "--chars", "500", *options, str(path), str(good))
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    [line] = stderr.splitlines()
+    prefix = f"chunkd: {path}: "
+    assert line.startswith(prefix), line
+    documents = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert [document["doc"] for document in documents] == [str(good)]
+    assert documents[0]["chunks"]
+    return line.removeprefix(prefix)
+
+
+@pytest.mark.slow  # LibreOffice starts again to encrypt it
+def test_an_encrypted_pdf_is_named_as_such(made, tmp_path):
+    locked = encrypted_pdf(made[2].html, tmp_path)
+    assert locked.read_bytes().startswith(b"%PDF-") and b"/Encrypt" in locked.read_bytes()
+    reason = one_error_and_the_good_file(locked, made[2].docx)
+    assert reason == "encrypted: it needs a password to be read"
+
+
+def test_a_corrupt_pdf_and_a_truncated_one(made, tmp_path):
+    data = made[0].pdf.read_bytes()
+    corrupt = tmp_path / "corrupt.pdf"
+    corrupt.write_bytes(data[:16] + bytes(range(256)) * (len(data) // 256))
+    assert one_error_and_the_good_file(corrupt, made[1].html).startswith("not a readable PDF")
+    # Cut in half: PDFium may rebuild what remains, or refuse it; either way no
+    # traceback, and what it gives keeps its offsets.
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes(data[:len(data) // 2])
+    done = run_chunkd("--format", "json", "-q", str(truncated), str(made[1].html))
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr.decode()
+    assert len(done.stderr.splitlines()) == (done.returncode == 1)
+    for document in map(orjson.loads, done.stdout.splitlines()):
+        for chunk in document["chunks"]:
+            assert document["text"][chunk["start"]:chunk["end"]] == chunk["text"]
+
+
+def test_a_docx_zip_bomb_is_refused_before_it_expands(made, tmp_path):
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(made[0].docx) as real, \
+            zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        for member in real.infolist():
+            out.writestr(member, real.read(member))
+        out.writestr("word/media/zeros.bin", bytes(64 * 2**20))
+    assert bomb.stat().st_size < 2**20
+    reason = one_error_and_the_good_file(bomb, made[1].pdf, "--max-bytes", str(2**20))
+    assert reason.startswith("its parts would expand to ")
+    assert "ZIP bomb" in reason
+
+
+def test_files_over_max_bytes_and_a_zip_that_is_no_docx(made, tmp_path):
+    page = tmp_path / "large.html"
+    page.write_bytes(made[0].html.read_bytes() * 40)
+    limit = page.stat().st_size - 1
+    assert one_error_and_the_good_file(page, made[1].pdf, "--max-bytes", str(limit)) == \
+        f"over --max-bytes {limit} bytes"
+    archive = tmp_path / "not-word.docx"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        out.writestr("content.xml", "<a/>")
+    archive.write_bytes(buffer.getvalue())
+    assert one_error_and_the_good_file(archive, made[1].pdf) == \
+        "not a DOCX: its ZIP archive holds no word/document.xml"
+
+
+def test_kinds_are_told_by_content_before_their_names(made, tmp_path):
+    disguised = {"pdf": tmp_path / "report.txt", "docx": tmp_path / "letter.bin",
+                 "html": tmp_path / "page"}
+    shutil.copy(made[2].pdf, disguised["pdf"])
+    shutil.copy(made[2].docx, disguised["docx"])
+    shutil.copy(made[2].html, disguised["html"])
+    for kind, path in disguised.items():
+        done = run_chunkd("extract", str(path))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == run_chunkd("extract", str(getattr(made[2], kind))).stdout
+    text = tmp_path / "notes.md"
+    text.write_text("# Notes\n\nplain <html> text", encoding="utf-8")
+    assert run_chunkd("extract", str(text)).stdout == text.read_bytes()
+    # Told: stdin is text unless --input says; a PDF given as text is not UTF-8.
+    pdf = made[2].pdf.read_bytes()
+    assert run_chunkd("extract", "--input", "pdf", "-", input=pdf).stdout == \
+        run_chunkd("extract", str(made[2].pdf)).stdout
+    as_text = run_chunkd("--input", "text", str(made[2].pdf))
+    assert as_text.returncode == 1 and b"invalid UTF-8" in as_text.stderr
+
+
+@pytest.fixture(scope="module")
+def many_pages(made, tmp_path_factory):
+    """A PDF of 10,002 pages that PDFium itself makes from a LibreOffice PDF."""
+    import pypdfium2 as pdfium
+
+    source = pdfium.PdfDocument(str(made[2].pdf))
+    copies = -(-10_000 // len(source))
+    document = pdfium.PdfDocument.new()
+    document.import_pages(source, list(range(len(source))) * copies)
+    path = tmp_path_factory.mktemp("many") / "many.pdf"
+    document.save(str(path))
+    return path, len(document)
+
+
+@pytest.mark.slow
+def test_an_extraction_over_the_time_limit_is_killed_and_the_next_file_done(made, many_pages):
+    path, _ = many_pages
+    reason = one_error_and_the_good_file(path, made[1].html, "--extract-timeout", "1")
+    assert reason == "extracting its text took more than 1 s (--extract-timeout)"
+
+
+@pytest.mark.slow
+def test_ten_thousand_pages_are_numbered_to_the_last(many_pages):
+    path, count = many_pages
+    done = run_chunkd("--format", "json", "-q", "--chars", "4000", str(path))
+    assert done.returncode == 0, done.stderr
+    [document] = map(orjson.loads, done.stdout.splitlines())
+    assert len(document["page_starts"]) == count
+    assert document["chunks"][-1]["pages"][1] == count
+    assert document["chunks"][0]["pages"][0] == 1
+
+
+@pytest.mark.slow
+def test_the_daemon_gives_a_dropped_pdf_its_result_and_a_bad_one_an_error(made, inbox, tmp_path,
+                                                                          watch):
+    watcher = watch(inbox, "--chars", "400")
+    watcher.started()
+    locked = encrypted_pdf(made[0].html, tmp_path)
+    for path in (locked, made[0].pdf, made[1].docx, made[2].html):
+        staged = inbox / ("." + path.name)
+        shutil.copy(path, staged)
+        staged.rename(inbox / ("locked.pdf" if path == locked else path.name))
+    wanted = {made[0].pdf.name, made[1].docx.name, made[2].html.name}
+    watcher.wait_for(lambda: set(results(inbox)) == wanted
+                     and (inbox / "locked.pdf.error.json").exists(), what="the results")
+    error = orjson.loads((inbox / "locked.pdf.error.json").read_bytes())
+    assert error["error"] == "encrypted: it needs a password to be read"
+    found = results(inbox)
+    for name, result in found.items():
+        assert result["chunks"]
+        for chunk in result["chunks"]:  # checkable from the result alone
+            assert result["text"][chunk["start"]:chunk["end"]] == chunk["text"]
+            assert ("pages" in chunk) == name.endswith(".pdf")
+    # The same chunks as the filter's, and the restart finds every result current.
+    for name, result in found.items():
+        filtered = run_chunkd("--format", "json", "--chars", "400", str(inbox / name))
+        assert orjson.loads(filtered.stdout)["chunks"] == result["chunks"]
+    assert watcher.stop() == 0
+    again = watch(inbox, "--chars", "400", "-v")
+    again.started()
+    assert not again.processed()
+    assert again.stop() == 0
+
+
+def test_a_pipe_is_told_by_its_name_and_none_of_it_is_lost(made, tmp_path):
+    import os
+    import subprocess
+    import threading
+
+    from command import chunkd_command
+
+    source = made[0].markdown.read_bytes()
+    for name, data in (("piped.md", source), ("piped.pdf", made[2].pdf.read_bytes())):
+        pipe = tmp_path / name
+        os.mkfifo(pipe)
+        writer = threading.Thread(target=pipe.write_bytes, args=(data,))
+        writer.start()
+        done = subprocess.run([chunkd_command(), "extract", str(pipe)], capture_output=True,
+                              timeout=120)
+        writer.join()
+        assert done.returncode == 0, done.stderr
+        expected = source if name.endswith(".md") else \
+            run_chunkd("extract", str(made[2].pdf)).stdout
+        assert done.stdout == expected
