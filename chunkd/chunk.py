@@ -34,6 +34,10 @@ RECORD_FIELDS = (
                 "the text to embed: a prefix, the heading path, then the text"),
     RecordField("chunk_id", lambda pa: pa.string(),
                 "a stable UUID of the chunk in its document (ids)"),
+    RecordField("symbols", lambda pa: pa.list_(pa.string()),
+                "the definitions enclosing the chunk's start, outermost first (code)"),
+    RecordField("language", lambda pa: pa.string(),
+                "the language its document was parsed as (code)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -70,7 +74,12 @@ class Chunk(NamedTuple):
       (``embed_text``). In the markdown strategy it fits the size: the path takes at
       most half of it (outermost headings dropped first, then the innermost cut) and
       the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``);
-    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``).
+    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``);
+    * ``symbols``: the definitions enclosing the chunk's first code point that is not
+      white space, outermost first, each as it reads up to its name ("class Splitter",
+      "def feed"); the code strategy;
+    * ``language``: the language the code strategy parsed the document as (None: cut
+      as text).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -89,6 +98,8 @@ class Chunk(NamedTuple):
     parent: Parent | None = None
     embed_text: str | None = None
     chunk_id: str | None = None
+    symbols: tuple[str, ...] | None = None
+    language: str | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks
