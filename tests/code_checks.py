@@ -76,6 +76,37 @@ def python_definitions(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def python_symbols(text: str) -> list[tuple[int, int, str]]:
+    """Every function and class as (start, end, symbol): from its keyword (``def``,
+    ``async``, ``class``) to its end, and how it reads up to its name."""
+    starts = _line_starts(text)
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + len(text[starts[line - 1]:].encode()[:column].decode())
+
+    symbols = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            keyword = {ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def",
+                       ast.ClassDef: "class"}[type(node)]
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            symbols.append((offset(node.lineno, node.col_offset),
+                            offset(node.end_lineno, node.end_col_offset),
+                            f"{keyword} {node.name}"))
+    return symbols
+
+
+def check_python_symbols(text: str, chunks: list[Chunk]) -> None:
+    """Each chunk's symbols are the functions and classes that ``ast`` says enclose its
+    first code point that is not white space (strictly after their keyword), outermost
+    first."""
+    symbols = sorted(python_symbols(text))
+    for chunk in chunks:
+        first = chunk.start + len(chunk.text) - len(chunk.text.lstrip())
+        assert chunk.symbols == tuple(symbol for start, end, symbol in symbols
+                                      if start < first < end), chunk
+
+
 def tree_sitter_definitions(text: str, grammar: str) -> list[tuple[int, int]]:
     """The definitions tree-sitter finds in ``text`` (``TREE_SITTER_DEFINITIONS``), from
     the start of their first line to their end, as code point offsets."""

@@ -499,7 +499,8 @@ class Document:
 
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
-        space, outermost first."""
+        space (after their keyword, before the comments that end them), outermost
+        first."""
         if self.root is None or self.grammar is None:
             return ()
         found = _NOT_SPACE.search(self.text, start)
@@ -510,7 +511,7 @@ class Document:
         names = []
         definitions = self.grammar.definitions
         while node is not None:
-            if node.type in definitions and node.start_byte < byte < node.end_byte:
+            if node.type in definitions and node.start_byte < byte < _code_end(node):
                 names.append(self.symbol(node))
             node = node.parent
         return tuple(reversed(names))
