@@ -45,11 +45,10 @@ def main(argv: list[str]) -> int:
     else:
         name, blocks = args.file, FileBlocks(args.file, settings.errors)
     try:
-        text = "".join(blocks)
-    except InputError as error:
+        page = standalone_html(report(settings, "".join(blocks), name))
+    except InputError as error:  # unreadable, or no grammar for its language
         print(f"chunkd preview: {error}", file=sys.stderr)
         return EXIT_FAILED
-    page = standalone_html(report(settings, text, name))
     if args.output == "-":
         def write(out: Output) -> int:
             out.write(page)

@@ -176,6 +176,7 @@ class Code(Strategy):
     default_size = 1000
     fields = ("symbols", "language")
     embeds = True
+    include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
 
     @classmethod
     def check(cls, settings: Settings) -> None:
