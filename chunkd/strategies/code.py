@@ -383,12 +383,12 @@ class Document:
                 opened, at = start, after
                 continue
             piece = pieces[at]
-            content, parts = self.content(piece)
-            if len(parts) > 1 and self.fits(content.start, content.end) \
-                    and not self.fits(piece.start, piece.end):
-                pieces[at:at + 1] = parts
+            alone = self.fits(piece.start, piece.end)
+            trimmed = None if alone else self.trimmed(piece)
+            if trimmed is not None:
+                pieces[at:at + 1] = trimmed
                 continue
-            if opened is not None and (container or self.fits(piece.start, piece.end)):
+            if opened is not None and (container or alone):
                 self.cuts.append(opened)
                 opened = None
                 continue
@@ -396,24 +396,35 @@ class Document:
             at += 1
         return opened
 
-    def content(self, piece: Piece) -> tuple[Piece, list[Piece]]:
-        """A piece's content (from the start of its first line that is not white space
-        to the end of its last node that is not a comment), and the piece as its content
-        and what is around it, each a piece: a piece too long only by its white space
-        and trailing comments is cut so."""
+    def trimmed(self, piece: Piece) -> list[Piece] | None:
+        """A piece too long only by the white space and trailing comments around its
+        content, as its content and the rest, each a piece; None if its content does
+        not fit either. The content ends at its last node's code (``_code_end``) and
+        starts at its line's start, or (if that is too long, for a definition) at its
+        first code point that is not white space."""
         end = piece.end if not piece.nodes else min(
             piece.end, self.offsets.point(_code_end(piece.nodes[-1])))
         text = self.text[piece.start:end]
         first = _NOT_SPACE.search(text)
         if first is None:
-            return piece, [piece]
-        content = Piece(piece.start + text.rfind("\n", 0, first.start()) + 1,
-                        piece.start + len(text.rstrip()), piece.nodes)
-        return content, (([Piece(piece.start, content.start, ())]
-                          if content.start > piece.start else [])
-                         + [content]
-                         + ([Piece(content.end, piece.end, ())]
-                            if content.end < piece.end else []))
+            return None
+        end = piece.start + len(text.rstrip())
+        starts = [piece.start + text.rfind("\n", 0, first.start()) + 1]
+        if self.is_definition(piece):   # whole without its indentation, rather than cut
+            starts.append(piece.start + first.start())
+        for start in starts:
+            if self.fits(start, end):
+                return [Piece(piece.start, start, ())] * (start > piece.start) \
+                    + [Piece(start, end, piece.nodes)] + [Piece(end, piece.end, ())] * (end < piece.end)
+        return None
+
+    def is_definition(self, piece: Piece) -> bool:
+        """Whether a piece is a definition (perhaps decorated or exported)."""
+        if self.grammar is None or len(piece.nodes) != 1:
+            return False
+        node, definitions = piece.nodes[0], self.grammar.definitions
+        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
+        return node.type in definitions or inner is not None and inner.type in definitions
 
     def cut_piece(self, piece: Piece, opened: int | None) -> int | None:
         """Cut a piece over the size at its children (leading comments and the node
@@ -534,10 +545,12 @@ def _code_end(node: Node) -> int:
     """Where the code of ``node`` ends (a byte offset): before the comments that end it
     (Python's parser puts a block's last comments in the block)."""
     while node.child_count:
-        code = [child for child in node.children if child.type not in LEADING]
-        if not code:
+        for child in reversed(node.children):
+            if child.type not in LEADING:
+                node = child
+                break
+        else:
             return node.start_byte
-        node = code[-1]
     return node.end_byte
 
 
