@@ -519,14 +519,18 @@ class Document:
         if found is None:
             return ()
         byte = self.offsets.byte(found.start())
-        node: Node | None = self.root.descendant_for_byte_range(byte, byte)
         names = []
         definitions = self.grammar.definitions
-        while node is not None:
+        # Down from the root with a cursor (tree-sitter finds a node's parent from the
+        # root, so climbing from the leaf costs more).
+        cursor = self.root.walk()
+        while cursor.goto_first_child_for_byte(byte) is not None:
+            node = cursor.node
+            if node is None or node.start_byte > byte:
+                break
             if node.type in definitions and node.start_byte < byte < _code_end(node):
                 names.append(self.symbol(node))
-            node = node.parent
-        return tuple(reversed(names))
+        return tuple(names)
 
     def symbol(self, node: Node) -> str:
         """How a definition reads up to its name: "class Splitter", "def feed",
@@ -545,12 +549,12 @@ def _code_end(node: Node) -> int:
     """Where the code of ``node`` ends (a byte offset): before the comments that end it
     (Python's parser puts a block's last comments in the block)."""
     while node.child_count:
-        for child in reversed(node.children):
-            if child.type not in LEADING:
-                node = child
-                break
-        else:
+        child: Node | None = node.child(node.child_count - 1)
+        while child is not None and child.type in LEADING:
+            child = child.prev_sibling
+        if child is None:
             return node.start_byte
+        node = child
     return node.end_byte
 
 
