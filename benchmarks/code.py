@@ -20,6 +20,7 @@ import ast
 import functools
 import pathlib
 import platform
+import re
 import sys
 import sysconfig
 import time
@@ -215,8 +216,8 @@ def main() -> int:
             try:
                 seconds, results = measure(chunker, language, files, runs)
             except Exception as error:  # a peer that cannot run is a result
-                lines.append(f"| {name} | failed: {type(error).__name__}: "
-                             f"{str(error).splitlines()[0][:120]} | | |")
+                message = re.sub(r"\S+://\S+", "(an address)", str(error).splitlines()[0])
+                lines.append(f"| {name} | failed: {type(error).__name__}: {message[:100]} | | |")
                 continue
             split = sum(split_definitions(text, placed(text, chunks), spans)
                         for text, chunks, spans in zip(files, results, definitions))
