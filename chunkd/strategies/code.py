@@ -37,6 +37,7 @@ from chunkd.errors import SettingsError
 from chunkd.strategies.base import Chunker, Source, Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
+from chunkd.units import CHARS
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -187,7 +188,7 @@ class Code(Strategy):
         for option, spelling in ((SEPARATOR_LIST, "--separators"),
                                  (SEPARATOR_REGEX, "--separator-regex"),
                                  (KEEP, "--keep-separator"), (STRIP_WHITESPACE, "--no-strip")):
-            if option.is_set(settings._values):
+            if option in settings.set_options():
                 raise SettingsError(f"the code strategy takes no {spelling}: its chunks are "
                                     "whole syntax nodes and lines, and a leaf too long for "
                                     "the size is cut with its language's separators")
@@ -259,7 +260,7 @@ class CodeSplitter:
         self.size = settings.chunk_size
         self.overlap = settings.chunk_overlap
         self.unit: LengthUnit = settings.measure
-        self.chars = self.unit.max_chars == 1 and self.unit.name == "chars"
+        self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
         self.option = settings[LANGUAGE]
         self.prefixes = None
         if settings.embed_text:
@@ -272,7 +273,7 @@ class CodeSplitter:
         """Start a document: its grammar from ``--language`` or its name (a missing
         grammar package is this document's ``InputError``)."""
         self.source = source
-        self.pieces: list[str] = []
+        self.held: list[str] = []   # the document's text so far
         self.grammar = grammar_named(source.name, self.option)
         if self.grammar is not None:
             self._check_installed(self.grammar)
@@ -285,16 +286,16 @@ class CodeSplitter:
 
             where = display_name(self.source.name) if isinstance(self.source.name, str) \
                 else "stdin" if self.source.name is None else str(self.source.name)
-            self.pieces = []
+            self.held = []
             raise InputError(f"{where}: {error}") from None
 
     def feed(self, text: str) -> list[Chunk]:
-        self.pieces.append(text)
+        self.held.append(text)
         return []
 
     def finish(self) -> list[Chunk]:
-        text = "".join(self.pieces)
-        self.pieces = []
+        text = "".join(self.held)
+        self.held = []
         grammar = self.grammar or grammar_of_shebang(text)
         if grammar is not None and self.grammar is None:
             self._check_installed(grammar)
@@ -314,10 +315,11 @@ class Document:
         self.count = splitter.unit.count
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
-        self.prefix_lengths: dict[int, tuple[str, int]] = {}
+        self.prefixes_at: dict[int, tuple[str, int]] = {}
         data = _encoded(text)
         self.offsets = Offsets(text, data)
-        self.root = None if grammar is None else parser(grammar).parse(data).root_node
+        self.tree = None if grammar is None else parser(grammar).parse(data)
+        self.root = None if self.tree is None else self.tree.root_node
 
     # --- sizes ---------------------------------------------------------------------------
 
@@ -325,11 +327,11 @@ class Document:
         """The ``embed_text`` prefix of a chunk starting at ``start``, and its length."""
         if self.splitter.prefixes is None:
             return "", 0
-        known = self.prefix_lengths.get(start)
+        known = self.prefixes_at.get(start)
         if known is None:
             headings = ((self.path,) if self.path else ()) + self.symbols_at(start)
             prefix = self.splitter.prefixes.fitted(headings)
-            known = self.prefix_lengths[start] = (prefix, self.count(prefix) if prefix else 0)
+            known = self.prefixes_at[start] = (prefix, self.count(prefix) if prefix else 0)
         return known
 
     def fits(self, start: int, end: int) -> bool:
