@@ -189,7 +189,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     seconds = time.perf_counter() - started
     results = report.ranked(results, args.rank)
     scope = report.Scope(args.k, args.rank, args.retriever, len(questions),
-                         tuple(library.names))
+                         tuple(library.names), points[0].settings.token_measure.name)
     out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
               else report.records_bytes(results, args.format, scope))
     out.flush()

@@ -38,6 +38,8 @@ class Scope:
     questions: int
     #: The documents' names, in the order of ``Result.documents``.
     names: tuple[str, ...]
+    #: The identity of the tokenizer that counts the ``tokens`` column.
+    tokenizer: str = "cl100k_base"
 
 
 def ranked(results: Sequence[Result], metric: str) -> list[Result]:
@@ -131,7 +133,8 @@ def headline(scope: Scope) -> str:
     return (f"{_count(scope.questions, 'question')} over "
             f"{_count(len(scope.names), 'document')}, {scope.retriever.upper()} top "
             f"{scope.k}, ranked by {TITLES[scope.rank]} (mean ±standard deviation over the "
-            "questions)")
+            "questions)" + ("" if scope.tokenizer == "cl100k_base"
+                            else f"; tokens of {scope.tokenizer}"))
 
 
 def _count(number: int, thing: str) -> str:
