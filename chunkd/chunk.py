@@ -36,6 +36,10 @@ RECORD_FIELDS = (
                 "a stable UUID of the chunk in its document (ids)"),
     RecordField("pages", lambda pa: pa.list_(pa.int64()),
                 "the first and last page (1-based) of a PDF the chunk's text comes from"),
+    RecordField("symbols", lambda pa: pa.list_(pa.string()),
+                "the definitions enclosing the chunk's start, outermost first (code)"),
+    RecordField("language", lambda pa: pa.string(),
+                "the language its document was parsed as (code)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -76,6 +80,11 @@ class Chunk(NamedTuple):
     * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``);
     * ``pages``: the first and last page (1-based) of a PDF that the chunk's text comes
       from (``chunkd.documents``).
+    * ``symbols``: the definitions enclosing the chunk's first code point that is not
+      white space, outermost first, each as it reads up to its name ("class Splitter",
+      "def feed"); the code strategy;
+    * ``language``: the language the code strategy parsed the document as (None: cut
+      as text).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -95,6 +104,8 @@ class Chunk(NamedTuple):
     embed_text: str | None = None
     chunk_id: str | None = None
     pages: tuple[int, int] | None = None
+    symbols: tuple[str, ...] | None = None
+    language: str | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks

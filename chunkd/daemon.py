@@ -41,7 +41,7 @@ from chunkd.notify import Notifier
 from chunkd.readers import display_name
 from chunkd.signals import Requests, die_with_parent
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
-from chunkd.strategies import build
+from chunkd.strategies import build, strategy_class
 
 if TYPE_CHECKING:
     import ctypes
@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write results under OUT (same relative names) instead of beside inputs")
     parser.add_argument("--include", action="append", metavar="GLOB",
                         help="file names to take; repeatable (default: "
-                             f"{' '.join(DEFAULT_INCLUDE)}). Hidden files, *.tmp, *.part, "
+                             f"{' '.join(DEFAULT_INCLUDE)}; with --strategy code, also the "
+                             "source files of its languages). Hidden files, *.tmp, *.part, "
                              "*.crdownload, *.swp, *~ and chunkd's outputs are never taken")
     parser.add_argument("--recursive", action="store_true", help="also watch subfolders")
     parser.add_argument("--settle", type=float, default=2.0, metavar="SECONDS",
@@ -669,7 +670,8 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
     options = InboxOptions(
         str(root), settings, format=args.format,
         output_dir=str(output) if output else None,
-        include=tuple(args.include or DEFAULT_INCLUDE), recursive=args.recursive,
+        include=tuple(args.include or DEFAULT_INCLUDE + strategy_class(settings.strategy).include),
+        recursive=args.recursive,
         max_bytes=args.max_bytes, follow_symlinks=args.follow_symlinks,
         move_done=str(done) if done else None,
         extract_seconds=check_limits(parser, args.max_bytes, args.extract_timeout).seconds)

@@ -55,10 +55,10 @@ def main(argv: list[str]) -> int:
         assert isinstance(document, Document), "pauses come only when asked for"
         source, extracted = document_source(document)
         text = extracted.text if extracted is not None else "".join(document.blocks)
-    except InputError as error:
+        page = standalone_html(report(settings, text, name, source=source))
+    except InputError as error:  # unreadable, or no grammar for its language
         print(f"chunkd preview: {error}", file=sys.stderr)
         return EXIT_FAILED
-    page = standalone_html(report(settings, text, name, source=source))
     if args.output == "-":
         def write(out: Output) -> int:
             out.write(page)

@@ -258,7 +258,9 @@ def _tokenizer_shown(settings: Settings) -> list[str]:
 
 
 def _has_headings(kind: type[Strategy]) -> bool:
-    return "headings" in kind.fields
+    """Whether its chunks have a path to put before them: headings, or (a strategy
+    that fills ``embed_text`` itself) the code strategy's symbols."""
+    return "headings" in kind.fields or kind.embeds
 
 
 class Settings:
@@ -333,10 +335,11 @@ class Settings:
     #: records carry ``headings``).
     embed_text = Option[bool](
         False, "add embed_text", check=switch, applies=_has_headings, fields=("embed_text",),
-        refusal="{option} needs headings: write --strategy markdown or sections "
+        refusal="{option} needs headings: write --strategy markdown, sections or code "
                 "(--strategy {strategy} gives none)", flags=(
             Flag("--embed-text", "add \"embed_text\": the heading path (A > B > C), a blank "
-                                 "line, then the chunk's text (markdown, sections)"),))
+                                 "line, then the chunk's text (markdown, sections; code: "
+                                 "the file's path and symbols)"),))
     #: Add each chunk's exact count in the tokenizer's tokens as ``tokens``.
     count_tokens = Option[bool](
         False, "add tokens", check=switch, fields=("tokens",), flags=(

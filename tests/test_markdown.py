@@ -78,8 +78,8 @@ def test_the_filter_with_every_format_and_jobs(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--strip-headings"], "--strip-headings is for --strategy markdown, not recursive"),
     (["--strategy", "words", "--embed-text"],
-     "--embed-text needs headings: write --strategy markdown or sections (--strategy words "
-     "gives none)"),
+     "--embed-text needs headings: write --strategy markdown, sections or code "
+     "(--strategy words gives none)"),
     (["--strategy", "markdown", "--size", "3"],
      "--size is for the window strategies; with --strategy markdown write --chars N or --tokens N"),
     (["--strategy", "markdown", "--chars", "100", "--parent-chars", "500"],

@@ -60,6 +60,8 @@ class Strategy:
     #: Whether its splitter fills ``embed_text`` itself (fitted to the size); for the
     #: others ``build`` adds it (``EmbedText``).
     embeds: ClassVar[bool] = False
+    #: The file names ``chunkd watch`` takes by default besides text files (globs).
+    include: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def default_overlap(cls, size: int) -> int:

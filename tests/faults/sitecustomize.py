@@ -16,6 +16,8 @@ and in each of its worker processes. Faults:
   whose name ends so is held before it is written: PATH "paused" is created, and the
   write goes on once PATH "go" exists (or after 60 s), so that a test can act at
   exactly that moment;
+- "missing_modules": module names that cannot be imported, as when their package is
+  not installed (a tree-sitter grammar);
 - "slow_blocks": seconds; each block of an input the daemon chunks is read that much
   later, so that a file takes a known least time whatever the machine's speed.
 """
@@ -127,3 +129,17 @@ if faults.get("interrupt_importing"):
             return None
 
     sys.meta_path.insert(0, Interrupter)
+
+if faults.get("missing_modules"):
+    import sys
+
+    class Uninstalled:
+        """Modules that are not there, whatever is installed."""
+
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name in faults["missing_modules"]:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, Uninstalled)

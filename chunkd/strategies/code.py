@@ -1,0 +1,607 @@
+"""The code strategy: source code cut by its syntax tree (tree-sitter).
+
+The language comes from ``--language`` (LangChain's names: python, js, ts, go, rust,
+java, c, cpp), else the document's name's extension (``begin``), else a shebang line;
+each is parsed by its grammar package (``tree-sitter-python``, ...: wheels that carry
+the compiled grammar, so nothing is downloaded). A document in no known language is
+cut as text, by the recursive splitter with chunkd's separators; one in a known
+language whose grammar is not installed is an ``InputError`` naming the package.
+
+The file is parsed whole (buffered in ``feed``, cut in ``finish``). The cutting, in the
+spirit of semantic-text-splitter's ``CodeSplitter``: the pieces of a level (the
+file's top-level nodes, then a node's children) tile the text, a node's leading
+comments (and Rust attributes, JavaScript decorators) glued to it; as many pieces as fit
+the size make a chunk. A piece over the size is cut at its children; in a container
+(the file, a block, a class body) the chunk open before it is closed first, so that a
+definition starts a chunk, while in a construct (a function, a class) the header is
+carried into the chunk of its body. A leaf over the size (a long string) is cut by
+the recursive splitter with its language's separators. So a definition that fits is
+never split, and chunks are whole lines wherever the syntax allows: the white space
+between two pieces goes to the first, a line's indentation to the second.
+
+Chunks tile the document (with ``--overlap``, each also takes whole lines from the end
+of the one before, at most the overlap and within the size); offsets are code points,
+converted from tree-sitter's UTF-8 byte offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
+
+from chunkd.chunk import Chunk
+from chunkd.errors import SettingsError
+from chunkd.strategies.base import Chunker, Source, Strategy, register
+from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
+                                         STRIP_WHITESPACE, compile_separator)
+from chunkd.units import CHARS
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+    from chunkd.settings import Settings
+    from chunkd.units.base import LengthUnit
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A language chunkd parses: its name in records, the package that carries its
+    grammar (and the module and function giving it), the LangChain language whose
+    separators cut an oversized leaf, the file name extensions and shebang
+    interpreters that name it, and its definitions' node types."""
+
+    name: str
+    package: str
+    function: str
+    separators: str
+    extensions: tuple[str, ...]
+    interpreters: tuple[str, ...]
+    definitions: frozenset[str]
+
+    @property
+    def module(self) -> str:
+        return self.package.replace("-", "_")
+
+
+_JAVASCRIPT = frozenset({"function_declaration", "generator_function_declaration",
+                         "class_declaration", "method_definition"})
+_TYPESCRIPT = _JAVASCRIPT | {"abstract_class_declaration", "interface_declaration",
+                             "enum_declaration", "internal_module", "module"}
+_C = frozenset({"function_definition", "struct_specifier", "union_specifier",
+                "enum_specifier"})
+
+#: The languages, by the name records give them.
+GRAMMARS = {grammar.name: grammar for grammar in (
+    Grammar("python", "tree-sitter-python", "language", "python", (".py", ".pyi", ".pyw"),
+            ("python",), frozenset({"function_definition", "class_definition"})),
+    Grammar("javascript", "tree-sitter-javascript", "language", "js",
+            (".js", ".mjs", ".cjs", ".jsx"), ("node", "nodejs"), _JAVASCRIPT),
+    Grammar("typescript", "tree-sitter-typescript", "language_typescript", "ts",
+            (".ts", ".mts", ".cts"), ("ts-node",), _TYPESCRIPT),
+    Grammar("tsx", "tree-sitter-typescript", "language_tsx", "ts", (".tsx",), (),
+            _TYPESCRIPT),
+    Grammar("go", "tree-sitter-go", "language", "go", (".go",), (),
+            frozenset({"function_declaration", "method_declaration", "type_declaration"})),
+    Grammar("rust", "tree-sitter-rust", "language", "rust", (".rs",), (),
+            frozenset({"function_item", "struct_item", "enum_item", "union_item",
+                       "trait_item", "impl_item", "mod_item", "macro_definition"})),
+    Grammar("java", "tree-sitter-java", "language", "java", (".java",), (),
+            frozenset({"class_declaration", "interface_declaration", "enum_declaration",
+                       "record_declaration", "annotation_type_declaration",
+                       "method_declaration", "constructor_declaration"})),
+    Grammar("c", "tree-sitter-c", "language", "c", (".c", ".h"), (), _C),
+    Grammar("cpp", "tree-sitter-cpp", "language", "cpp",
+            (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp"), (),
+            _C | {"class_specifier", "namespace_definition"}),
+)}
+#: ``--language`` (LangChain's names) -> the grammar.
+BY_LANGUAGE_OPTION = {"python": "python", "js": "javascript", "ts": "typescript", "go": "go",
+                      "rust": "rust", "java": "java", "c": "c", "cpp": "cpp"}
+BY_EXTENSION = {extension: grammar for grammar in GRAMMARS.values()
+                for extension in grammar.extensions}
+BY_INTERPRETER = {interpreter: grammar for grammar in GRAMMARS.values()
+                  for interpreter in grammar.interpreters}
+
+#: Nodes whose children are statements or members: a chunk open before an oversized
+#: one of its children is closed (a definition starts a chunk). Any other node is a
+#: construct, whose header goes into the chunk of its body.
+CONTAINERS = frozenset({
+    "module", "program", "source_file", "translation_unit", "block", "statement_block",
+    "class_body", "declaration_list", "field_declaration_list", "enum_variant_list",
+    "interface_body", "enum_body", "annotation_type_body", "constructor_body",
+    "compound_statement", "enumerator_list", "switch_body", "switch_block", "ERROR"})
+#: Nodes that belong to the node after them (on the next line at most).
+LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
+                     "attribute_item", "marker_annotation", "annotation"})
+#: The longest symbol a record gives, in code points.
+SYMBOL_LENGTH = 200
+
+_SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)")
+_ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
+_NOT_SPACE = re.compile(r"\S")
+
+
+class GrammarMissing(Exception):
+    """A language's grammar package is not installed; the message names it."""
+
+
+def grammar_named(name: str | None, option: str | None) -> Grammar | None:
+    """The grammar for a document: ``--language`` (the name's extension may refine
+    TypeScript to TSX), else the name's extension; None if neither tells."""
+    extension = None
+    if isinstance(name, str) and "." in name.rsplit("/", 1)[-1]:
+        extension = BY_EXTENSION.get("." + name.rsplit(".", 1)[-1].lower())
+    if option is not None:
+        chosen = GRAMMARS[BY_LANGUAGE_OPTION[option]]
+        if chosen.name == "typescript" and extension is not None and extension.name == "tsx":
+            return extension
+        return chosen
+    return extension
+
+
+def grammar_of_shebang(text: str) -> Grammar | None:
+    """The grammar a ``#!`` first line names (``#!/usr/bin/env python3``), if any."""
+    match = _SHEBANG.match(text)
+    if match is None:
+        return None
+    interpreter = re.sub(r"[\d.]+$", "", match.group(1))
+    return BY_INTERPRETER.get(interpreter)
+
+
+@lru_cache(maxsize=None)
+def parser(grammar: Grammar) -> Parser:
+    """A parser for ``grammar``, its package imported once a process."""
+    import importlib
+
+    try:
+        from tree_sitter import Language, Parser
+
+        module = importlib.import_module(grammar.module)
+    except ImportError:
+        raise GrammarMissing(f"{grammar.name} needs its tree-sitter grammar: "
+                             f"pip install 'tree-sitter>=0.25' '{grammar.package}'") from None
+    return Parser(Language(getattr(module, grammar.function)()))
+
+
+@register
+class Code(Strategy):
+    """Source code cut by its syntax tree (tree-sitter): definitions whole where they
+    fit, with their comments and decorators; ``symbols`` and ``language`` on every
+    chunk."""
+
+    name = "code"
+    units = ("chars", "tokens")
+    default_size = 1000
+    fields = ("symbols", "language")
+    embeds = True
+    include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
+
+    @classmethod
+    def check(cls, settings: Settings) -> None:
+        language = settings[LANGUAGE]
+        if language is not None and language not in BY_LANGUAGE_OPTION:
+            raise SettingsError(f"the code strategy has no grammar for {language}; it parses "
+                                f"{', '.join(BY_LANGUAGE_OPTION)}")
+        for option, spelling in ((SEPARATOR_LIST, "--separators"),
+                                 (SEPARATOR_REGEX, "--separator-regex"),
+                                 (KEEP, "--keep-separator"), (STRIP_WHITESPACE, "--no-strip")):
+            if option in settings.set_options():
+                raise SettingsError(f"the code strategy takes no {spelling}: its chunks are "
+                                    "whole syntax nodes and lines, and a leaf too long for "
+                                    "the size is cut with its language's separators")
+        if language is not None:
+            try:
+                parser(GRAMMARS[BY_LANGUAGE_OPTION[language]])
+            except GrammarMissing as error:
+                raise SettingsError(str(error)) from None
+
+    @classmethod
+    def splitter(cls, settings: Settings) -> Chunker:
+        return CodeSplitter(settings)
+
+
+class Piece(NamedTuple):
+    """Consecutive text of a level: ``start``..``end`` in code points, made of
+    ``nodes`` (one node, or leading comments and the node they lead)."""
+
+    start: int
+    end: int
+    nodes: tuple[Node, ...]
+
+
+class Offsets:
+    """Byte offsets in the UTF-8 text <-> code point offsets, through checkpoints every
+    ``STEP`` bytes (so a conversion decodes at most that much)."""
+
+    STEP = 4096
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self.text, self.data = text, data
+        self.ascii = len(text) == len(data)
+        self.bytes_at, self.points_at = [0], [0]
+        if self.ascii:
+            return
+        at = self.STEP
+        while at < len(data):
+            while data[at] & 0xC0 == 0x80:  # back to a character's first byte
+                at -= 1
+            self.points_at.append(self.points_at[-1] + len(_decoded(data[self.bytes_at[-1]:at])))
+            self.bytes_at.append(at)
+            at += self.STEP
+
+    def point(self, byte: int) -> int:
+        if self.ascii:
+            return byte
+        mark = bisect_right(self.bytes_at, byte) - 1
+        return self.points_at[mark] + len(_decoded(self.data[self.bytes_at[mark]:byte]))
+
+    def byte(self, point: int) -> int:
+        if self.ascii:
+            return point
+        mark = bisect_right(self.points_at, point) - 1
+        return self.bytes_at[mark] + len(_encoded(self.text[self.points_at[mark]:point]))
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # the API may give lone surrogates
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+class CodeSplitter:
+    """One document at a time: buffered whole, parsed and cut in ``finish``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.size = settings.chunk_size
+        self.overlap = settings.chunk_overlap
+        self.unit: LengthUnit = settings.measure
+        self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
+        self.option = settings[LANGUAGE]
+        self.prefixes = None
+        if settings.embed_text:
+            from chunkd.strategies.markdown import EmbedPrefix
+
+            self.prefixes = EmbedPrefix(settings)
+        self.begin(Source())
+
+    def begin(self, source: Source) -> None:
+        """Start a document: its grammar from ``--language`` or its name (a missing
+        grammar package is this document's ``InputError``)."""
+        self.source = source
+        self.held: list[str] = []   # the document's text so far
+        self.grammar = grammar_named(source.name, self.option)
+        if self.grammar is not None:
+            self._check_installed(self.grammar)
+
+    def _check_installed(self, grammar: Grammar) -> None:
+        try:
+            parser(grammar)
+        except GrammarMissing as error:
+            from chunkd.readers import InputError, display_name
+
+            where = display_name(self.source.name) if isinstance(self.source.name, str) \
+                else "stdin" if self.source.name is None else str(self.source.name)
+            self.held = []
+            raise InputError(f"{where}: {error}") from None
+
+    def feed(self, text: str) -> list[Chunk]:
+        self.held.append(text)
+        return []
+
+    def finish(self) -> list[Chunk]:
+        text = "".join(self.held)
+        self.held = []
+        grammar = self.grammar or grammar_of_shebang(text)
+        if grammar is not None and self.grammar is None:
+            self._check_installed(grammar)
+        chunks = Document(self, text, grammar).chunks() if text.strip() else []
+        self.begin(Source())
+        return chunks
+
+
+class Document:
+    """The cutting of one document's text."""
+
+    def __init__(self, splitter: CodeSplitter, text: str, grammar: Grammar | None) -> None:
+        self.splitter = splitter
+        self.text = text
+        self.grammar = grammar
+        self.size = splitter.size
+        self.count = splitter.unit.count
+        self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
+        self.cuts: list[int] = []           # the chunks' starts, in order
+        self.prefixes_at: dict[int, tuple[str, int]] = {}
+        data = _encoded(text)
+        self.offsets = Offsets(text, data)
+        self.tree = None if grammar is None else parser(grammar).parse(data)
+        self.root = None if self.tree is None else self.tree.root_node
+
+    # --- sizes ---------------------------------------------------------------------------
+
+    def prefix(self, start: int) -> tuple[str, int]:
+        """The ``embed_text`` prefix of a chunk starting at ``start``, and its length."""
+        if self.splitter.prefixes is None:
+            return "", 0
+        known = self.prefixes_at.get(start)
+        if known is None:
+            headings = ((self.path,) if self.path else ()) + self.symbols_at(start)
+            prefix = self.splitter.prefixes.fitted(headings)
+            known = self.prefixes_at[start] = (prefix, self.count(prefix) if prefix else 0)
+        return known
+
+    def fits(self, start: int, end: int) -> bool:
+        prefix, length = self.prefix(start)
+        if self.splitter.chars:
+            return end - start + length <= self.size
+        return self.count(prefix + self.text[start:end]) <= self.size
+
+    def furthest(self, start: int, pieces: list[Piece], first: int) -> int:
+        """The most pieces from ``first`` on that fit in a chunk from ``start``: the
+        index after the last (``first`` if none fits). Galloping, then bisection."""
+        if not self.fits(start, pieces[first].end):
+            return first
+        good, step, bad = first + 1, 1, len(pieces) + 1
+        while good < len(pieces):
+            probe = min(good + step, len(pieces))
+            if self.fits(start, pieces[probe - 1].end):
+                good, step = probe, step * 2
+            else:
+                bad = probe
+                break
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            if self.fits(start, pieces[middle - 1].end):
+                good = middle
+            else:
+                bad = middle
+        return good
+
+    # --- cutting -------------------------------------------------------------------------
+
+    def chunks(self) -> list[Chunk]:
+        end = len(self.text)
+        nodes = [] if self.root is None else self.root.children
+        if nodes:
+            opened = self.cut(self.tiled(nodes, 0, end, glue=True), True, None)
+        else:
+            opened = self.cut_leaf(0, end)
+        if opened is not None:
+            self.cuts.append(opened)
+        return self.records()
+
+    def cut(self, pieces: list[Piece], container: bool, opened: int | None) -> int | None:
+        """Close chunks over ``pieces`` (a chunk is open from ``opened`` if not None);
+        returns where the chunk left open starts."""
+        at = 0
+        while at < len(pieces):
+            start = pieces[at].start if opened is None else opened
+            after = self.furthest(start, pieces, at)
+            if after > at:
+                opened, at = start, after
+                continue
+            piece = pieces[at]
+            alone = self.fits(piece.start, piece.end)
+            trimmed = None if alone else self.trimmed(piece)
+            if trimmed is not None:
+                pieces[at:at + 1] = trimmed
+                continue
+            if opened is not None and (container or alone):
+                self.cuts.append(opened)
+                opened = None
+                continue
+            opened = self.cut_piece(piece, opened)
+            at += 1
+        return opened
+
+    def trimmed(self, piece: Piece) -> list[Piece] | None:
+        """A piece too long only by the white space and trailing comments around its
+        content, as its content and the rest, each a piece; None if its content does
+        not fit either. The content ends at its last node's code (``_code_end``) and
+        starts at its line's start, or (if that is too long, for a definition) at its
+        first code point that is not white space."""
+        end = piece.end if not piece.nodes else min(
+            piece.end, self.offsets.point(_code_end(piece.nodes[-1])))
+        text = self.text[piece.start:end]
+        first = _NOT_SPACE.search(text)
+        if first is None:
+            return None
+        end = piece.start + len(text.rstrip())
+        starts = [piece.start + text.rfind("\n", 0, first.start()) + 1]
+        if self.is_definition(piece):   # whole without its indentation, rather than cut
+            starts.append(piece.start + first.start())
+        for start in starts:
+            if self.fits(start, end):
+                return [Piece(piece.start, start, ())] * (start > piece.start) \
+                    + [Piece(start, end, piece.nodes)] + [Piece(end, piece.end, ())] * (end < piece.end)
+        return None
+
+    def is_definition(self, piece: Piece) -> bool:
+        """Whether a piece is a definition (perhaps decorated or exported)."""
+        if self.grammar is None or len(piece.nodes) != 1:
+            return False
+        node, definitions = piece.nodes[0], self.grammar.definitions
+        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
+        return node.type in definitions or inner is not None and inner.type in definitions
+
+    def cut_piece(self, piece: Piece, opened: int | None) -> int | None:
+        """Cut a piece over the size at its children (leading comments and the node
+        they lead, or a node's children), carrying the chunk open before it."""
+        if len(piece.nodes) > 1:
+            return self.cut(self.tiled(list(piece.nodes), piece.start, piece.end), False,
+                            opened)
+        children = piece.nodes[0].children if piece.nodes else []
+        if not children:   # a leaf, or white space
+            return self.cut_leaf(piece.start if opened is None else opened, piece.end)
+        node = piece.nodes[0]
+        return self.cut(self.tiled(children, piece.start, piece.end, glue=True),
+                        node.type in CONTAINERS, opened)
+
+    def cut_leaf(self, start: int, end: int) -> int:
+        """Close chunks of a leaf over the size with its language's separators (chunkd's
+        without a language); returns the start of the last, left open."""
+        from chunkd.core import RecursiveSplitter
+        from chunkd.splitting import SEPARATORS
+        from chunkd.strategies.languages import LANGUAGE_SEPARATORS
+
+        separators: list[str | re.Pattern[str]]
+        if self.grammar is None:
+            separators = list(SEPARATORS)
+        else:
+            separators = [compile_separator(text)
+                          for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
+        size = max(1, self.size - self.prefix(start)[1])
+        leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
+                                 strip_whitespace=False, unit=self.splitter.unit)
+        made = leaf.feed(self.text[start:end]) + leaf.finish()
+        starts = [start] + [start + chunk.start for chunk in made[1:]]
+        self.cuts += starts[:-1]
+        return starts[-1]
+
+    def tiled(self, nodes: list[Node], start: int, end: int, glue: bool = False) -> list[Piece]:
+        """``nodes`` as pieces from ``start`` to ``end``: each ends where the next starts,
+        at the start of the next's line when only white space comes before it there.
+        With ``glue``, leading comments (``LEADING``) join the node on the line after."""
+        groups = _glued(nodes) if glue else [(node,) for node in nodes]
+        point, text = self.offsets.point, self.text
+        bounds = [start]
+        for before, group in zip(groups, groups[1:]):
+            previous_end = point(before[-1].end_byte)
+            first = point(group[0].start_byte)
+            line = text.rfind("\n", 0, first) + 1
+            cut = line if line >= previous_end and not text[line:first].strip() else first
+            bounds.append(max(cut, bounds[-1]))
+        bounds.append(end)
+        return [Piece(bounds[k], bounds[k + 1], group) for k, group in enumerate(groups)]
+
+    # --- records -------------------------------------------------------------------------
+
+    def records(self) -> list[Chunk]:
+        text, count = self.text, self.count
+        starts = self.cuts
+        ends = starts[1:] + [len(text)]
+        if self.splitter.overlap:
+            starts = [starts[0]] + [self.overlapped(before, start, end) for before, start, end
+                                    in zip(starts, starts[1:], ends[1:])]
+        language = None if self.grammar is None else self.grammar.name
+        chunks = []
+        for index, (start, end) in enumerate(zip(starts, ends)):
+            piece = text[start:end]
+            embed_text = None
+            if self.splitter.prefixes is not None:
+                embed_text = self.prefix(start)[0] + piece
+            chunks.append(Chunk(index, start, end, count(piece), piece, embed_text=embed_text,
+                                symbols=self.symbols_at(start), language=language))
+        return chunks
+
+    def overlapped(self, before: int, start: int, end: int) -> int:
+        """A chunk's start moved back over whole lines of the chunk before (from
+        ``before``): at most the overlap, and within the size."""
+        best = start
+        line = start
+        while line > before:
+            line = self.text.rfind("\n", before, line - 1) + 1
+            if line <= before or self.count(self.text[line:start]) > self.splitter.overlap \
+                    or not self.fits(line, end):
+                break
+            best = line
+        return best
+
+    def symbols_at(self, start: int) -> tuple[str, ...]:
+        """The definitions enclosing the first code point of a chunk that is not white
+        space (after their keyword, before the comments that end them), outermost
+        first."""
+        if self.root is None or self.grammar is None:
+            return ()
+        found = _NOT_SPACE.search(self.text, start)
+        if found is None:
+            return ()
+        byte = self.offsets.byte(found.start())
+        names = []
+        definitions = self.grammar.definitions
+        # Down from the root with a cursor (tree-sitter finds a node's parent from the
+        # root, so climbing from the leaf costs more).
+        cursor = self.root.walk()
+        while cursor.goto_first_child_for_byte(byte) is not None:
+            node = cursor.node
+            if node is None or node.start_byte > byte:
+                break
+            if node.type in definitions and node.start_byte < byte < _code_end(node):
+                names.append(self.symbol(node))
+        return tuple(names)
+
+    def symbol(self, node: Node) -> str:
+        """How a definition reads up to its name: "class Splitter", "def feed",
+        "func (r *Reader) Read", "impl Display for Point" (annotations left out)."""
+        name = _name_node(node)
+        end = node.end_byte if name is None else name.end_byte
+        start = self.offsets.point(node.start_byte)
+        words = " ".join(self.text[start:self.offsets.point(end)].split())
+        words = _ANNOTATIONS.sub("", words)
+        if name is None:  # no name: its first line
+            words = words.split("{", 1)[0].strip()
+        return words[:SYMBOL_LENGTH]
+
+
+def _code_end(node: Node) -> int:
+    """Where the code of ``node`` ends (a byte offset): before the comments that end it
+    (Python's parser puts a block's last comments in the block)."""
+    while node.child_count:
+        child: Node | None = node.child(node.child_count - 1)
+        while child is not None and child.type in LEADING:
+            child = child.prev_sibling
+        if child is None:
+            return node.start_byte
+        node = child
+    return node.end_byte
+
+
+def _name_node(node: Node) -> Node | None:
+    """A definition's name: its "name" field, the innermost "declarator" (C, C++), its
+    "type" (a Rust impl), or the name of its first child that has one (Go's type
+    declarations)."""
+    name = node.child_by_field_name("name")
+    if name is not None:
+        return name
+    declarator = node.child_by_field_name("declarator")
+    if declarator is not None:
+        while (inner := declarator.child_by_field_name("declarator")) is not None:
+            declarator = inner
+        return declarator
+    kind = node.child_by_field_name("type")
+    if kind is not None:
+        return kind
+    for child in node.named_children:
+        name = child.child_by_field_name("name")
+        if name is not None:
+            return name
+    return None
+
+
+def _glued(nodes: list[Node]) -> list[tuple[Node, ...]]:
+    """``nodes`` grouped: a run of leading nodes (comments, decorators, attributes),
+    each on the line after the one before, joins the node on the line after it; a
+    comment on the line where the node before ends stays a group of its own."""
+    groups: list[tuple[Node, ...]] = []
+    run: list[Node] = []
+    previous_row = -1
+    for node in nodes:
+        row = node.start_point.row
+        if run and row > run[-1].end_point.row + 1:  # a blank line ends the run
+            groups += [(leading,) for leading in run]
+            run = []
+        if node.type in LEADING and (run or row > previous_row):
+            run.append(node)
+        elif run:
+            groups.append((*run, node))
+            run = []
+        else:
+            groups.append((node,))
+        previous_row = node.end_point.row
+    groups += [(leading,) for leading in run]
+    return groups
+

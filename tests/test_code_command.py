@@ -1,0 +1,178 @@
+"""The code strategy through the installed ``chunkd``: the filter on files of several
+languages (each by its extension or shebang), a missing grammar, bad input, refused
+options, ``chunkd watch`` on a folder of mixed files, preview, serve, eval and Arrow."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import orjson
+import pytest
+
+from browser import Serve, request
+from command import chunkd_command, ndjson, records_with_jobs, run_chunkd
+from watching import FAULTS, filter_chunks, results
+
+FILES = {
+    "app.py": "import os\n\n\nclass App:\n    def run(self):\n        return os.getcwd()\n",
+    "web.js": "// Greets.\nfunction greet(name) {\n  return `héllo ${name}`;\n}\n",
+    "main.go": "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n",
+    "lib.rs": "#[derive(Debug)]\npub struct P { x: f64 }\n\nimpl P {\n    pub fn x(&self) -> f64 { self.x }\n}\n",
+    "tool": "#!/usr/bin/env python3\nprint('tool')\n",
+    "notes.txt": "Plain notes, cut as text.\n",
+}
+LANGUAGES = {"app.py": "python", "web.js": "javascript", "main.go": "go", "lib.rs": "rust",
+             "tool": "python", "notes.txt": None}
+
+
+def written(folder, files=FILES) -> list[str]:
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return [str(folder / name) for name in files]
+
+
+def check_records(records: list[dict], folder) -> None:
+    """Each file's chunks are its slices, tile it, and carry its language."""
+    by_doc: dict[str, list[dict]] = {}
+    for record in records:
+        by_doc.setdefault(os.path.basename(record["doc"]), []).append(record)
+    assert sorted(by_doc) == sorted(FILES)
+    for name, chunks in by_doc.items():
+        text = (folder / name).read_text(encoding="utf-8")
+        assert "".join(chunk["text"] for chunk in chunks) == text
+        assert all(text[chunk["start"]:chunk["end"]] == chunk["text"] for chunk in chunks)
+        assert {chunk.get("language") for chunk in chunks} == {LANGUAGES[name]}
+
+
+def test_filter_files_of_several_languages(tmp_path):
+    """Each file is parsed as its extension (or shebang) says, with --jobs 1 and 2."""
+    paths = written(tmp_path)
+    records = records_with_jobs("--strategy", "code", "--chars", "40", *paths)
+    check_records(records, tmp_path)
+    inner = [record for record in records if record["text"].startswith("        return os")]
+    assert inner and inner[0]["symbols"] == ["class App", "def run"]
+
+
+def _without(*modules: str) -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        str(FAULTS), os.environ.get("PYTHONPATH")])),
+        CHUNKD_FAULTS=json.dumps({"missing_modules": list(modules)}))
+
+
+def test_missing_grammar_is_one_line_and_the_others_are_chunked(tmp_path):
+    """A file whose grammar is not installed: one line naming the language and the
+    package, exit 1, the other files chunked."""
+    paths = written(tmp_path)
+    for jobs in ("1", "2"):
+        result = subprocess.run([chunkd_command(), "--strategy", "code", "--jobs", jobs, *paths],
+                                capture_output=True, env=_without("tree_sitter_go"), timeout=120)
+        assert result.returncode == 1
+        assert result.stderr.decode().splitlines() == [
+            f"chunkd: {tmp_path / 'main.go'}: go needs its tree-sitter grammar: "
+            "pip install 'tree-sitter>=0.25' 'tree-sitter-go'"]
+        docs = {os.path.basename(record["doc"]) for record in ndjson(result.stdout)}
+        assert docs == set(FILES) - {"main.go"}
+
+
+def test_missing_grammar_of_the_language_option_is_a_usage_error(tmp_path):
+    result = subprocess.run([chunkd_command(), "--strategy", "code", "--language", "rust", "-"],
+                            input=b"fn main() {}\n", capture_output=True,
+                            env=_without("tree_sitter_rust"), timeout=120)
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        "chunkd: error: rust needs its tree-sitter grammar: "
+        "pip install 'tree-sitter>=0.25' 'tree-sitter-rust'"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--language", "markdown"], "the code strategy has no grammar for markdown"),
+    (["--separators", '["\\n"]'], "the code strategy takes no --separators"),
+    (["--no-strip"], "the code strategy takes no --no-strip"),
+])
+def test_refused_options(options, message):
+    result = run_chunkd("--strategy", "code", *options, input=b"x = 1\n")
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith(f"chunkd: error: {message}")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_bad_input_as_other_strategies(tmp_path):
+    """Invalid UTF-8 in a source file: the same one line as the recursive strategy's,
+    exit 1, the next file chunked."""
+    (tmp_path / "bad.py").write_bytes(b"x = '\xff'\n")
+    (tmp_path / "good.py").write_bytes(b"y = 2\n")
+    files = [str(tmp_path / "bad.py"), str(tmp_path / "good.py")]
+    code = run_chunkd("--strategy", "code", *files)
+    recursive = run_chunkd(*files)
+    assert code.returncode == recursive.returncode == 1
+    assert code.stderr == recursive.stderr and len(code.stderr.splitlines()) == 1
+    assert [record["text"] for record in ndjson(code.stdout)] == ["y = 2\n"]
+
+
+def test_preview_takes_the_language_from_the_file_name(tmp_path):
+    path = tmp_path / "app.py"
+    path.write_text(FILES["app.py"], encoding="utf-8")
+    page = run_chunkd("preview", "--strategy", "code", "--chars", "40", str(path), "-o", "-")
+    assert page.returncode == 0, page.stderr
+    assert b'\\"language\\":\\"python\\"' in page.stdout or b'"language":"python"' in page.stdout
+
+
+def test_arrow_names_give_the_language():
+    pa = pytest.importorskip("pyarrow")
+    from chunkd.arrow import chunk_table
+
+    table = pa.table({"id": ["a.py", "b.go"],
+                      "text": [FILES["app.py"], FILES["main.go"]]})
+    chunks = chunk_table(table, strategy="code", chunk_size=40).to_pylist()
+    assert {(row["doc"], row["language"]) for row in chunks} == {("a.py", "python"),
+                                                               ("b.go", "go")}
+    assert any(row["symbols"] == ["class App", "def run"] for row in chunks)
+
+
+@pytest.mark.slow
+def test_watch_a_folder_of_mixed_files(inbox, watch):
+    """``chunkd watch --strategy code``: by default it takes its languages' files too
+    (and text files), each parsed as its extension says; the results are the filter's."""
+    watcher = watch(inbox, "--strategy", "code", "--chars", "40", "-v")
+    watcher.started()
+    written(inbox)
+    taken = set(FILES) - {"tool"}   # no extension: not taken unless --include says so
+    watcher.wait_for(lambda: set(results(inbox)) == taken, what="every result")
+    for name, result in results(inbox).items():
+        assert result["chunks"] == filter_chunks(inbox / name, "--strategy", "code",
+                                                 "--chars", "40")
+        assert {chunk.get("language") for chunk in result["chunks"]} == {LANGUAGES[name]}
+
+
+@pytest.mark.slow
+def test_serve_takes_the_language_from_the_document_name():
+    """``chunkd serve --strategy code``: a request's ``doc`` names the language."""
+    with Serve("--strategy", "code") as server:
+        for doc, language in (("main.go", "go"), ("notes.txt", None)):
+            status, _, data = request(server, "POST", f"/api/split?strategy=code&doc={doc}&chars=30",
+                                      FILES["main.go"].encode(),
+                                      host=f"127.0.0.1:{server.port}")
+            assert status == 200, data
+            records = ndjson(orjson.loads(data)["jsonl"].encode())
+            assert {record.get("language") for record in records} == {language}
+
+
+def test_eval_with_the_code_strategy(tmp_path):
+    """``chunkd eval --strategy code``: each question's function (which fits the size)
+    lies whole in a chunk that is retrieved, so recall is 1."""
+    source = "import os\n\n\n" + "".join(
+        f"def helper_{k}(value):\n    '''Helper {k} scales.'''\n    return value * {k}\n\n\n"
+        for k in range(12))
+    (tmp_path / "app.py").write_text(source, encoding="utf-8")
+    with open(tmp_path / "q.jsonl", "w", encoding="utf-8") as questions:
+        for k in (3, 7):
+            function = f"def helper_{k}(value):\n    '''Helper {k} scales.'''\n    return value * {k}"
+            questions.write(json.dumps({"question": f"What does helper {k} scale?", "doc": "app.py",
+                                        "references": [{"text": function}]}) + "\n")
+    result = run_chunkd("eval", "app.py", "--questions", "q.jsonl", "--strategy", "code",
+                        "--chars", "200", "--overlap", "0", "--format", "ndjson", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [record] = ndjson(result.stdout)
+    assert record["strategy"] == "code" and record["recall"] == 1.0
