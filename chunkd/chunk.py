@@ -34,6 +34,10 @@ RECORD_FIELDS = (
                 "the text to embed: a prefix, the heading path, then the text"),
     RecordField("chunk_id", lambda pa: pa.string(),
                 "a stable UUID of the chunk in its document (ids)"),
+    RecordField("distance", lambda pa: pa.float64(),
+                "the cosine distance between the sentence windows at the chunk's end, "
+                "where the semantic strategy cut (none after the last chunk or inside a "
+                "group cut at the maximum size)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -70,7 +74,9 @@ class Chunk(NamedTuple):
       (``embed_text``). In the markdown strategy it fits the size: the path takes at
       most half of it (outermost headings dropped first, then the innermost cut) and
       the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``);
-    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``).
+    * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``);
+    * ``distance``: the semantic strategy's cosine distance between the sentence windows
+      either side of the chunk's end, where it cut (``chunkd.strategies.semantic``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -89,6 +95,7 @@ class Chunk(NamedTuple):
     parent: Parent | None = None
     embed_text: str | None = None
     chunk_id: str | None = None
+    distance: float | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks
