@@ -196,8 +196,7 @@ def _display_name(folder: str) -> str:
     parts = os.path.normpath(folder).split(os.sep)
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         return parts[-3][len("models--"):].replace("--", "/")
-    name = parts[-1]
-    return parts[-2] if name == "model" and len(parts) > 1 else name
+    return parts[-1]
 
 
 @functools.lru_cache(maxsize=16)

