@@ -133,7 +133,7 @@ SENTENCE_SPLIT = register_option(Option[str](
              choices=SENTENCE_SPLITS),)), after="embed_device")
 BUFFER_SIZE = register_option(Option[int](
     1, "sentences on each side of a sentence in its window", name="buffer_size",
-    check=whole(0), applies=_semantic_only, refusal=_SEMANTIC_ONLY, grid=True,
+    check=whole(0), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
     flags=(Flag("--buffer-size", "semantic: embed each sentence with B neighbours on each "
                                  "side (default: 1)", metavar="B", parse=number_value),)),
     after="sentence_split")
@@ -166,14 +166,14 @@ def _amount_in_range(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
 BREAKPOINT = register_option(Option[str](
     "percentile", "the breakpoint threshold's rule", name="breakpoint",
     check=choice(*BREAKPOINTS), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
-    grid=True, flags=(
+    flags=(
         Flag("--breakpoint", "semantic: the threshold over the document's distances, as "
                              "LangChain's SemanticChunker computes it (default: percentile)",
              choices=tuple(BREAKPOINTS)),)), after="buffer_size")
 BREAKPOINT_AMOUNT = register_option(Option[float | None](
     None, "the breakpoint threshold's amount (None: the rule's default)",
     name="breakpoint_amount", check=_check_amount, check_with=_amount_in_range,
-    applies=_semantic_only, refusal=_SEMANTIC_ONLY, grid=True, flags=(
+    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
         Flag("--breakpoint-amount", "semantic: the rule's amount: the percentile (95), the "
                                     "standard deviations above the mean (3), the "
                                     "interquartile ranges above the mean (1.5), the "
@@ -220,7 +220,7 @@ def _min_below_size(values: Mapping[str, Any], spell: Callable[[str], str]) -> N
 MIN_SIZE = register_option(Option[int | None](
     None, "semantic: the smallest chunk, in the size's unit (None: an eighth of the size, "
           "none with LangChain's sentences)", name="min_size", check=whole(0), check_with=_min_below_size, applies=_semantic_only,
-    refusal=_SEMANTIC_ONLY, grid=True, noun="minimum", flags=(
+    refusal=_SEMANTIC_ONLY, noun="minimum", flags=(
         Flag("--min-chars", "semantic: a group under N code points joins a neighbour (with "
                             "--chars; default: an eighth of the size, none with "
                             "--sentence-split langchain)", _set_min_in("chars"), "N",
@@ -240,6 +240,8 @@ class Semantic(Strategy):
     units = ("tokens", "chars")
     default_size = 512
     fields = ("distance",)
+    overlaps = False
+    streams = False
 
     @classmethod
     def check(cls, settings: Settings) -> None:
