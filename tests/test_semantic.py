@@ -276,3 +276,20 @@ def test_the_model_is_the_upstream_one_and_its_identity_follows_its_files(minilm
     (copy / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
     assert digest(copy) != digest(folder)
     assert re.fullmatch(r"model@sha256:[0-9a-f]{64}", identity(folder))
+
+
+@pytest.mark.slow
+def test_arrow_tables_carry_the_same_chunks_and_distances(minilm):
+    import pyarrow as pa
+
+    from chunkd.arrow import chunk_table
+
+    folder, _ = minilm
+    texts = [corpus_text(*document, limit=1500) for document in ENGLISH]
+    table = chunk_table(pa.table({"id": ["a", "b", "c"], "text": texts}), chunk_size=100,
+                        strategy="semantic", embed=folder)
+    expected = [(name, chunk.start, chunk.end, chunk.distance)
+                for name, text in zip("abc", texts)
+                for chunk in chunkd.split_text(text, 100, strategy="semantic", embed=folder)]
+    rows = table.to_pylist()
+    assert [(row["doc"], row["start"], row["end"], row["distance"]) for row in rows] == expected
