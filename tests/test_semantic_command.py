@@ -1,5 +1,5 @@
 """The semantic strategy through the installed ``chunkd``: the filter (files,
-``--jobs``), ``chunkd watch`` (the model's identity in its record of settings), and the
+``--jobs``), ``chunkd serve``, ``chunkd watch`` (the model's identity in its record of settings), and the
 one-line refusals. Each command that chunks loads the real model (seconds), so those
 tests are slow; the refusals load nothing."""
 
@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlencode
+
+import orjson
 
 import pytest
+from browser import Serve, request
 from command import records_with_jobs, run_chunkd
 from embedding import model_folder
 from watching import results
@@ -95,3 +99,25 @@ def test_watch_records_the_models_identity_and_redoes_files_when_it_changes(
         '{"word_embedding_dimension": 384, "pooling_mode_cls_token": true}')
     second = run_until_current()
     assert second["settings"]["embed"] != first["settings"]["embed"]
+
+
+@pytest.mark.slow
+def test_serve_with_a_model_serves_semantic_chunks_and_the_other_strategies(tmp_path):
+    """A server started with --strategy semantic --embed splits with the model, and a
+    request for another strategy gets it (the model is the server's, not the request's)."""
+    [path] = corpus_files(tmp_path, count=1, limit=1500)
+    body = path.read_bytes()
+    with Serve("--strategy", "semantic", "--embed", model_folder()) as server:
+        def split(**params) -> dict:
+            status, _, data = request(server, "POST", f"/api/split?{urlencode(params)}", body,
+                                      host=f"127.0.0.1:{server.port}")
+            assert status == 200, data
+            return orjson.loads(data)
+
+        semantic = split(strategy="semantic", tokens=80)
+        recursive = split(strategy="recursive", tokens=80)
+    assert semantic["settings"]["embed"].startswith("model@sha256:")
+    assert "distance" in semantic["fields"] and "embed" not in recursive["settings"]
+    filtered = run_chunkd("--strategy", "semantic", "--embed", model_folder(), "--tokens", "80",
+                          "--count-tokens", input=body)
+    assert filtered.stdout.decode() == semantic["jsonl"]
