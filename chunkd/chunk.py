@@ -22,7 +22,7 @@ class RecordField:
 #: The optional fields of a chunk, in the order records write them (before ``text``).
 RECORD_FIELDS = (
     RecordField("tokens", lambda pa: pa.int64(),
-                "the exact cl100k_base count of text (count_tokens)"),
+                "the exact count of text in the tokenizer's tokens (count_tokens)"),
     RecordField("estimated_tokens", lambda pa: pa.int64(),
                 "ceil(1.05 * CJK code points + other code points / 4) (window strategies)"),
     RecordField("headings", lambda pa: pa.list_(pa.string()),
@@ -64,7 +64,8 @@ class Chunk(NamedTuple):
     graphemes, words, sentences or sections). The optional fields are None unless the
     strategy or the settings fill them:
 
-    * ``tokens``: the exact cl100k_base count of ``text`` (``count_tokens``);
+    * ``tokens``: the exact count of ``text`` in the tokenizer's tokens (``count_tokens``;
+      ``tokenizer``, cl100k_base by default);
     * ``estimated_tokens``: ``ceil(1.05 * CJK code points + other code points / 4)``;
     * ``headings``: the Markdown headings enclosing the chunk, outermost first: at most
       six, each at most 256 code points (a longer heading is cut at its last grapheme

@@ -125,8 +125,8 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, chunker, make_writer(format, out, named), lambda: None,
-                           settings.ids)
+            write_document(document, chunker, make_writer(format, out, named, settings.about()),
+                           lambda: None, settings.ids)
         except InputError as error:
             chunker = build(settings)  # the failed document's state must not carry over
             results.append((out.getvalue(), str(error)))
@@ -273,7 +273,7 @@ def run(job: Job, out: Output) -> int:
         progress.expect(input_size(job.files))
     status = EXIT_OK
     writer = (job.parquet.writer(settings, named) if job.parquet and job.format == "parquet"
-              else make_writer(job.format, out, named))
+              else make_writer(job.format, out, named, settings.about()))
     chunker = build(settings)
 
     def report(error: InputError | str) -> None:

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chunkd preview",
         description="Write one document's chunks as a self-contained HTML page: the "
                     "document with each chunk's range and the overlap marked, every chunk's "
-                    "details (range, length, exact cl100k_base tokens), totals, a histogram "
+                    "details (range, length, exact tokens of --tokenizer), totals, a histogram "
                     "of lengths, and the JSONL the filter writes (with --count-tokens) to "
                     "copy or download. The file opens from disk and loads nothing.",
         epilog="Exit status: 0 written, 1 the document could not be read or the report "

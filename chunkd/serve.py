@@ -10,7 +10,8 @@ arguments: it takes only the flags of the options declared ``request``
 (``chunkd.settings``), each value read by its flag's own conversion and the settings
 made and checked as the filter's are, so they mean the same and are refused with the
 same message. The other options (``--language``, ``--separators``, ...) are the
-server's, fixed when it started.
+server's, fixed when it started; so is ``--tokenizer``, loaded once at start: a request
+never names a file of the server.
 The answer is a report: the filter's records for that document, with exact token
 counts, and a summary.
 
@@ -345,6 +346,7 @@ class PageServer(ThreadingHTTPServer):
         self.heading: dict[socket.socket, float] = {}
         self.heading_lock = threading.Lock()
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
+                                    "tokenizer": self.settings.token_measure.name,
                                     "strategies": strategy_descriptions(),
                                     "initial": initial, "max_bytes": max_bytes})
         super().__init__(address, PageHandler)
@@ -758,6 +760,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     # The page's first choices: the flags a request may give, as the server was started.
     given = given_flags(args)
     initial = {flag.key: given.get(flag.key) for option, flag in flags() if option.request}
+    if settings.unit == "tokens" and initial.get("tokens") is None:  # a tokenizer's default
+        initial["tokens"] = settings.size
     try:
         server = PageServer(args.host, args.port, initial, args.max_bytes, settings,
                             max_chunks=args.max_chunks, time_limit=args.time_limit,

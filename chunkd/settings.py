@@ -25,6 +25,8 @@ from chunkd.errors import SettingsError as SettingsError  # reached from here to
 
 from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
                             overlap_value, percent_of, switch, whole)
+from chunkd.units import measure, resolve
+from chunkd.units.huggingface import HuggingFaceUnit
 
 if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
@@ -107,13 +109,15 @@ def set_size_in(unit: str | None) -> Callable[[Draft, int], None]:
 
 def set_overlap(draft: Draft, overlap: int | str) -> None:
     kind, size = draft.kind, draft.values.get("size")
-    size_now = kind.default_size if size is None else size
+    unit, size_now = default_unit_and_size(kind, draft.values)
     units = percent_of(overlap, size_now)
     assert units is not None
     if 1 <= size_now <= units:
-        unit = draft.values.get("unit") or kind.units[0]
         given = (f"{size_now} {unit}" if size is not None else
-                 f"{size_now} {kind.units[0]}, the default of --strategy {draft.strategy}")
+                 f"{size_now} {unit}, the default of --strategy {draft.strategy}"
+                 + (f" with --tokenizer {draft.values['tokenizer']}"
+                    if draft.values.get("tokenizer", DEFAULT_TOKENIZER) != DEFAULT_TOKENIZER
+                    else ""))
         larger = "--size" if kind.window else f"--{unit}"
         raise SettingsError(f"--overlap {units} is not smaller than the size ({given}); "
                             f"write --overlap {size_now - 1} or less, or a larger {larger}")
@@ -138,6 +142,71 @@ def set_parent_overlap(draft: Draft, overlap: int | str) -> None:
     if parent_size is None:
         raise SettingsError("--parent-overlap needs --parent-chars or --parent-tokens")
     draft.values["parent_overlap"] = percent_of(overlap, parent_size)
+
+
+#: The tokenizer that ``--tokens`` and ``--count-tokens`` count in when none is given.
+DEFAULT_TOKENIZER = "cl100k_base"
+
+
+def check_tokenizer(value: Any, name: str) -> str:
+    """A check: a tokenizer spec (``chunkd.units.resolve``), loaded now, so that a
+    missing or malformed one is a usage error before any input is read."""
+    if not isinstance(value, str) or not value or value in ("chars", "tokens"):
+        raise SettingsError(f"{name} takes a tiktoken encoding's name, a .tiktoken file, or a "
+                            f"Hugging Face tokenizer.json file or model folder, not {value!r}")
+    try:
+        if value != DEFAULT_TOKENIZER:  # chunkd's own, loaded only when it counts
+            resolve(value)
+    except SettingsError as error:
+        message = str(error)
+        # Messages about a file start with its path: say it once.
+        message = message[len(value) + 2:] if message.startswith(f"{value}: ") else message
+        raise SettingsError(f"{name} {value}: {message}") from None
+    return value
+
+
+def tokenizer_identity(spec: str) -> str:
+    """How results record a tokenizer: its unit's name (an encoding's name, or a
+    file's name and SHA-256), never a path of this machine."""
+    return resolve(spec).name
+
+
+def chunk_limit(tokenizer: str) -> int | None:
+    """The most tokens a chunk may have for the model whose folder ``tokenizer``
+    names: the model's limit less the special tokens it adds (``max_size``); None for
+    a tokenizer without a model that says its limit."""
+    model = resolve(tokenizer)
+    return model.max_size if isinstance(model, HuggingFaceUnit) else None
+
+
+def default_unit_and_size(kind: type[Strategy], values: Mapping[str, Any]) -> tuple[str, int]:
+    """The unit and size of ``values`` (by option name, perhaps not all given): as
+    given, else the defaults. A tokenizer given makes tokens the default unit of the
+    strategies that count them, and a model folder's limit (``chunk_limit``) their
+    default size."""
+    tokenizer = values.get("tokenizer") or DEFAULT_TOKENIZER
+    unit = values.get("unit") or ("tokens" if tokenizer != DEFAULT_TOKENIZER
+                                  and "tokens" in kind.units else kind.units[0])
+    size = values.get("size")
+    if size is None:
+        fits = chunk_limit(tokenizer) if unit == "tokens" else None
+        size = kind.default_size if fits is None else fits
+    return unit, size
+
+
+def _check_model_limit(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """A size in tokens must fit the model (``chunk_limit``). Parents are not
+    embedded, so their size may be larger."""
+    tokenizer = values["tokenizer"]
+    fits = chunk_limit(tokenizer) if values["unit"] == "tokens" else None
+    if fits is not None and values["size"] > fits:
+        model = resolve(tokenizer)
+        assert isinstance(model, HuggingFaceUnit), "only a model folder has a limit"
+        raise SettingsError(
+            f"the size ({values['size']} tokens) is more than the model of "
+            f"{spell('tokenizer')} {tokenizer} takes: {fits} tokens a chunk (its limit, "
+            f"{model.limit}, less the {model.special} special tokens it adds to every "
+            f"input); give a size of {fits} or less")
 
 
 def always_shown(option: str) -> Callable[[Settings], list[str]]:
@@ -182,6 +251,12 @@ def _parent_shown(unit: str) -> Callable[[Settings], list[str]]:
     return arguments
 
 
+def _tokenizer_shown(settings: Settings) -> list[str]:
+    """``--tokenizer SPEC`` as given (a path of this machine, shown to its user)."""
+    tokenizer = settings.tokenizer
+    return [] if tokenizer == DEFAULT_TOKENIZER else ["--tokenizer", tokenizer]
+
+
 def _has_headings(kind: type[Strategy]) -> bool:
     return "headings" in kind.fields
 
@@ -190,9 +265,9 @@ class Settings:
     """How documents become chunks: one value for every declared option (``OPTIONS``),
     checked and resolved; immutable, compared and hashed by value.
 
-    ``size`` and ``overlap`` are in ``unit``: "chars" (code points) or "tokens"
-    (cl100k_base) for the recursive strategies, the strategy's own unit (graphemes,
-    words, sentences, sections) for the window strategies. Left as None, ``unit``,
+    ``size`` and ``overlap`` are in ``unit``: "chars" (code points) or "tokens" (of
+    ``tokenizer``, cl100k_base by default) for the recursive strategies, the strategy's
+    own unit (graphemes, words, sentences, sections) for the window strategies. Left as None, ``unit``,
     ``size`` and ``overlap`` take the strategy's defaults (see ``chunkd.strategies``).
     The keywords are the options' names; a strategy's own options are read as
     ``settings[OPTION]``.
@@ -211,11 +286,23 @@ class Settings:
             Flag("--chars", "recursive strategies: at most N Unicode code points a chunk "
                             "(default: 1000)", set_size_in("chars"), "N", number_value,
                  shown=size_shown("chars")),
-            Flag("--tokens", "recursive strategies: at most N cl100k_base tokens a chunk "
-                             "(counted offline)", set_size_in("tokens"), "N", number_value,
+            Flag("--tokens", "recursive strategies: at most N tokens a chunk, of "
+                             "--tokenizer (default: cl100k_base, counted offline)",
+                 set_size_in("tokens"), "N", number_value,
                  shown=size_shown("tokens")),
             Flag("--size", _window_sizes_help, set_size_in(None), "N", number_value,
                  shown=size_shown(None))))
+    #: What ``tokens`` count in: sizes in tokens, parents in tokens, ``count_tokens``.
+    tokenizer = Option[str](
+        DEFAULT_TOKENIZER, "the tokenizer that tokens count in (recorded by its identity)",
+        check=check_tokenizer, check_with=_check_model_limit, to_json=tokenizer_identity,
+        flags=(Flag("--tokenizer", "what --tokens, --parent-tokens and --count-tokens count "
+                                   "in: a tiktoken encoding (cl100k_base, the default; "
+                                   "o200k_base...), a .tiktoken file, or a Hugging Face "
+                                   "tokenizer.json file or model folder, whose limit then "
+                                   "bounds --tokens (and is the default size); loaded "
+                                   "offline", metavar="SPEC", parse=str,
+                    shown=_tokenizer_shown),))
     overlap = Option[int](
         None, "units shared by neighbouring chunks (None: the strategy's default)",
         record=Record.ALWAYS, request=True, grid=True, check=whole(0), noun="overlap",
@@ -233,7 +320,7 @@ class Settings:
             Flag("--parent-chars", "parent/child: cut parents of N code points, then the "
                                    "chunks (children) from each parent; with --chars",
                  set_parent_size_in("chars"), "N", number_value, shown=_parent_shown("chars")),
-            Flag("--parent-tokens", "parent/child, in cl100k_base tokens; with --tokens",
+            Flag("--parent-tokens", "parent/child, in tokens; with --tokens",
                  set_parent_size_in("tokens"), "N", number_value,
                  shown=_parent_shown("tokens"))))
     parent_overlap = Option[int | None](
@@ -250,10 +337,10 @@ class Settings:
                 "(--strategy {strategy} gives none)", flags=(
             Flag("--embed-text", "add \"embed_text\": the heading path (A > B > C), a blank "
                                  "line, then the chunk's text (markdown, sections)"),))
-    #: Add each chunk's exact cl100k_base count as ``tokens``.
+    #: Add each chunk's exact count in the tokenizer's tokens as ``tokens``.
     count_tokens = Option[bool](
         False, "add tokens", check=switch, fields=("tokens",), flags=(
-            Flag("--count-tokens", "add each chunk's exact cl100k_base token count as "
+            Flag("--count-tokens", "add each chunk's exact token count (of --tokenizer) as "
                                    "\"tokens\""),))
     #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
     ids = Option[bool](
@@ -291,16 +378,12 @@ class Settings:
     @property
     def measure(self) -> LengthUnit:
         """The length unit sizes count in: every strategy measures through this one."""
-        from chunkd.units import resolve
-
-        return resolve(self.unit)
+        return measure(self.unit, self.tokenizer)
 
     @property
     def token_measure(self) -> LengthUnit:
         """The unit a chunk's ``tokens`` (``--count-tokens``) counts in."""
-        from chunkd.units import resolve
-
-        return resolve("cl100k_base")
+        return measure("tokens", self.tokenizer)
 
     @classmethod
     def _made(cls, values: dict[str, Any]) -> Settings:
@@ -336,9 +419,13 @@ class Settings:
         return Settings(**{**self._values, **changes})
 
     def parent_settings(self) -> Settings:
-        """The settings that cut the parents (a parent/child setting's other half)."""
-        return self.replace(size=self.parent_size, overlap=self.parent_overlap,
-                            parent_size=None, parent_overlap=None, count_tokens=False)
+        """The settings that cut the parents (a parent/child setting's other half):
+        made from these, whose checks covered the parents' size and overlap, without
+        checking again, since parents are not embedded and their size may pass a
+        model's limit (``chunk_limit``)."""
+        return Settings._made({**self._values, "size": self.parent_size,
+                               "overlap": self.parent_overlap, "parent_size": None,
+                               "parent_overlap": None, "count_tokens": False})
 
     @classmethod
     def from_keywords(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
@@ -362,6 +449,13 @@ class Settings:
                     continue
                 recorded[option.name] = value if option.to_json is None else option.to_json(value)
         return recorded
+
+    def about(self) -> dict[str, Any]:
+        """What a whole-document result says of how it was counted: the tokenizer by
+        its identity, when it is not the default (so default results stay as they were)."""
+        if self.tokenizer == DEFAULT_TOKENIZER:
+            return {}
+        return {"tokenizer": tokenizer_identity(self.tokenizer)}
 
     def record_fields(self) -> tuple[str, ...]:
         """The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records carry."""
@@ -428,11 +522,10 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
         if value is not None and option.check is not None:
             value = option.check(value, option.noun or spell(option))
         values[option.name] = value
-    unit = kind.units[0] if values["unit"] is None else values["unit"]
+    unit, size = default_unit_and_size(kind, values)
     if unit not in kind.units:
         raise SettingsError(f"the {kind.name} strategy counts in "
                             f"{' or '.join(kind.units)}, not {unit!r}")
-    size = kind.default_size if values["size"] is None else values["size"]
     overlap = kind.default_overlap(size) if values["overlap"] is None else values["overlap"]
     if overlap >= size:
         raise SettingsError(f"the overlap ({overlap}) must be smaller than the size ({size})")

@@ -277,14 +277,19 @@ class DocumentRecords:
 
 
 class JsonWriter(Writer):
-    """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``;
+    """One JSON document a line per input document: ``{"doc": ..., "chunks": [...]}``,
+    with ``about`` after ``doc`` (the tokenizer that counted, when not the default);
     it spools a document's records until the document ends (see ``DocumentRecords``)."""
 
     records: DocumentRecords | None = None
 
+    def __init__(self, stream: Stream, named: bool, about: dict | None = None) -> None:
+        super().__init__(stream, named)
+        self.about = about or {}
+
     def begin(self, doc: object, fields: dict) -> None:
         self.close()  # a document that failed leaves its records unwritten
-        self.header = {"doc": name_value(doc)} | fields
+        self.header = {"doc": name_value(doc)} | self.about | fields
         self.records = DocumentRecords("json")
 
     def write(self, chunks: list[Chunk]) -> None:
@@ -303,6 +308,9 @@ class JsonWriter(Writer):
             self.records = None
 
 
-def make_writer(format: str, stream: Stream, named: bool) -> Writer:
-    """The writer for ``format``, one of ``FORMATS``."""
-    return {"ndjson": Writer, "json": JsonWriter, "msgpack": MsgpackWriter}[format](stream, named)
+def make_writer(format: str, stream: Stream, named: bool, about: dict | None = None) -> Writer:
+    """The writer for ``format``, one of ``FORMATS``; ``about``: what whole-document
+    formats say of the run (``Settings.about``)."""
+    if format == "json":
+        return JsonWriter(stream, named, about)
+    return {"ndjson": Writer, "msgpack": MsgpackWriter}[format](stream, named)

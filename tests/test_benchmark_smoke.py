@@ -23,5 +23,10 @@ def test_quick_benchmark_runs_and_chunkd_equals_langchain(tmp_path):
     chunkd_rows = [row for row in rows if row[3].strip() == "chunkd" and len(row) > 7]
     assert len(chunkd_rows) == 12  # six inputs, two units
     assert all(row[7].strip() == "yes" for row in chunkd_rows)
-    for heading in ("## End to end", "## Memory", "## Many documents", "## chunkd eval"):
+    for heading in ("## End to end", "## Memory", "## Many documents", "## chunkd eval",
+                    "## Other tokenizers"):
         assert heading in text
+    # --tokenizer: chunkd's chunks are LangChain's with each tokenizer.
+    tokenizer_rows = [row for row in rows if row[1].strip() in ("all-MiniLM-L6-v2", "o200k_base")
+                      and row[2].strip() == "chunkd"]
+    assert [row[6].strip() for row in tokenizer_rows] == ["yes", "yes"]

@@ -252,3 +252,58 @@ def test_resolve_knows_every_kind_of_spec(tmp_path, monkeypatch):
     assert resolve(str(minilm_folder() / "tokenizer.json")).name.startswith("tokenizer.json@")
     with pytest.raises(SettingsError, match="unknown tokenizer 'nope': give chars, .*o200k_base"):
         resolve("nope")
+
+
+#: The families whose pre-tokenizer ends a word at every white space: their counts
+#: add up over the runs between spaces, and are kept by run.
+ADDITIVE = {"minilm", "cased-wordpiece"}
+
+
+def test_counts_add_up_by_word_only_where_the_pre_tokenizer_splits_at_spaces(units):
+    assert {family for family in FAMILIES if units[family].additive} == ADDITIVE
+
+
+@pytest.mark.parametrize("family", sorted(ADDITIVE))
+@settings(max_examples=150, deadline=None)
+@given(words=st.lists(st.tuples(tricky_text, st.sampled_from(
+    [" ", "\t", "\n", "\r\n", "  ", "\u00a0", "\u3000", "\u2028", "\x85", "\x1c", "\x0b", ""])),
+    max_size=12))
+def test_kept_word_counts_are_the_libraries_count(family, units, library_counts, words):
+    """Texts made of the same words again and again, between every kind of white
+    space (those the groups end at and those they do not): the count from kept words
+    is the library's, first and again."""
+    unit = units[family]
+    text = "".join(word + space for word, space in words)
+    for _ in range(2):
+        assert unit.count(text) == library_counts[family](text)
+        assert unit.count(text + text) == library_counts[family](text + text)
+
+
+def test_kept_word_counts_are_bounded(units, library_counts, monkeypatch):
+    """Past ``CACHE_POINTS`` code points of words the unit starts afresh; a text
+    whose new words alone pass it is counted by the library whole."""
+    from chunkd.units import huggingface, kept
+
+    monkeypatch.setattr(kept, "CACHE_POINTS", 200)
+    unit = huggingface.HuggingFaceUnit((minilm_folder() / "tokenizer.json").read_bytes(),
+                                       "tokenizer.json", "test")
+    rng = random.Random(7)
+    for text in corpus_slices(rng, 40, longest=300):
+        assert unit.count(text) == library_counts["minilm"](text)
+        assert unit.kept.points <= 200
+        assert unit.kept.points == sum(map(len, unit.kept.counts))
+
+
+def test_an_added_token_with_a_space_counts_whole(tmp_path, library_counts):
+    """An added token that holds a space is matched across the groups: such a
+    tokenizer is counted by the library, whole."""
+    path = tmp_path / "tokenizer.json"
+    tokenizer = Tokenizer.from_file(str(minilm_folder() / "tokenizer.json"))
+    tokenizer.add_tokens(["new york"])
+    tokenizer.save(str(path))
+    unit = huggingface_unit(str(path))
+    assert not unit.additive
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    assert unit.count("I love new york .") == len(
+        tokenizer.encode("I love new york .", add_special_tokens=False).ids) == 4

@@ -17,6 +17,7 @@ from playwright.sync_api import expect, sync_playwright
 from browser import Serve, launch
 from command import ndjson, run_chunkd
 from oracle import corpus_documents
+from tokenizer_files import MINILM_IDENTITY, O200K_FILE, minilm_folder
 
 pytestmark = pytest.mark.browser
 
@@ -185,7 +186,8 @@ def check_segments(segments, text: str, records: list[dict], whole: bool = True)
         assert kind == expected, (start, end)
 
 
-def check_details(page, record: dict, unit: str, previous: dict | None) -> None:
+def check_details(page, record: dict, unit: str, previous: dict | None,
+                  tokenizer: str = "cl100k_base") -> None:
     shared = (max(0, min(previous["end"], record["end"]) - max(previous["start"], record["start"]))
               if previous else 0)
     parent = record.get("parent")
@@ -194,7 +196,7 @@ def check_details(page, record: dict, unit: str, previous: dict | None) -> None:
         "Range": f"{record['start']}–{record['end']} "
                  f"({number(record['end'] - record['start'])} code points)",
         "Length": f"{number(record['length'])} {unit}",
-        "Tokens": f"{number(record['tokens'])} (cl100k_base)",
+        "Tokens": f"{number(record['tokens'])} ({tokenizer})",
         "Estimated tokens": "—",
         **({"Parent": f"#{parent['index']}, {parent['start']}–{parent['end']}"}
            if parent else {}),
@@ -555,6 +557,33 @@ def test_a_preview_file_shows_what_the_filter_writes(page, tmp_path):
     page.click("#row-2")
     check_details(page, records[2], "chars", records[1])
     check_jsonl(page, expected.stdout.decode(), f"{ENGLISH.name}.chunks.jsonl")
+
+
+def test_the_page_names_the_tokenizer_that_counts(page, tmp_path):
+    """A preview file and the server's page say which tokenizer counts the tokens: in
+    the settings line, each chunk's details, the totals and the unit to choose."""
+    options = ("--tokenizer", str(O200K_FILE), "--tokens", "60", "--overlap", "6")
+    made = run_chunkd("preview", str(ENGLISH), *options, "-o", str(tmp_path / "report.html"))
+    assert made.returncode == 0, made.stderr
+    records = ndjson(run_chunkd("--count-tokens", str(ENGLISH), *options).stdout)
+    page.goto((tmp_path / "report.html").as_uri())
+    expect(page.locator("#fixed-settings")).to_contain_text(
+        "recursive, 60 tokens (o200k_base), overlap 6")
+    expect(page.locator("#totals")).to_contain_text(
+        f"{number(sum(r['tokens'] for r in records))}o200k_base tokens in all chunks")
+    page.click("#row-1")
+    check_details(page, records[1], "tokens", records[0], tokenizer="o200k_base")
+
+    with Serve("--tokenizer", str(minilm_folder())) as serve:
+        open_server_page(page, serve.url)
+        assert page.eval_on_selector_all("#unit option", "o => o.map(x => [x.value, x.text])") == [
+            ["chars", "chars"], ["tokens", f"tokens ({MINILM_IDENTITY})"]]
+        assert (page.input_value("#unit"), page.input_value("#size")) == ("tokens", "254")
+        paste(page, ENGLISH.read_text(encoding="utf-8"))
+        split(page)
+        shown = ndjson(run_chunkd("--count-tokens", "--tokenizer", str(minilm_folder()),
+                                  input=ENGLISH.read_bytes()).stdout)
+        check_details(page, shown[0], "tokens", None, tokenizer=MINILM_IDENTITY)
 
 
 def test_a_preview_file_shows_markup_as_text(page, tmp_path):

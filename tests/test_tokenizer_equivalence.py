@@ -14,7 +14,8 @@ from chunkd.units.huggingface import unit as huggingface_unit
 from chunkd.units.tiktoken_encodings import file_unit
 from cores import Kernel, Twin, chunks_of
 from oracle import SEPARATORS, corpus_documents, random_cuts
-from tokenizer_files import O200K_FILE, TRAINED, minilm_folder, tiktoken_cache
+from tokenizer_files import (O200K_FILE, TRAINED, huggingface_langchain, minilm_folder,
+                             tiktoken_cache)
 
 
 def chunkd_chunks(unit, pieces: list[str], size: int, overlap: int):
@@ -46,16 +47,6 @@ def o200k_langchain(tmp_path_factory):
         return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
             encoding_name="o200k_base", chunk_size=200, chunk_overlap=30,
             separators=SEPARATORS, keep_separator="end", disallowed_special=())
-
-
-def huggingface_langchain(path, size: int, overlap: int):
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    tokenizer = (AutoTokenizer.from_pretrained(str(path)) if path.is_dir()
-                 else PreTrainedTokenizerFast(tokenizer_file=str(path)))
-    return RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
-        tokenizer, chunk_size=size, chunk_overlap=overlap, separators=SEPARATORS,
-        keep_separator="end")
 
 
 def documents(step: int) -> list[str]:

@@ -4,10 +4,13 @@ the other families trained here with the ``tokenizers`` library on the shared co
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
+import os
 import pathlib
+import tempfile
 
 from hypothesis import strategies as st
 
@@ -20,6 +23,8 @@ O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
 O200K_ADDRESS = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 #: The upstream all-MiniLM-L6-v2 tokenizer.json's hash.
 MINILM_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+#: How results name it: its file in the package's model folder, and its hash.
+MINILM_IDENTITY = f"model/tokenizer.json@sha256:{MINILM_SHA256}"
 
 
 def minilm_folder() -> pathlib.Path:
@@ -129,3 +134,74 @@ tricky_text = st.lists(
                            "<|endoftext|>", "don't", "we'll", "ſ", "İ", "ß"])
         | st.characters(codec="utf-8")),
     max_size=60).map("".join)
+
+
+def huggingface_langchain(path, size: int, overlap: int):
+    """LangChain's ``from_huggingface_tokenizer`` with chunkd's separators, on the
+    transformers tokenizer of a model folder or a ``tokenizer.json`` file."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    from oracle import SEPARATORS
+
+    tokenizer = (AutoTokenizer.from_pretrained(str(path)) if path.is_dir()
+                 else PreTrainedTokenizerFast(tokenizer_file=str(path)))
+    return RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+        tokenizer, chunk_size=size, chunk_overlap=overlap, separators=SEPARATORS,
+        keep_separator="end")
+
+
+@contextlib.contextmanager
+def o200k_in_tiktokens_cache():
+    """tiktoken's cache, for the time of the block, a folder that holds o200k_base
+    (``tiktoken_cache``): tiktoken's registry then loads it, offline."""
+    with tempfile.TemporaryDirectory() as folder:
+        before = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache(pathlib.Path(folder)))
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = before
+
+
+@functools.lru_cache(maxsize=None)
+def o200k_encoding():
+    """tiktoken's own o200k_base, as its registry loads it."""
+    import tiktoken
+
+    with o200k_in_tiktokens_cache():
+        return tiktoken.get_encoding("o200k_base")
+
+
+def o200k_langchain(size: int, overlap: int):
+    """LangChain's ``from_tiktoken_encoder(encoding_name="o200k_base")`` with chunkd's
+    separators."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from oracle import SEPARATORS
+
+    with o200k_in_tiktokens_cache():
+        return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name="o200k_base", chunk_size=size, chunk_overlap=overlap,
+            separators=SEPARATORS, keep_separator="end", disallowed_special=())
+
+
+@functools.lru_cache(maxsize=None)
+def minilm_tokenizer():
+    """all-MiniLM-L6-v2's transformers tokenizer, from the package's model folder."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(minilm_folder()))
+
+
+def minilm_count(text: str) -> int:
+    """all-MiniLM-L6-v2's count as transformers' ``tokenize`` makes it (LangChain's)."""
+    return len(minilm_tokenizer().tokenize(text))
+
+
+def o200k_count(text: str) -> int:
+    """o200k_base's count as tiktoken's ``encode_ordinary`` makes it."""
+    return len(o200k_encoding().encode_ordinary(text))

@@ -204,8 +204,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     rank = args.rank or ("recall" if args.budget is not None else "iou")
     results = report.ranked(results, rank)
     scope = report.Scope(args.k, rank, args.retriever, len(questions),
-                         tuple(library.names), None if model is None else model.name,
-                         args.budget)
+                         tuple(library.names), points[0].settings.token_measure.name,
+                         None if model is None else model.name, args.budget)
     out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
               else report.records_bytes(results, args.format, scope))
     out.flush()

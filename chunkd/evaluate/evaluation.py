@@ -19,7 +19,7 @@ class Part:
 
     summary: Summary
     chunks: int
-    #: cl100k_base tokens of all the chunks: what embedding them costs.
+    #: The tokens (of the settings' tokenizer) of all the chunks: what embedding them costs.
     tokens: int
 
 

@@ -4,9 +4,10 @@ varies (each ``Option`` declared with ``grid``).
 Each strategy takes the sizes written for its kind: a recursive strategy every
 ``--chars`` and ``--tokens`` value, a window strategy every ``--size`` value; each size
 is combined with every ``--overlap``. What is not given takes a default: the recursive
-strategy, ``DEFAULT_TOKENS`` for a recursive strategy (the strategy's own default size
-for a window strategy), ``DEFAULT_OVERLAPS`` (0 alone for a strategy whose chunks do
-not overlap). The other settings flags (separators, ``--language``,
+strategy, ``DEFAULT_TOKENS`` for a recursive strategy (those that fit, and the
+largest that fits, with a model folder's ``--tokenizer``; the strategy's own default
+size for a window strategy), ``DEFAULT_OVERLAPS`` (0 alone for a strategy whose chunks
+do not overlap). The other settings flags (separators, ``--language``,
 ``--strip-headings``, ``--embed-text``, ...) apply to every setting; the model
 (``--embed``) to the strategies that take it, and to the retriever.
 Every combination is made by ``chunkd.settings.settings_from_flags``, the filter's own
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
-                             settings_from_flags)
+                             chunk_limit, settings_from_flags)
 from chunkd.strategies import strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
@@ -46,6 +47,14 @@ class Point:
         return shlex.join(self.settings.command_line())
 
 
+def default_tokens(fits: int | None) -> list[int]:
+    """The default sizes in tokens: ``DEFAULT_TOKENS``, or, for a model that takes at
+    most ``fits`` tokens a chunk, those below it and ``fits`` itself."""
+    if fits is None:
+        return DEFAULT_TOKENS
+    return [size for size in DEFAULT_TOKENS if size < fits] + [fits]
+
+
 def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
     """The settings the options ask for, in option order, without repeats, and a
     message for each combination that cannot work. Options that no strategy of the
@@ -61,6 +70,9 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
                                     "returns); evaluate the children's sizes without it")
     varied = {flag.key for option, flag in flags() if option.grid}
     shared = {key: value for key, value in given.items() if key not in varied}
+    # Once, not for each combination: a bad tokenizer is a usage error.
+    common = settings_from_flags({key: value for key, value in shared.items()
+                                  if key == "tokenizer"})
     recursive_sizes = ([("chars", size) for size in given.get("chars", [])]
                        + [("tokens", size) for size in given.get("tokens", [])])
     window_sizes = [("size", size) for size in given.get("size", [])]
@@ -68,7 +80,8 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
         if sizes and not any(kind.window == window for kind in kinds):
             key, value = sizes[0]  # let the settings say what to write instead
             settings_from_flags({"strategy": strategies[0], key: value})
-    recursive_sizes = recursive_sizes or [("tokens", size) for size in DEFAULT_TOKENS]
+    recursive_sizes = recursive_sizes or [("tokens", size) for size in
+                                          default_tokens(chunk_limit(common.tokenizer))]
     points: list[Point] = []
     problems: list[str] = []
     for name, kind in zip(strategies, kinds):

@@ -38,6 +38,8 @@ class Scope:
     questions: int
     #: The documents' names, in the order of ``Result.documents``.
     names: tuple[str, ...]
+    #: The identity of the tokenizer that counts the ``tokens`` column.
+    tokenizer: str = "cl100k_base"
     #: The retriever's model's identity (dense, hybrid).
     model: str | None = None
     #: The context tokens each question's chunks fit in, instead of ``k`` chunks.
@@ -155,7 +157,8 @@ def headline(scope: Scope) -> str:
              else f"the best chunks within {scope.budget:,} tokens")
     return (f"{_count(scope.questions, 'question')} over "
             f"{_count(len(scope.names), 'document')}, {retriever} {depth}, ranked by "
-            f"{TITLES[scope.rank]} (mean ±standard deviation over the questions)")
+            f"{TITLES[scope.rank]} (mean ±standard deviation over the questions)"
+            + ("" if scope.tokenizer == "cl100k_base" else f"; tokens of {scope.tokenizer}"))
 
 
 def _count(number: int, thing: str) -> str:

@@ -104,11 +104,11 @@ class PrefixedEmbedText(Wrapper):
                 for chunk in chunks]
 
 
-def _prefix_length(prefix: str, unit: str) -> int:
+def _prefix_length(prefix: str, values: Mapping[str, Any]) -> int:
     """The length of ``embed_prefix`` in the size's unit."""
-    from chunkd.units import resolve
+    from chunkd.units import measure
 
-    return resolve(unit).count(prefix)
+    return measure(values["unit"], values["tokenizer"]).count(prefix)
 
 
 def _check_prefix(value: Any, name: str) -> str:
@@ -121,7 +121,7 @@ def _room_for_prefix(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
     """The size less the prefix must still be more than the overlap."""
     prefix, size, overlap, unit = (values["embed_prefix"], values["size"], values["overlap"],
                                    values["unit"])
-    length = _prefix_length(prefix, unit) if prefix else 0
+    length = _prefix_length(prefix, values) if prefix else 0
     if prefix and size - length <= overlap:
         raise SettingsError(f"{spell('embed_prefix')} takes {length} of the size's {size} "
                             f"{unit}, which leaves the chunks no more than the overlap "
@@ -149,7 +149,7 @@ EMBED_PREFIX = register_option(Option[str](
 
 
 class TokenCounting(Wrapper):
-    """Adds ``tokens``, the exact cl100k_base count of each chunk's text."""
+    """Adds ``tokens``, the exact count of each chunk's text in the tokenizer's tokens."""
 
     def __init__(self, chunker: Chunker, unit: LengthUnit, same_as_length: bool) -> None:
         super().__init__(chunker)

@@ -14,7 +14,8 @@ import os
 from chunkd.errors import SettingsError
 from chunkd.units.base import CHARS, Chars, CountError, FunctionUnit, LengthUnit, checked_unit
 
-__all__ = ["CHARS", "Chars", "CountError", "FunctionUnit", "LengthUnit", "checked_unit", "resolve"]
+__all__ = ["CHARS", "Chars", "CountError", "FunctionUnit", "LengthUnit", "checked_unit", "measure",
+           "resolve"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,6 +38,15 @@ def resolve(spec: str) -> LengthUnit:
         return tiktoken_encodings.file_unit(spec)
     if os.path.exists(spec):
         return huggingface.unit(spec)
+    if os.sep in spec or spec.endswith(".json"):
+        raise SettingsError(f"{spec}: no such file or folder")
     raise SettingsError(f"unknown tokenizer {spec!r}: give chars, a tiktoken encoding "
                         f"(cl100k_base, {', '.join(tiktoken_encodings.names())}), a .tiktoken "
                         f"file, or a Hugging Face tokenizer.json file or model folder")
+
+
+def measure(unit: str, tokenizer: str) -> LengthUnit:
+    """The unit of a size in ``unit`` ("chars", "tokens"), tokens being those of
+    ``tokenizer`` (a spec for ``resolve``): how settings name a unit
+    (``chunkd.settings.Settings.measure``)."""
+    return resolve(tokenizer if unit == "tokens" else unit)

@@ -30,12 +30,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from chunkd.errors import SettingsError
+from chunkd.units.kept import KeptCounts
 
 TOKENIZER_FILE = "tokenizer.json"
+#: How to add what reading a Hugging Face tokenizer needs (the huggingface extra).
+INSTALL = "pip install 'tokenizers>=0.19'"
 #: transformers' placeholder for "no limit" in ``model_max_length`` (``int(1e30)``).
 NO_LIMIT = 10 ** 9
 
@@ -46,6 +50,10 @@ LENGTHENING_NORMALIZERS = {"NFD", "NFKD", "Lowercase"}
 LOCAL_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "ByteLevel",
                         "Metaspace"}
 LOCAL_MODELS = {"WordPiece", "BPE", "Unigram", "WordLevel"}
+#: Pre-tokenizers that end a word at every white space (each word then tokenized alone).
+SPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+#: The white space at which those split whatever the normalizer (see ``HuggingFaceUnit``).
+_GROUPS = re.compile(r"[^ \t\n\r]+")
 
 
 def _components(config: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -136,7 +144,11 @@ class HuggingFaceUnit:
     def __init__(self, data: bytes, label: str, where: str, limit: int | None = None) -> None:
         """``data``: the ``tokenizer.json`` text; ``label``: its name in the unit's
         identity; ``where``: where it comes from, for messages."""
-        from tokenizers import Tokenizer
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise SettingsError(f"{where}: reading a Hugging Face tokenizer needs the "
+                                f"tokenizers package: {INSTALL}") from None
 
         try:
             config = json.loads(data)
@@ -160,6 +172,11 @@ class HuggingFaceUnit:
             pre_tokenizer.get("type") == "Metaspace"
             and pre_tokenizer.get("prepend_scheme", "always") != "never")
         self.max_chars: int | None = _byte_level_max_chars(config, added)
+        #: Whether a text's count is the sum of its groups' (``count``).
+        self.additive = (self.local and pre_tokenizer.get("type") in SPACE_SPLITTING
+                         and not any(_GROUPS.fullmatch(text) is None for text in added))
+        #: The counts of its groups, for ``count``.
+        self.kept = KeptCounts(_GROUPS.findall, self.encoded)
 
     @property
     def max_size(self) -> int | None:
@@ -167,6 +184,16 @@ class HuggingFaceUnit:
         return None if self.limit is None else self.limit - self.special
 
     def count(self, text: str) -> int:
+        """The number of tokens; for an ``additive`` tokenizer, the sum of the counts
+        of its groups (the runs between spaces, tabs, CR and LF), kept
+        (``chunkd.units.kept``)."""
+        # Exact: the pre-tokenizer splits at these four, which every local normalizer
+        # keeps as they are (a starter, which composes with nothing), and no added
+        # token holds one; so each group's words, and so its tokens, are its own.
+        return self.kept(text) if self.additive else self.encoded(text)
+
+    def encoded(self, text: str) -> int:
+        """The number of tokens, from the tokenizer itself."""
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def settled(self, text: str) -> tuple[int, int]:
@@ -194,7 +221,7 @@ class HuggingFaceUnit:
             return 0, 0
         # The count of the rest on its own must be the rest of the count; it always is
         # for the families above, and a cut that failed would settle nothing.
-        if self.count(text[start:]) != len(encoding.ids) - index:
+        if self.encoded(text[start:]) != len(encoding.ids) - index:
             return 0, 0
         return start, index
 

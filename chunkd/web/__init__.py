@@ -45,7 +45,7 @@ def asset(name: str) -> bytes:
 
 
 def with_token_counts(settings: Settings) -> Settings:
-    """The page always shows each chunk's exact cl100k_base count."""
+    """The page always shows each chunk's exact token count (of the tokenizer)."""
     return settings.replace(count_tokens=True)
 
 
@@ -109,7 +109,8 @@ def bounded_chunks(settings: Settings, text: str, name: str | None = None,
 def report(settings: Settings, text: str, name: str | None = None,
            max_chunks: int | None = None, max_points: int | None = None) -> dict:
     """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
-    same settings (with ``doc`` when the document has a ``name``, as for a FILE).
+    same settings (with ``doc`` when the document has a ``name``, as for a FILE);
+    ``tokenizer``, the identity of the tokenizer its tokens count in.
     ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``)."""
     chunks = bounded_chunks(settings, text, name, max_chunks, max_points)
     out = io.BytesIO()
@@ -118,7 +119,7 @@ def report(settings: Settings, text: str, name: str | None = None,
     writer.write(chunks)
     writer.end()
     return {"chunker": f"chunkd {__version__}", "doc": name_value(name),
-            "settings": settings.as_dict(), "fields": list(settings.record_fields()),
+            "tokenizer": settings.token_measure.name, "settings": settings.as_dict(), "fields": list(settings.record_fields()),
             "summary": summary(chunks, len(text)), "text": text,
             "jsonl": out.getvalue().decode("utf-8")}
 

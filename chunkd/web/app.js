@@ -343,7 +343,7 @@
       ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (cl100k_base)`]);
+    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (${shown.report.tokenizer})`]);
     facts.push(["Estimated tokens", record.estimated_tokens !== undefined
       ? count.format(record.estimated_tokens) : "—"]);
     if (record.headings !== undefined) {
@@ -380,7 +380,7 @@
         + `${count.format(summary.min)}, max ${count.format(summary.max)}, size ${count.format(settings.size)}`]);
     }
     if (summary.tokens !== null) {
-      tiles.push(["Tokens", count.format(summary.tokens), "cl100k_base tokens in all chunks"]);
+      tiles.push(["Tokens", count.format(summary.tokens), `${shown.report.tokenizer} tokens in all chunks`]);
     }
     if (summary.estimated_tokens !== null) {
       tiles.push(["Estimated tokens", count.format(summary.estimated_tokens), "estimated tokens in all chunks"]);
@@ -493,11 +493,14 @@
     message.hidden = !text;
   }
 
-  function describe(settings) {
+  /** A report's settings in a line; tokens name the tokenizer that counts them. */
+  function describe(report) {
+    const settings = report.settings;
+    const unit = settings.unit === "tokens" ? `tokens (${report.tokenizer})` : settings.unit;
     const overlap = settings.overlap ? `, overlap ${count.format(settings.overlap)}` : ", no overlap";
     const parents = settings.parent_size === undefined ? ""
       : `, parents of ${count.format(settings.parent_size)} (overlap ${count.format(settings.parent_overlap)})`;
-    return `${settings.strategy}, ${count.format(settings.size)} ${settings.unit}${overlap}${parents}`;
+    return `${settings.strategy}, ${count.format(settings.size)} ${unit}${overlap}${parents}`;
   }
 
   function showTab(name) {
@@ -528,7 +531,7 @@
     document.title = `${name} — chunkd preview`;
     $("title").textContent = "preview";
     const fixed = $("fixed-settings");
-    fixed.append(element("strong", "", name), ` · ${describe(report.settings)} · ${report.chunker}`);
+    fixed.append(element("strong", "", name), ` · ${describe(report)} · ${report.chunker}`);
     fixed.hidden = false;
     $("tab-edit").hidden = $("open-file").hidden = true;
     show(report);
@@ -542,12 +545,17 @@
   let source = null;  // an opened file: {name, bytes}; null: the editor's text
   let asked = 0;      // the latest split asked for; older answers are dropped
   let maxBytes = Infinity;
+  let tokenizer = "";  // the server's: what tokens count in
 
   function setStrategy(name) {
     const kind = strategies.get(name);
     $("strategy").value = name;
     const unit = $("unit");
-    unit.replaceChildren(...kind.units.map((u) => element("option", "", u)));
+    unit.replaceChildren(...kind.units.map((u) => {
+      const option = element("option", "", u === "tokens" ? `tokens (${tokenizer})` : u);
+      option.value = u;
+      return option;
+    }));
     unit.disabled = kind.units.length < 2;
     $("size").value = kind.default_size;
     $("overlap").value = "";
@@ -640,6 +648,7 @@
   fetch("/api/config").then((answer) => answer.json()).then((config) => {
     strategies = new Map(config.strategies.map((kind) => [kind.name, kind]));
     maxBytes = config.max_bytes;
+    tokenizer = config.tokenizer;
     $("strategy").replaceChildren(...config.strategies.map((kind) => {
       const option = element("option", "", kind.name);
       option.title = kind.summary;
