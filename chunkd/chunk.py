@@ -40,6 +40,10 @@ RECORD_FIELDS = (
                 "the definitions enclosing the chunk's start, outermost first (code)"),
     RecordField("language", lambda pa: pa.string(),
                 "the language its document was parsed as (code)"),
+    RecordField("distance", lambda pa: pa.float64(),
+                "the cosine distance between the sentence windows at the chunk's end, "
+                "where the semantic strategy cut (none after the last chunk or inside a "
+                "group cut at the maximum size)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -85,6 +89,8 @@ class Chunk(NamedTuple):
       "def feed"); the code strategy;
     * ``language``: the language the code strategy parsed the document as (None: cut
       as text).
+    * ``distance``: the semantic strategy's cosine distance between the sentence windows
+      either side of the chunk's end, where it cut (``chunkd.strategies.semantic``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -106,6 +112,7 @@ class Chunk(NamedTuple):
     pages: tuple[int, int] | None = None
     symbols: tuple[str, ...] | None = None
     language: str | None = None
+    distance: float | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks

@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 else:
     _Splitter = object
 
-__all__ = ["CharacterTextSplitter", "HuggingFaceLength", "RecursiveCharacterTextSplitter",
-           "TiktokenLength"]
+__all__ = ["CharacterTextSplitter", "HuggingFaceLength", "LangChainEmbedder",
+           "RecursiveCharacterTextSplitter", "TiktokenLength", "embedder"]
 
 #: Separator patterns that CharacterTextSplitter treats as lookarounds: it joins the
 #: pieces they cut with nothing, even when the separator is dropped.
@@ -288,3 +288,28 @@ class CharacterTextSplitter(_Kernel, _langchain.CharacterTextSplitter):
         return {"separators": [re.compile(separator) if regex and separator else separator],
                 "keep_separator": _keep(self._keep_separator), "merge_long": True,
                 "join": "" if lookaround else None}
+
+
+class LangChainEmbedder:
+    """A LangChain ``Embeddings`` object as chunkd's embedding model
+    (``chunkd.embeddings.Embedder``): texts go through its ``embed_documents``."""
+
+    def __init__(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        kind = type(embeddings)
+        model = next((getattr(embeddings, name) for name in ("model", "model_name")
+                      if isinstance(getattr(embeddings, name, None), str)), None)
+        self.name = f"langchain:{kind.__module__}.{kind.__qualname__}" + (
+            f"({model})" if model else "")
+
+    def embed(self, texts: Any) -> Any:
+        from chunkd.embeddings import as_matrix
+
+        return as_matrix(self.embeddings.embed_documents(list(texts)), len(texts), self.name)
+
+
+def embedder(embeddings: Any) -> LangChainEmbedder:
+    """chunkd's embedding model for a LangChain ``Embeddings`` object (what the
+    ``embed`` setting takes): ``chunkd.split_text(text, strategy="semantic",
+    embed=HuggingFaceEmbeddings(...))`` works with the object itself too."""
+    return LangChainEmbedder(embeddings)

@@ -67,7 +67,7 @@ from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
                              settings_from_flags)
-from chunkd.strategies import Source, build
+from chunkd.strategies import REGISTRY, Source, build
 from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
                         with_token_counts)
 
@@ -129,7 +129,11 @@ def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | N
                 values[key] = request[key].read(value)
             except argparse.ArgumentTypeError as error:
                 raise SettingsError(f"argument --{key}: {error}") from None
-    server_own = {option.name: server[option] for option in options() if not option.request}
+    # The server's own settings, less those the requested strategy does not take (a
+    # server started with --strategy semantic --embed MODEL serves the others too).
+    asked = REGISTRY.get(str(values.get("strategy", server.strategy)))
+    server_own = {option.name: server[option] for option in options() if not option.request
+                  and (asked is None or option.applies is None or option.applies(asked))}
     return (settings_from_flags({request[key].key: value for key, value in values.items()},
                                 base=server_own | {"count_tokens": True}), name)
 

@@ -67,3 +67,15 @@ def pytest_sessionfinish(session):
         facts["debug_build"] = chunkd._core.DEBUG_BUILD
     with open(record, "w", encoding="utf-8") as stream:
         json.dump(facts, stream)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 (``tests/embedding.py``), loaded once a test process
+    through chunkd (which keeps one copy a process): its folder and the loaded model."""
+    from embedding import model_folder
+
+    import chunkd.embeddings
+
+    folder = model_folder()
+    return folder, chunkd.embeddings.model(folder)

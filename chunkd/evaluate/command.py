@@ -64,11 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
                              '{"id": ..., "text": ...} a line')
     parser.add_argument("-k", "--k", type=int, default=5, metavar="K",
                         help="chunks retrieved per question (default: 5)")
-    parser.add_argument("--retriever", choices=tuple(RETRIEVERS), default="bm25",
-                        help="bm25: Okapi BM25 over words, CJK as character bigrams (default)")
-    parser.add_argument("--rank", choices=METRICS, default="iou",
-                        help="the metric that ranks the settings (default: iou; recall alone "
-                             "always favours the largest chunks)")
+    parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
+                        help="bm25: Okapi BM25 over words, CJK as character bigrams (default); "
+                             "dense: the cosine similarity of the --embed model's vectors; "
+                             "hybrid: the two fused by reciprocal rank")
+    parser.add_argument("--query-prefix", default="", metavar="TEXT",
+                        help="dense, hybrid: put TEXT before every question (E5's 'query: ', "
+                             "BGE's instruction)")
+    parser.add_argument("--document-prefix", default="", metavar="TEXT",
+                        help="dense, hybrid: put TEXT before every chunk (E5's 'passage: ')")
+    parser.add_argument("--budget", type=int, metavar="TOKENS",
+                        help="instead of k chunks, retrieve as many of the best chunks as fit "
+                             "in TOKENS tokens (the chunks' --count-tokens), so that sizes "
+                             "compete at equal context cost; ranks by recall unless --rank says")
+    parser.add_argument("--rank", choices=METRICS,
+                        help="the metric that ranks the settings (default: recall with "
+                             "--budget, else iou; with k fixed, recall alone always favours "
+                             "the largest chunks)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table: for a terminal (default); ndjson, json, csv: one record "
                              "per setting, best first")
@@ -161,7 +173,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     from chunkd.evaluate import report
     from chunkd.evaluate.evaluation import evaluate
     from chunkd.evaluate.grid import grid
-    from chunkd.evaluate.retrieval import RETRIEVERS
+    from chunkd.evaluate.retrieval import retriever
     from chunkd.readers import display_name
 
     try:
@@ -182,14 +194,18 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     progress = GridProgress(len(points), enabled=not args.quiet)
     results = []
     started = time.perf_counter()
+    model = retriever_model(args, parser)
+    search = retriever(args.retriever, model, args.query_prefix, args.document_prefix)
     for done, point in enumerate(points):
         progress.show(done, point.options())
-        results.append(evaluate(point, library, questions, RETRIEVERS[args.retriever], args.k))
+        results.append(evaluate(point, library, questions, search, args.k, args.budget))
     progress.close()
     seconds = time.perf_counter() - started
-    results = report.ranked(results, args.rank)
-    scope = report.Scope(args.k, args.rank, args.retriever, len(questions),
-                         tuple(library.names), points[0].settings.token_measure.name)
+    rank = args.rank or ("recall" if args.budget is not None else "iou")
+    results = report.ranked(results, rank)
+    scope = report.Scope(args.k, rank, args.retriever, len(questions),
+                         tuple(library.names), points[0].settings.token_measure.name,
+                         None if model is None else model.name, args.budget)
     out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
               else report.records_bytes(results, args.format, scope))
     out.flush()
@@ -205,6 +221,20 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     return EXIT_FAILED if problems.count else EXIT_OK
 
 
+def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
+    """The model of a retriever that embeds (``--embed``), loaded once; None for BM25."""
+    from chunkd.evaluate.retrieval import EMBEDDING
+
+    if args.retriever not in EMBEDDING:
+        return None
+    from chunkd.embeddings import model
+
+    try:
+        return model(args.embed, args.embed_device)
+    except SettingsError as error:
+        parser.error(str(error))
+
+
 def main(argv: Sequence[str]) -> int:
     """Run ``chunkd eval``; returns the exit status."""
     from chunkd.evaluate.report import CHARTS
@@ -213,6 +243,13 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     if args.k < 1:
         parser.error(f"-k must be at least 1, got {args.k}")
+    if args.budget is not None and args.budget < 1:
+        parser.error(f"--budget must be at least 1, got {args.budget}")
+    if args.retriever != "bm25" and args.embed is None:
+        parser.error(f"--retriever {args.retriever} needs a model: --embed MODEL")
+    if args.retriever == "bm25" and (args.query_prefix or args.document_prefix):
+        parser.error("--query-prefix and --document-prefix are for --retriever dense or "
+                     "hybrid")
     if args.input == "text" and (not args.files or "-" in args.files):
         parser.error("give the documents as FILEs (a question names its document), "
                      "or --input ndjson")

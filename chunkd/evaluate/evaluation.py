@@ -44,12 +44,17 @@ def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk
 
 
 def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
-             retriever: Callable[[Sequence[str]], Retriever], k: int) -> Result:
-    """The scores of ``point``'s settings, with the top ``k`` chunks of ``retriever``."""
+             retriever: Callable[[Sequence[str]], Retriever], k: int,
+             budget: int | None = None) -> Result:
+    """The scores of ``point``'s settings, with the top ``k`` chunks of ``retriever``,
+    or, with a ``budget``, as many of its best chunks as fit in that many tokens."""
     chunks = chunk_documents(point, documents)
     # What is indexed is what would be embedded: embed_text when asked for (--embed-text).
     best = (retriever([chunk.embed_text or chunk.text for _, chunk in chunks]).search(
-        [question.text for question in questions], k) if chunks else [[] for _ in questions])
+        [question.text for question in questions], k if budget is None else len(chunks))
+        if chunks else [[] for _ in questions])
+    if budget is not None:
+        best = [within(numbers, chunks, budget) for numbers in best]
     per_question = []
     for question, numbers in zip(questions, best):
         retrieved = [Retrieved(chunk.start, chunk.end, document == question.document)
@@ -69,3 +74,17 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
     return Result(point, Part(summarize(per_question), len(chunks), sum(token_counts)),
                   tuple(Part(summarize(by_document[number]), chunk_counts[number],
                              token_counts[number]) for number in range(count)))
+
+
+def within(ranked: list[int], chunks: Sequence[tuple[int, Chunk]], budget: int) -> list[int]:
+    """The best chunks, in order, up to the first that would take their tokens past
+    ``budget``: what a prompt of that many context tokens holds."""
+    kept, spent = [], 0
+    for number in ranked:
+        tokens = chunks[number][1].tokens
+        assert tokens is not None, "chunk_documents counts tokens (count_tokens)"
+        if spent + tokens > budget:
+            break
+        kept.append(number)
+        spent += tokens
+    return kept

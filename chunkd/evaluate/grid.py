@@ -6,8 +6,10 @@ Each strategy takes the sizes written for its kind: a recursive strategy every
 is combined with every ``--overlap``. What is not given takes a default: the recursive
 strategy, ``DEFAULT_TOKENS`` for a recursive strategy (those that fit, and the
 largest that fits, with a model folder's ``--tokenizer``; the strategy's own default
-size for a window strategy), ``DEFAULT_OVERLAPS``. The other settings flags (separators,
-``--language``, ``--strip-headings``, ``--embed-text``, ...) apply to every setting.
+size for a window strategy), ``DEFAULT_OVERLAPS`` (0 alone for a strategy whose chunks
+do not overlap). The other settings flags (separators, ``--language``,
+``--strip-headings``, ``--embed-text``, ...) apply to every setting; the model
+(``--embed``) to the strategies that take it, and to the retriever.
 Every combination is made by ``chunkd.settings.settings_from_flags``, the filter's own
 path; a combination it refuses (an overlap not smaller than a size) is reported and
 left out. Parent/child settings are refused: eval scores the chunks retrieval returns,
@@ -26,6 +28,9 @@ from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flag
 from chunkd.strategies import strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
+#: Settings flags that eval's retriever reads too (the model): a strategy that does not
+#: take them is given the others only.
+RETRIEVER_FLAGS = ("embed", "embed_device")
 DEFAULT_OVERLAPS: list[int | str] = [0, "15%"]
 
 
@@ -83,12 +88,12 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
         chosen_sizes: list[tuple[str, Any]] = ((window_sizes or [("size", None)]) if kind.window
                                                else recursive_sizes)
         for key, size in chosen_sizes:
-            for overlap in given.get("overlap") or DEFAULT_OVERLAPS:
+            for overlap in given.get("overlap") or (DEFAULT_OVERLAPS if kind.overlaps else [0]):
                 chosen = {"strategy": name, "overlap": overlap}
                 if size is not None:
                     chosen[key] = size
                 try:
-                    settings = settings_from_flags(shared | chosen)
+                    settings = settings_from_flags(taken(shared, kind) | chosen)
                 except SettingsError as error:
                     shown = "" if size is None else f" --{key} {size}"
                     problems.append(f"--strategy {name}{shown} --overlap {overlap}: {error}")
@@ -96,3 +101,13 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
                 if all(point.settings != settings for point in points):
                     points.append(Point(settings, str(overlap)))
     return points, problems
+
+
+def taken(flags: dict[str, Any], kind: type) -> dict[str, Any]:
+    """``flags`` less the retriever's that ``kind`` does not take."""
+    def takes(key: str) -> bool:
+        applies = OPTIONS[key].applies
+        return applies is None or applies(kind)
+
+    return {key: value for key, value in flags.items()
+            if key not in RETRIEVER_FLAGS or takes(key)}

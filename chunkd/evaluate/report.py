@@ -40,6 +40,15 @@ class Scope:
     names: tuple[str, ...]
     #: The identity of the tokenizer that counts the ``tokens`` column.
     tokenizer: str = "cl100k_base"
+    #: The retriever's model's identity (dense, hybrid).
+    model: str | None = None
+    #: The context tokens each question's chunks fit in, instead of ``k`` chunks.
+    budget: int | None = None
+
+    @property
+    def depth(self) -> str:
+        """How many chunks a question gets, as recall@ says it."""
+        return str(self.k) if self.budget is None else "budget"
 
 
 def ranked(results: Sequence[Result], metric: str) -> list[Result]:
@@ -63,9 +72,19 @@ def _part_fields(part: Part) -> dict:
     return fields
 
 
+def retrieval_fields(scope: Scope) -> dict:
+    """How the chunks were retrieved: ``k`` or ``budget``, and the retriever and its
+    model where it is not BM25."""
+    fields: dict = {"k": scope.k} if scope.budget is None else {"budget": scope.budget}
+    if scope.retriever != "bm25":
+        fields.update(retriever=scope.retriever, retriever_model=scope.model)
+    return fields
+
+
 def record(result: Result, scope: Scope) -> dict:
-    """A setting's record: settings, ``k``, the overall scores, then per document."""
-    return {**settings_fields(result), "k": scope.k, **_part_fields(result.overall),
+    """A setting's record: settings, how it retrieved, the overall scores, then per
+    document."""
+    return {**settings_fields(result), **retrieval_fields(scope), **_part_fields(result.overall),
             "documents": [{"doc": name, **_part_fields(part)}
                           for name, part in zip(scope.names, result.documents)]}
 
@@ -75,7 +94,7 @@ def records_bytes(results: Sequence[Result], format: str, scope: Scope) -> bytes
     if format == "csv":
         rows = []
         for result in results:
-            head = {**settings_fields(result), "k": scope.k}
+            head = {**settings_fields(result), **retrieval_fields(scope)}
             rows.append({**head, "doc": "", **_part_fields(result.overall)})
             rows.extend({**head, "doc": name, **_part_fields(part)}
                         for name, part in zip(scope.names, result.documents))
@@ -113,10 +132,11 @@ def _size(result: Result) -> int:
     return size
 
 
-def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
-    """The ranked table's cells, a header row first."""
+def table_rows(results: Sequence[Result], depth: str) -> list[list[str]]:
+    """The ranked table's cells, a header row first; ``depth`` says how many chunks a
+    question gets (recall@5, recall@budget)."""
     header = ["#", "strategy", "unit", "size", "overlap",
-              *(TITLES[name].replace("@k", f"@{k}") for name in METRICS), "chunks", "tokens"]
+              *(TITLES[name].replace("@k", f"@{depth}") for name in METRICS), "chunks", "tokens"]
     rows = [header]
     for place, result in enumerate(results, start=1):
         summary = result.overall.summary
@@ -130,11 +150,15 @@ def table_rows(results: Sequence[Result], k: int) -> list[list[str]]:
 
 
 def headline(scope: Scope) -> str:
+    model = (scope.model or "").partition("@")[0]  # its name; records hold the identity
+    retriever = {"bm25": "BM25", "dense": f"dense ({model})",
+                 "hybrid": f"hybrid (BM25 + {model})"}[scope.retriever]
+    depth = (f"top {scope.k}" if scope.budget is None
+             else f"the best chunks within {scope.budget:,} tokens")
     return (f"{_count(scope.questions, 'question')} over "
-            f"{_count(len(scope.names), 'document')}, {scope.retriever.upper()} top "
-            f"{scope.k}, ranked by {TITLES[scope.rank]} (mean ±standard deviation over the "
-            "questions)" + ("" if scope.tokenizer == "cl100k_base"
-                            else f"; tokens of {scope.tokenizer}"))
+            f"{_count(len(scope.names), 'document')}, {retriever} {depth}, ranked by "
+            f"{TITLES[scope.rank]} (mean ±standard deviation over the questions)"
+            + ("" if scope.tokenizer == "cl100k_base" else f"; tokens of {scope.tokenizer}"))
 
 
 def _count(number: int, thing: str) -> str:
@@ -151,7 +175,7 @@ def best_line(results: Sequence[Result], scope: Scope) -> str:
 
 def table(results: Sequence[Result], scope: Scope) -> str:
     """The terminal table, ranked, with the best setting named under it."""
-    rows = table_rows(results, scope.k)
+    rows = table_rows(results, scope.depth)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     left = {1, 2}  # the text columns; numbers are right-aligned
     lines = ["  ".join(cell.ljust(width) if column in left else cell.rjust(width)
@@ -162,7 +186,7 @@ def table(results: Sequence[Result], scope: Scope) -> str:
 
 # --- the chart -----------------------------------------------------------------------------
 
-def figure(results: Sequence[Result], k: int):
+def figure(results: Sequence[Result], scope: Scope):
     """Recall and IoU against size: a column per unit, a line per strategy and overlap."""
     from matplotlib.figure import Figure
 
@@ -192,7 +216,9 @@ def figure(results: Sequence[Result], k: int):
             if row == 1:
                 plot.set_xlabel(f"size ({unit})")
         axes[0][column].legend(fontsize="small")
-    figure.suptitle(f"chunkd eval: top {k} chunks, "
+    depth = (f"top {scope.k} chunks" if scope.budget is None
+             else f"chunks within {scope.budget:,} tokens")
+    figure.suptitle(f"chunkd eval: {depth}, "
                     f"{results[0].overall.summary.questions} questions")
     return figure
 
@@ -202,7 +228,7 @@ def chart_bytes(results: Sequence[Result], kind: str, scope: Scope) -> bytes:
     it (as SVG) and the tables."""
     import matplotlib
 
-    drawn = figure(results, scope.k)
+    drawn = figure(results, scope)
     out = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "chunkd", "svg.fonttype": "none"}):
         if kind == ".png":
@@ -218,7 +244,7 @@ def chart_bytes(results: Sequence[Result], kind: str, scope: Scope) -> bytes:
 def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
     """A self-contained HTML page (no script, no link): the headline, the best setting,
     the chart, the ranked table and each setting's scores per document."""
-    rows = table_rows(results, scope.k)
+    rows = table_rows(results, scope.depth)
     cells = "\n".join(
         "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])

@@ -2,15 +2,22 @@
 
 A retriever is built once per setting from the texts of all its chunks (of every
 document) and returns, for each question, the numbers of the best ``k`` chunks, best
-first. BM25 is the only one so far; an embedding retriever would be one more entry in
-``RETRIEVERS`` (it must run offline: no model is downloaded at run time).
+first: BM25 over words; dense, the cosine similarity of a model's embeddings
+(``chunkd.embeddings``: offline, each distinct text embedded once a process); hybrid,
+the two rankings fused by reciprocal rank.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy
+
+    from chunkd.embeddings import Embedder
 
 
 class Retriever(Protocol):
@@ -61,18 +68,93 @@ class BM25:
             self.index.index(words, show_progress=False)
         self.count = len(chunks)
 
+    def scores(self, questions: Sequence[str]) -> numpy.ndarray:
+        """Each question's score for each chunk (a row a question)."""
+        import numpy
+
+        rows = numpy.zeros((len(questions), self.count), dtype=numpy.float32)
+        for row, question in zip(rows, questions):
+            ids = (self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
+                   if self.index is not None else [])
+            if self.index is not None and ids:
+                row[:] = self.index.get_scores_from_ids(ids)
+        return rows
+
+    def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
+        return best_first(self.scores(questions), k)
+
+
+def best_first(scores: numpy.ndarray, k: int) -> list[list[int]]:
+    """For each row of scores, the numbers of its ``k`` highest, equal scores in chunk
+    order."""
+    import numpy
+
+    return [numpy.argsort(-row, kind="stable")[:k].tolist() for row in scores]
+
+
+class Dense:
+    """The chunks whose embeddings are nearest a question's, by cosine similarity; the
+    prefixes go before every question and every chunk (E5's "query: " and "passage: ",
+    BGE's instruction)."""
+
+    def __init__(self, chunks: Sequence[str], model: Embedder, query_prefix: str = "",
+                 document_prefix: str = "") -> None:
+        self.model = model
+        self.query_prefix = query_prefix
+        self.vectors = unit_rows(model.embed([document_prefix + text for text in chunks]))
+
+    def scores(self, questions: Sequence[str]) -> numpy.ndarray:
+        asked = unit_rows(self.model.embed([self.query_prefix + text for text in questions]))
+        return asked @ self.vectors.T
+
+    def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
+        return best_first(self.scores(questions), k)
+
+
+def unit_rows(vectors: numpy.ndarray) -> numpy.ndarray:
+    """The rows scaled to length 1, in float64 (a zero row stays zero)."""
+    import numpy
+
+    rows = vectors.astype(numpy.float64)
+    norms = numpy.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / numpy.where(norms == 0, 1, norms)
+
+
+#: Reciprocal rank fusion's constant (Cormack, Clarke and Büttcher, 2009).
+FUSION_K = 60
+
+
+class Hybrid:
+    """BM25 and dense fused by reciprocal rank: a chunk scores 1 / (60 + its rank) in
+    each of the two full rankings (ranks from 1), summed."""
+
+    def __init__(self, chunks: Sequence[str], model: Embedder, query_prefix: str = "",
+                 document_prefix: str = "") -> None:
+        self.parts = (BM25(chunks), Dense(chunks, model, query_prefix, document_prefix))
+        self.count = len(chunks)
+
     def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
         import numpy
 
-        best = []
-        for question in questions:
-            ids = (self.index.get_tokens_ids(tokenize(question))  # words no chunk has: none
-                   if self.index is not None else [])
-            scores = (self.index.get_scores_from_ids(ids) if self.index is not None and ids
-                      else numpy.zeros(self.count, dtype=numpy.float32))
-            best.append(numpy.argsort(-scores, kind="stable")[:k].tolist())
-        return best
+        fused = numpy.zeros((len(questions), self.count))
+        for part in self.parts:
+            for row, ranking in zip(fused, best_first(part.scores(questions), self.count)):
+                row[ranking] += 1.0 / (FUSION_K + numpy.arange(1, self.count + 1))
+        return best_first(fused, k)
 
 
-#: Retriever name -> factory from the chunk texts.
-RETRIEVERS: dict[str, Callable[[Sequence[str]], Retriever]] = {"bm25": BM25}
+#: The retrievers, by name: "bm25" first, the default.
+RETRIEVERS = ("bm25", "dense", "hybrid")
+#: The retrievers that embed, with a model.
+EMBEDDING = ("dense", "hybrid")
+
+
+def retriever(name: str, model: Embedder | None = None, query_prefix: str = "",
+              document_prefix: str = "") -> Callable[[Sequence[str]], Retriever]:
+    """The factory of the retriever ``name`` (one of ``RETRIEVERS``), from the chunk
+    texts; dense and hybrid embed with ``model``."""
+    if name == "bm25":
+        return BM25
+    assert model is not None, "the command asks for a model for dense and hybrid"
+    return functools.partial(Dense if name == "dense" else Hybrid, model=model,
+                             query_prefix=query_prefix, document_prefix=document_prefix)

@@ -277,5 +277,6 @@ def chunk_blocks(chunker: Chunker, source: Source,
 from chunkd.strategies import recursive  # noqa: E402,F401,I001
 from chunkd.strategies import windows  # noqa: E402,F401
 from chunkd.strategies import markdown  # noqa: E402,F401
+from chunkd.strategies import semantic  # noqa: E402,F401
 from chunkd.strategies import code  # noqa: E402,F401
 from chunkd.strategies import auto  # noqa: E402,F401

@@ -52,6 +52,11 @@ class Strategy:
     default_size: ClassVar[int]
     #: A window strategy takes ``--size``; the others ``--chars`` or ``--tokens``.
     window: ClassVar[bool] = False
+    #: Whether its chunks may overlap (``overlap``); if not, it takes none but 0.
+    overlaps: ClassVar[bool] = True
+    #: Whether it cuts as the text streams, in memory bounded by its size; if not, it
+    #: holds each document whole until ``finish``.
+    streams: ClassVar[bool] = True
     #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
     fields: ClassVar[tuple[str, ...]] = ()
     #: Whether it has a parent/child mode (``parent_size``): children are this strategy's

@@ -1,0 +1,462 @@
+"""The semantic strategy: cut where the meaning changes, within size bounds.
+
+Sentences (chunkd's ``sentences`` units, or LangChain's with ``--sentence-split
+langchain``) are each embedded with ``buffer_size`` neighbours on each side; the
+distance between neighbouring windows is 1 - cosine similarity, and a chunk ends after
+a sentence where the breakpoint value (the distance, or its gradient) is strictly above
+a threshold computed over the whole document, by LangChain's ``SemanticChunker``'s four
+rules. The groups are then bounded: one under the minimum joins a neighbour, one over the
+maximum (the size) is cut inside by the recursive splitter. The rules, defaults and
+memory are in docs/semantic.md.
+
+A whole-document threshold needs every distance first, so the chunker holds the
+document's text from its first ``feed`` until ``finish``, which cuts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from chunkd.chunk import Chunk
+from chunkd.errors import SettingsError
+from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
+                            register_option, whole)
+from chunkd.strategies.base import Chunker, Strategy, register
+
+if TYPE_CHECKING:
+    import numpy
+
+    from chunkd.embeddings import Embedder
+    from chunkd.settings import Draft, Settings
+    from chunkd.units.base import LengthUnit
+
+#: LangChain's thresholds and their default amounts (``BREAKPOINT_DEFAULTS``).
+BREAKPOINTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5,
+               "gradient": 95.0}
+#: The sentence splits: chunkd's ``sentences`` units, or LangChain's regular expression.
+SENTENCE_SPLITS = ("chunkd", "langchain")
+LANGCHAIN_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+
+
+def _semantic_only(kind: type[Strategy]) -> bool:
+    return kind.name == "semantic"
+
+
+_SEMANTIC_ONLY = "{option} is for --strategy semantic, not {strategy}"
+
+
+def _check_model(value: Any, name: str) -> Any:
+    """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
+    a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept
+    behind the cache by content)."""
+    from chunkd.embeddings import Cached, FunctionEmbedder
+
+    if isinstance(value, str):
+        if not value:
+            raise SettingsError(f"{name} must name a model")
+        return value
+    if isinstance(value, Cached):
+        return value
+    if hasattr(value, "embed_documents"):
+        from chunkd.langchain import embedder
+
+        return Cached(embedder(value))
+    if hasattr(value, "embed") and isinstance(getattr(value, "name", None), str):
+        return Cached(value)
+    if callable(value):
+        return Cached(FunctionEmbedder(value))
+    raise SettingsError(f"{name} must be a model folder or name, an embedder, a LangChain "
+                        f"Embeddings object or a function of texts, not {value!r}")
+
+
+def _model_identity(value: Any) -> str:
+    """A model as results record it: its identity (``chunkd.embeddings``)."""
+    from chunkd.embeddings import identity
+
+    return identity(value) if isinstance(value, str) else value.name
+
+
+def _model_shown(settings: Settings) -> list[str]:
+    value = settings[EMBED]
+    return ["--embed", value] if isinstance(value, str) else []
+
+
+def embedder(settings: Settings) -> Embedder:
+    """The model the settings name, loaded once a process."""
+    from chunkd.embeddings import model
+
+    value = settings[EMBED]
+    if value is None:
+        raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
+                            "sentence-transformers folder, or a name in the Hugging Face "
+                            "cache)")
+    return model(value, settings[EMBED_DEVICE]) if isinstance(value, str) else value
+
+
+#: The embedding model (``chunkd.embeddings``); recorded by its identity.
+EMBED = register_option(Option[Any](
+    None, "the embedding model", name="embed", check=_check_model, to_json=_model_identity,
+    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
+        Flag("--embed", "semantic: the embedding model, a sentence-transformers model folder "
+                        "or a model name in the local Hugging Face cache (never downloaded); "
+                        "results record its identity (name and SHA-256)", metavar="MODEL",
+             parse=str, shown=_model_shown),)), after="errors")
+#: Where the model runs; the same model gives the same vectors anywhere (up to float
+#: noise), so results do not record it.
+EMBED_DEVICE = register_option(Option[str](
+    "cpu", "where the embedding model runs", name="embed_device", record=Record.NEVER,
+    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
+        Flag("--embed-device", "semantic: where the model runs, as PyTorch names it (cpu, "
+                               "cuda, cuda:1, mps; default: cpu)", metavar="DEVICE",
+             parse=str),)), after="embed")
+
+
+def _langchain_sizes(draft: Draft, split: str) -> None:
+    """``--sentence-split langchain`` is LangChain's ``SemanticChunker``: no maximum,
+    in code points, unless a size is given."""
+    draft.values["sentence_split"] = split
+    if split == "langchain" and "chars" not in draft.given and "tokens" not in draft.given:
+        draft.values.update(unit="chars", size=MAX_SIZE)
+
+
+SENTENCE_SPLIT = register_option(Option[str](
+    "chunkd", "the sentences the semantic strategy embeds", name="sentence_split",
+    check=choice(*SENTENCE_SPLITS), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(
+        Flag("--sentence-split", "semantic: chunkd's sentence units (default), or "
+                                 "langchain: LangChain's SemanticChunker exactly (its "
+                                 "sentences, windows, min_chunk_size; no maximum unless "
+                                 "--chars or --tokens is given)", _langchain_sizes,
+             choices=SENTENCE_SPLITS),)), after="embed_device")
+BUFFER_SIZE = register_option(Option[int](
+    1, "sentences on each side of a sentence in its window", name="buffer_size",
+    check=whole(0), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(Flag("--buffer-size", "semantic: embed each sentence with B neighbours on each "
+                                 "side (default: 1)", metavar="B", parse=number_value),)),
+    after="sentence_split")
+
+
+def _amount_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value
+
+
+def _check_amount(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+            or value in (float("inf"), float("-inf")):
+        raise SettingsError(f"{name} must be a finite number, not {value!r}")
+    return float(value)
+
+
+def _amount_in_range(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    amount = values["breakpoint_amount"]
+    if values["breakpoint"] in ("percentile", "gradient") and amount is not None and not \
+            0 <= amount <= 100:
+        raise SettingsError(f"{spell('breakpoint_amount')} is a percentile with "
+                            f"{spell('breakpoint')} {values['breakpoint']}: from 0 to 100, "
+                            f"not {amount:g}")
+
+
+BREAKPOINT = register_option(Option[str](
+    "percentile", "the breakpoint threshold's rule", name="breakpoint",
+    check=choice(*BREAKPOINTS), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(
+        Flag("--breakpoint", "semantic: the threshold over the document's distances, as "
+                             "LangChain's SemanticChunker computes it (default: percentile)",
+             choices=tuple(BREAKPOINTS)),)), after="buffer_size")
+BREAKPOINT_AMOUNT = register_option(Option[float | None](
+    None, "the breakpoint threshold's amount (None: the rule's default)",
+    name="breakpoint_amount", check=_check_amount, check_with=_amount_in_range,
+    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
+        Flag("--breakpoint-amount", "semantic: the rule's amount: the percentile (95), the "
+                                    "standard deviations above the mean (3), the "
+                                    "interquartile ranges above the mean (1.5), the "
+                                    "percentile of the gradient (95)", metavar="X",
+             parse=_amount_value),)), after="breakpoint")
+
+
+def _set_min_in(unit: str) -> Callable[[Draft, int], None]:
+    """``--min-chars``/``--min-tokens``: the minimum, in the size's unit."""
+    def update(draft: Draft, size: int) -> None:
+        if "min_chars" in draft.given and "min_tokens" in draft.given:
+            raise SettingsError("--min-chars and --min-tokens exclude each other")
+        sized = draft.values.get("unit") or draft.kind.units[0]
+        if unit != sized:
+            raise SettingsError(f"the minimum is counted in the size's unit ({sized}): write "
+                                f"--min-{sized} N, or --{unit} N for the size")
+        draft.values["min_size"] = size
+    return update
+
+
+def _min_shown(unit: str) -> Callable[[Settings], list[str]]:
+    def arguments(settings: Settings) -> list[str]:
+        if settings[MIN_SIZE] is None or settings.unit != unit:
+            return []
+        return [f"--min-{unit}", str(settings[MIN_SIZE])]
+    return arguments
+
+
+def minimum(settings: Settings) -> int:
+    """The minimum: as given, else none in LangChain's mode (its ``min_chunk_size`` is
+    None by default) and an eighth of the maximum in chunkd's."""
+    given = settings[MIN_SIZE]
+    if given is not None:
+        return given
+    return 0 if settings[SENTENCE_SPLIT] == "langchain" else settings.chunk_size // 8
+
+
+def _min_below_size(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    if values["min_size"] is not None and values["min_size"] > values["size"]:
+        raise SettingsError(f"the minimum ({values['min_size']}) must not be larger than "
+                            f"the size ({values['size']})")
+
+
+MIN_SIZE = register_option(Option[int | None](
+    None, "semantic: the smallest chunk, in the size's unit (None: an eighth of the size, "
+          "none with LangChain's sentences)", name="min_size", check=whole(0), check_with=_min_below_size, applies=_semantic_only,
+    refusal=_SEMANTIC_ONLY, noun="minimum", flags=(
+        Flag("--min-chars", "semantic: a group under N code points joins a neighbour (with "
+                            "--chars; default: an eighth of the size, none with "
+                            "--sentence-split langchain)", _set_min_in("chars"), "N",
+             number_value, shown=_min_shown("chars")),
+        Flag("--min-tokens", "semantic: a group under N tokens joins a neighbour (with "
+                             "--tokens; default: an eighth of the size)",
+             _set_min_in("tokens"), "N", number_value, shown=_min_shown("tokens")))),
+    after="breakpoint_amount")
+
+
+@register
+class Semantic(Strategy):
+    """Sentences grouped where the distance between neighbouring windows jumps, then
+    bounded by a minimum and a maximum size."""
+
+    name = "semantic"
+    units = ("tokens", "chars")
+    default_size = 512
+    fields = ("distance",)
+    overlaps = False
+    streams = False
+
+    @classmethod
+    def check(cls, settings: Settings) -> None:
+        if settings.overlap:
+            raise SettingsError("the semantic strategy's chunks do not overlap: leave out "
+                                "--overlap (or write --overlap 0)")
+        embedder(settings)  # a model that cannot be loaded is a settings error
+
+    @classmethod
+    def splitter(cls, settings: Settings) -> Chunker:
+        return SemanticSplitter(settings)
+
+
+class Sentence(NamedTuple):
+    """A sentence's range in the document."""
+
+    start: int
+    end: int
+
+
+class Group(NamedTuple):
+    """Consecutive sentences ``first`` to ``last`` (inclusive) that make one chunk, and
+    the distance at the cut after ``last`` (None after the document's last sentence)."""
+
+    first: int
+    last: int
+    distance: float | None
+
+
+class SemanticSplitter:
+    """Holds a document's text until ``finish``, then cuts it (see the module)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.embedder = embedder(settings)
+        self.unit: LengthUnit = settings.measure
+        self.size = settings.chunk_size
+        self.minimum = minimum(settings)
+        self.buffer = settings[BUFFER_SIZE]
+        self.rule = settings[BREAKPOINT]
+        amount = settings[BREAKPOINT_AMOUNT]
+        self.amount = BREAKPOINTS[self.rule] if amount is None else amount
+        self.langchain = settings[SENTENCE_SPLIT] == "langchain"
+        self.pieces: list[str] = []
+
+    def feed(self, text: str) -> list[Chunk]:
+        self.pieces.append(text)
+        return []
+
+    def finish(self) -> list[Chunk]:
+        text = "".join(self.pieces)
+        self.pieces = []
+        return self.chunks(text)
+
+    def chunks(self, text: str) -> list[Chunk]:
+        """The chunks of one whole document."""
+        sentences = langchain_sentences(text) if self.langchain else chunkd_sentences(text)
+        if self.langchain:
+            groups = self.langchain_groups(text, sentences)
+        else:
+            groups = self.bounded(text, sentences, self.groups(text, sentences))
+        return self.records(text, sentences, groups)
+
+    def windows(self, text: str, sentences: Sequence[Sentence]) -> list[str]:
+        """Each sentence with ``buffer`` neighbours on each side: the document's slice,
+        or, as LangChain makes them, the sentences joined with single spaces."""
+        last, buffer = len(sentences) - 1, self.buffer
+        if self.langchain:
+            texts = [text[start:end] for start, end in sentences]
+            return [" ".join(texts[max(0, i - buffer):i + buffer + 1])
+                    for i in range(len(sentences))]
+        return [text[sentences[max(0, i - buffer)].start:sentences[min(last, i + buffer)].end]
+                for i in range(len(sentences))]
+
+    def distances(self, text: str, sentences: Sequence[Sentence]) -> numpy.ndarray:
+        """1 - the cosine similarity of each window and the next."""
+        vectors = self.embedder.embed(self.windows(text, sentences))
+        return cosine_distances(vectors)
+
+    def groups(self, text: str, sentences: Sequence[Sentence]) -> list[Group]:
+        """Sentences grouped at every breakpoint strictly above the threshold."""
+        if len(sentences) < 2:
+            return [Group(0, len(sentences) - 1, None)] if sentences else []
+        distances = self.distances(text, sentences)
+        cuts = breakpoints(distances, self.rule, self.amount)
+        groups, first = [], 0
+        for cut in cuts:
+            groups.append(Group(first, cut, float(distances[cut])))
+            first = cut + 1
+        groups.append(Group(first, len(sentences) - 1, None))
+        return groups
+
+    def langchain_groups(self, text: str, sentences: Sequence[Sentence]) -> list[Group]:
+        """LangChain's ``SemanticChunker.split_text``: its early returns (one sentence;
+        two with the gradient rule), then its merge of a group under ``min_chunk_size``
+        (measured on the sentences joined with single spaces) into the next one."""
+        count = len(sentences)
+        if count == 1 or (count == 2 and self.rule == "gradient"):
+            return [Group(number, number, None) for number in range(count)]
+        distances = self.distances(text, sentences)
+        groups, first = [], 0
+        for cut in breakpoints(distances, self.rule, self.amount):
+            joined = " ".join(text[start:end] for start, end in sentences[first:cut + 1])
+            if self.minimum and self.unit.count(joined) < self.minimum:
+                continue
+            groups.append(Group(first, cut, float(distances[cut])))
+            first = cut + 1
+        if first < count:
+            groups.append(Group(first, count - 1, None))
+        return groups
+
+    def length(self, text: str, sentences: Sequence[Sentence], group: Group) -> int:
+        return self.unit.count(text[sentences[group.first].start:sentences[group.last].end])
+
+    def bounded(self, text: str, sentences: Sequence[Sentence],
+                groups: list[Group]) -> list[Group]:
+        """Groups under the minimum joined to a neighbour: the shortest first, across the
+        smaller distance where both neighbours would stay within the size, else the one
+        that would; a group that no neighbour can take stays as it is."""
+        lengths = [self.length(text, sentences, group) for group in groups]
+        stuck: set[int] = set()
+        while len(groups) > 1:
+            small = [(length, number) for number, length in enumerate(lengths)
+                     if length < self.minimum and groups[number].first not in stuck]
+            if not small:
+                break
+            _, number = min(small)
+            choices = []
+            for other in (number - 1, number + 1):
+                if 0 <= other < len(groups):
+                    before, after = sorted((number, other))
+                    joined = Group(groups[before].first, groups[after].last,
+                                   groups[after].distance)
+                    length = self.length(text, sentences, joined)
+                    cut = groups[before].distance  # never None: ``before`` is not the last
+                    if length <= self.size and cut is not None:
+                        choices.append((cut, before, joined, length))
+            if not choices:
+                stuck.add(groups[number].first)
+                continue
+            _, before, joined, length = min(choices, key=lambda choice: choice[0])
+            groups[before:before + 2] = [joined]
+            lengths[before:before + 2] = [length]
+        return groups
+
+    def records(self, text: str, sentences: Sequence[Sentence],
+                groups: Sequence[Group]) -> list[Chunk]:
+        """The chunks of the groups, each the document's slice over its sentences; a
+        group over the size cut inside by the recursive splitter. Empty slices (the empty
+        last sentence LangChain's split can make) are not written."""
+        from chunkd.core import RecursiveSplitter
+
+        made: list[Chunk] = []
+        for group in groups:
+            start, end = sentences[group.first].start, sentences[group.last].end
+            if start == end:
+                continue
+            piece = text[start:end]
+            length = self.unit.count(piece)
+            if length <= self.size:
+                made.append(Chunk(len(made), start, end, length, piece, distance=group.distance))
+                continue
+            cut = RecursiveSplitter(self.size, 0, unit=self.unit)
+            inner = cut.feed(piece) + cut.finish()
+            for number, chunk in enumerate(inner):
+                made.append(chunk._replace(
+                    index=len(made), start=start + chunk.start, end=start + chunk.end,
+                    distance=group.distance if number == len(inner) - 1 else None))
+        return made
+
+
+def chunkd_sentences(text: str) -> list[Sentence]:
+    """chunkd's ``sentences`` units (docs/strategies.md), white space trimmed."""
+    from chunkd.core import SentenceWindows
+
+    units = SentenceWindows(1, 0)
+    return [Sentence(chunk.start, chunk.end) for chunk in units.feed(text) + units.finish()]
+
+
+def langchain_sentences(text: str) -> list[Sentence]:
+    """``re.split(r"(?<=[.?!])\\s+", text)``'s pieces, as ranges (the last may be empty)."""
+    sentences, start = [], 0
+    for match in LANGCHAIN_SENTENCE_END.finditer(text):
+        sentences.append(Sentence(start, match.start()))
+        start = match.end()
+    sentences.append(Sentence(start, len(text)))
+    return sentences
+
+
+def cosine_distances(vectors: numpy.ndarray) -> numpy.ndarray:
+    """1 - the cosine similarity of each row and the next, in float64 (as LangChain
+    computes it from the vectors' float values)."""
+    import numpy
+
+    rows = vectors.astype(numpy.float64)
+    norms = numpy.linalg.norm(rows, axis=1)
+    similarity = numpy.einsum("ij,ij->i", rows[:-1], rows[1:]) / (norms[:-1] * norms[1:])
+    return 1.0 - similarity
+
+
+def breakpoints(distances: numpy.ndarray, rule: str, amount: float) -> list[int]:
+    """The sentences after which a chunk ends: where the rule's value is strictly above
+    its threshold (LangChain's ``_calculate_breakpoint_threshold``)."""
+    import numpy
+
+    values = distances
+    if rule == "percentile":
+        threshold = numpy.percentile(distances, amount)
+    elif rule == "standard_deviation":
+        threshold = numpy.mean(distances) + amount * numpy.std(distances)
+    elif rule == "interquartile":
+        first, third = numpy.percentile(distances, [25, 75])
+        threshold = numpy.mean(distances) + amount * (third - first)
+    else:  # gradient: needs two distances at least
+        if len(distances) < 2:
+            return []
+        values = numpy.gradient(distances, range(len(distances)))
+        threshold = numpy.percentile(values, amount)
+    return [int(number) for number in numpy.flatnonzero(values > threshold)]
