@@ -580,9 +580,10 @@ cdef class _Level:
         cdef Py_ssize_t needed = length + join
         if self.run.count and self.total + needed > sp.chunk_size:
             self.emit_run()
-            # Keep the tail that fits in the overlap and leaves room for this piece.
+            # Keep the tail that fits in the overlap and leaves room for this piece; as
+            # in LangChain, pieces that count zero (white space in a word count) stay.
             while self.run.count and (self.total > sp.chunk_overlap or
-                                      self.total + needed > sp.chunk_size):
+                                      (self.total + needed > sp.chunk_size and self.total > 0)):
                 self.total -= self.run.length[self.run.head]
                 spans_drop(&self.run, 1)
                 if self.run.count:
