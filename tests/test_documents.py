@@ -155,13 +155,22 @@ def test_the_auto_strategy_chooses_per_document(made, tmp_path):
     document = made[2]
     plain = tmp_path / "notes.txt"
     plain.write_text(document.markdown.read_text(encoding="utf-8"), encoding="utf-8")
-    paths = [document.markdown, document.html, document.docx, document.pdf, plain]
-    chosen = json_documents("--strategy", "auto", "--chars", "400", *map(str, paths))
-    expected = ["markdown", "markdown", "markdown", "recursive", "recursive"]
+    source = tmp_path / "tool.py"  # the code strategy's; Ruby has no grammar there
+    source.write_text("import os\n\n\ndef here():\n    return os.getcwd()\n" * 40)
+    ruby = tmp_path / "tool.rb"
+    ruby.write_text(source.read_text())
+    paths = [document.markdown, document.html, document.docx, document.pdf, plain, source, ruby]
+    # One overlap for all: each strategy's default differs.
+    chosen = json_documents("--strategy", "auto", "--chars", "400", "--overlap", "40",
+                            *map(str, paths))
+    expected = ["markdown", "markdown", "markdown", "recursive", "recursive", "code",
+                "recursive"]
     for path, strategy, result in zip(paths, expected, chosen, strict=True):
-        [alone] = json_documents("--strategy", strategy, "--chars", "400", str(path))
+        [alone] = json_documents("--strategy", strategy, "--chars", "400", "--overlap", "40",
+                                 str(path))
         assert result["chunks"] == alone["chunks"], (path.name, strategy)
     assert chosen[0]["chunks"] != chosen[4]["chunks"]  # the same text, two strategies
+    assert chosen[5]["chunks"] != chosen[6]["chunks"]
     # embed_text: the markdown strategy's own (fitted to the size) for its documents.
     for path in paths[:3]:
         [auto] = json_documents("--strategy", "auto", "--embed-text", "--chars", "300", str(path))
@@ -223,3 +232,20 @@ def test_an_arrow_column_of_files_gives_the_filters_records(made, tmp_path):
             for row in chunks.to_pylist()]
     assert rows == expected
     assert chunks.schema.field("pages").type == pa.list_(pa.int64())
+
+
+def test_eval_reads_a_pdf_as_its_extracted_text(made, tmp_path):
+    """A question on a PDF names a line poppler reads on its second page; ``chunkd eval``
+    finds it in the PDF's text (as ``chunkd extract`` prints it) and retrieves it."""
+    document = next(d for d in made if len(poppler_pages(d.pdf)) > 1)
+    text = extracted(document.pdf)
+    lines = [line.strip() for line in poppler_pages(document.pdf)[1].splitlines()]
+    line = next(line for line in lines if len(line) > 30 and text.count(line) == 1)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"question": line, "doc": document.pdf.name,
+                                     "references": [{"text": line}]}) + "\n")
+    done = run_chunkd("eval", str(document.pdf), "--questions", str(questions),
+                      "--chars", str(len(text)), "--overlap", "0", "--format", "ndjson")
+    assert done.returncode == 0, done.stderr.decode()
+    [record] = [orjson.loads(row) for row in done.stdout.splitlines()]
+    assert record["recall"] == 1.0

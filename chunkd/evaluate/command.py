@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 
 from chunkd import __version__
+from chunkd.documents import add_document_options, check_limits
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.settings import CommandParser, SettingsError, add_settings_options
@@ -60,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "as given, its file name (with or without suffix) or its NDJSON id")
     add_settings_options(parser, grid=True)
     parser.add_argument("--input", choices=("text", "ndjson"), default="text",
-                        help='text: each FILE is one document (default); ndjson: one '
+                        help='text: each FILE is one document, a PDF, HTML or DOCX file '
+                             'as the text "chunkd extract" prints (default); ndjson: one '
                              '{"id": ..., "text": ...} a line')
+    add_document_options(parser)
     parser.add_argument("-k", "--k", type=int, default=5, metavar="K",
                         help="chunks retrieved per question (default: 5)")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
@@ -126,17 +129,23 @@ class Problems:
 def load_documents(args: argparse.Namespace, errors: str, problems: Problems):
     """The documents the arguments name, read whole (references are found in them);
     invalid UTF-8 as ``errors`` says."""
+    from chunkd.documents import Limits, document_source, file_opener
     from chunkd.evaluate.questions import Documents
     from chunkd.readers import InputError, Paused, documents
 
     library = Documents()
-    for document in documents(args.files, args.input, errors):
+    # A PDF, HTML or DOCX file is its extracted text: the offsets questions give refer
+    # to it, as they do to the chunks' offsets.
+    opener = file_opener("auto", Limits(args.max_bytes, args.extract_timeout))
+    for document in documents(args.files, args.input, errors, open_file=opener):
         if isinstance(document, InputError):
             problems.report(document)
             continue
         assert not isinstance(document, Paused), "documents() pauses only when asked to"
         try:
-            library.add(document.name, "".join(document.blocks), args.input == "text")
+            _, extracted = document_source(document)
+            text = extracted.text if extracted is not None else "".join(document.blocks)
+            library.add(document.name, text, args.input == "text")
         except InputError as error:
             problems.report(error)
             library.add_unreadable(document.name, args.input == "text")
@@ -241,6 +250,7 @@ def main(argv: Sequence[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
+    check_limits(parser, args.max_bytes, args.extract_timeout)
     if args.k < 1:
         parser.error(f"-k must be at least 1, got {args.k}")
     if args.budget is not None and args.budget < 1:

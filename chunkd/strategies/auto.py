@@ -7,6 +7,7 @@ type, else its name's extension; a document without either is text."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from typing import TYPE_CHECKING
 
@@ -22,24 +23,18 @@ MARKDOWN_MEDIA_TYPES = frozenset({
     "text/markdown", "text/html",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document"})
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
-#: Files the code strategy takes, when it exists.
-CODE_EXTENSIONS = frozenset({
-    ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java",
-    ".kt", ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
-    ".rb", ".php", ".swift", ".lua", ".sh", ".bash", ".pl", ".r", ".jl", ".ex", ".exs",
-    ".hs", ".ml", ".sol", ".proto", ".sql"})
 
 
-def chosen(source: Source, code: bool) -> str:
-    """The strategy for a document: "markdown", "code" (if ``code`` is registered) or
-    "recursive"."""
+def chosen(source: Source, code_files: tuple[str, ...]) -> str:
+    """The strategy for a document: "markdown", "code" (a name that matches one of
+    ``code_files``, the code strategy's ``include`` patterns) or "recursive"."""
     if source.media_type in MARKDOWN_MEDIA_TYPES:
         return "markdown"
     if source.media_type is None and isinstance(source.name, str):
         extension = os.path.splitext(source.name)[1].lower()
         if extension in MARKDOWN_EXTENSIONS:
             return "markdown"
-        if code and extension in CODE_EXTENSIONS:
+        if any(fnmatch.fnmatch(source.name.lower(), pattern) for pattern in code_files):
             return "code"
     return "recursive"
 
@@ -77,7 +72,8 @@ class AutoChunker:
         self.current = chunkers["recursive"]
 
     def begin(self, source: Source) -> None:
-        self.current = self.chunkers[chosen(source, "code" in self.chunkers)]
+        code = REGISTRY.get("code")
+        self.current = self.chunkers[chosen(source, code.include if code else ())]
         begin(self.current, source)
 
     def feed(self, text: str) -> list[Chunk]:
