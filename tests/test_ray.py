@@ -12,6 +12,7 @@ import pytest
 from chunkd.settings import SettingsError
 from command import run_chunkd
 from tables import corpus_rows, filter_records, write_corpus_parquet
+from tokenizer_files import minilm_folder
 
 pytestmark = pytest.mark.slow
 
@@ -54,11 +55,16 @@ def in_order(rows: list[dict]) -> list[dict]:
     ({}, []),
     ({"chunk_size": 200, "chunk_overlap": 20, "unit": "tokens", "count_tokens": True},
      ["--tokens", "200", "--overlap", "20", "--count-tokens"]),
-], ids=["defaults", "tokens"])
+    # The model folder's tokenizer (filled in below): its limit, 254, is the size.
+    ({"tokenizer": "MINILM", "count_tokens": True}, ["--tokenizer", "MINILM", "--count-tokens"]),
+], ids=["defaults", "tokens", "minilm"])
 def test_the_corpus_through_ray_equals_the_filters_records(ray_cluster, corpus_parquet,
                                                            arguments, options):
     from chunkd.ray import chunk_dataset
 
+    folder = str(minilm_folder())
+    arguments = {key: folder if value == "MINILM" else value for key, value in arguments.items()}
+    options = [folder if option == "MINILM" else option for option in options]
     documents = ray_cluster.data.read_parquet(str(corpus_parquet))
     chunks = collect(ray_cluster, chunk_dataset(documents, **arguments))
     rows = chunks.to_pylist()
