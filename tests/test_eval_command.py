@@ -440,11 +440,14 @@ def test_a_window_strategy_from_the_registry_joins_the_grid(monkeypatch, capsysb
     assert b"--chars is for the recursive strategies" in capsysbinary.readouterr().err
 
 
-def test_the_readme_example_prints_what_the_readme_shows():
+def test_the_readme_example_prints_what_docs_eval_shows():
+    """The README's eval command prints the table docs/eval.md opens with."""
     root = pathlib.Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Measuring retrieval: `chunkd eval`"):]
-    command, shown = re.findall(r"```\n(.*?)```", section, re.S)[:2]
+    command = re.findall(r"```\n(.*?)```", section, re.S)[0]
+    manual = (root / "docs" / "eval.md").read_text(encoding="utf-8")
+    shown = re.findall(r"```\n(.*?)```", manual, re.S)[0]
     env = {**os.environ, "PATH": os.path.dirname(chunkd_command()) + os.pathsep
            + os.environ["PATH"]}
     result = subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True,
