@@ -16,6 +16,7 @@ import numpy
 import orjson
 import pytest
 from command import ndjson, run_chunkd
+from watching import results
 
 import chunkd
 from chunkd.embeddings import EmbedError, FunctionEmbedder, OpenAIEmbedder, endpoint_url
@@ -45,6 +46,7 @@ class Endpoint(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.faults: list[str] = []
         self.poison: str | None = None
+        self.down = False  # every request gets 503, Retry-After: 0
         self.requests: list[tuple[float, dict[str, str], dict]] = []
         self.release = threading.Event()  # ends the slow answers
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
@@ -61,6 +63,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         fault = self.server.faults.pop(0) if self.server.faults else None
+        if self.server.down:
+            self.send_response(503)
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         texts = body["input"]
         if fault in ("429", "500"):
             self.send_response(int(fault))
@@ -227,6 +235,12 @@ def test_credentials_and_query_are_in_no_identity_or_message(server, monkeypatch
     assert "pass-word" not in str(error.value) and "qsecret" not in str(error.value)
 
 
+def in_process(size: int) -> list[chunkd.Chunk]:
+    """TEXT's chunks with the test's model as a function in this process."""
+    return chunkd.split_text(TEXT, size, strategy="semantic", unit="chars",
+                             embed=FunctionEmbedder(hashed))
+
+
 @pytest.mark.slow
 def test_the_filter_gives_the_records_of_the_same_function_in_process(server, monkeypatch,
                                                                       tmp_path):
@@ -237,8 +251,7 @@ def test_the_filter_gives_the_records_of_the_same_function_in_process(server, mo
                         server.url, "--embed-model", "toy-model", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stderr == b"" and KEY.encode() not in result.stdout
-    expected = chunkd.split_text(TEXT, 120, strategy="semantic", unit="chars",
-                                 embed=FunctionEmbedder(hashed))
+    expected = in_process(120)
     records = ndjson(result.stdout)
     assert len(expected) > 2
     assert [(r["start"], r["end"], r["text"], r.get("distance")) for r in records] == [
@@ -276,3 +289,29 @@ def test_the_records_settings_name_the_endpoint_not_the_key(server, monkeypatch,
     for secret in (KEY, "pw-secret", "qsecret"):
         assert secret.encode() not in result.stdout + result.stderr
     assert orjson.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_the_daemon_tries_a_file_again_once_the_endpoint_is_back(server, monkeypatch,
+                                                                 inbox, watch):
+    monkeypatch.setenv("CHUNKD_EMBED_API_KEY", KEY)
+    server.down = True
+    (inbox / "doc.txt").write_text(TEXT, encoding="utf-8")
+    watcher = watch(inbox, "--strategy", "semantic", "--chars", "120", "--embed-url",
+                    server.url, "--embed-model", "toy-model")
+    watcher.started()
+    watcher.wait_for(lambda: watcher.lines("failed doc.txt: embedding failed: "),
+                     what="a failure logged")
+    assert not results(inbox)  # no error result: the file is not the one at fault
+    tried = len(server.requests)
+    server.down = False
+    watcher.wait_for(lambda: "doc.txt" in results(inbox), what="a result")
+    assert len(server.requests) > tried
+    result = results(inbox)["doc.txt"]
+    assert result["settings"]["embed_url"] == server.url
+    assert result["settings"]["embed_model"] == "toy-model"
+    assert [(chunk["start"], chunk["end"], chunk["text"]) for chunk in result["chunks"]] == [
+        (chunk.start, chunk.end, chunk.text) for chunk in in_process(120)]
+    assert watcher.stop() == 0
+    assert KEY not in "\n".join(watcher.log())
+    assert KEY.encode() not in (inbox / "doc.txt.chunks.json").read_bytes()
