@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import pathlib
 import socket
 import threading
 import time
@@ -16,11 +17,13 @@ import numpy
 import orjson
 import pytest
 from command import ndjson, run_chunkd
+from span_metrics import plain_scores
 from watching import results
 
 import chunkd
 from chunkd.embeddings import EmbedError, FunctionEmbedder, OpenAIEmbedder, endpoint_url
 
+EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 KEY = "sk-test-Very-Secret-9f3a"
 DIMENSION = 8
 TEXT = ("Rivers carry water to the sea. The sea is salty and deep. Fish swim in it. "
@@ -315,3 +318,28 @@ def test_the_daemon_tries_a_file_again_once_the_endpoint_is_back(server, monkeyp
     assert watcher.stop() == 0
     assert KEY not in "\n".join(watcher.log())
     assert KEY.encode() not in (inbox / "doc.txt.chunks.json").read_bytes()
+
+
+@pytest.mark.slow
+def test_dense_eval_through_the_endpoint_equals_a_plain_reimplementation(server, tmp_path):
+    document = EVAL / "docs" / "state_of_the_union.md"
+    questions = [question for question in map(json.loads, (EVAL / "questions.jsonl")
+                                              .read_text().splitlines())
+                 if question["doc"] == document.name]
+    asked = tmp_path / "questions.jsonl"
+    asked.write_text("".join(json.dumps(question) + "\n" for question in questions))
+    result = run_chunkd("eval", str(document), "--questions", str(asked), "--retriever",
+                        "dense", "--embed-url", server.url, "--embed-model", "toy-model",
+                        "--tokens", "256", "--overlap", "0", "--format", "ndjson", "-q")
+    assert result.returncode == 0, result.stderr
+    [record] = ndjson(result.stdout)
+    chunks = [(document.name, chunk) for chunk in chunkd.split_text(
+        document.read_text(encoding="utf-8"), 256, 0, unit="tokens")]
+    vectors = numpy.array(hashed([chunk.text for _, chunk in chunks]))
+    questioned = numpy.array(hashed([question["question"] for question in questions]))
+    similarity = ((questioned / numpy.linalg.norm(questioned, axis=1, keepdims=True))
+                  @ (vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)).T)
+    ranked = [sorted(range(len(chunks)), key=lambda n: -row[n])[:5] for row in similarity]
+    assert record["retriever_model"] == f"toy-model@{server.url}/v1/embeddings"
+    assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
+        plain_scores(questions, chunks, ranked), abs=1e-9)
