@@ -16,6 +16,7 @@ import time
 import numpy
 import orjson
 import pytest
+from browser import Serve, request
 from command import ndjson, run_chunkd
 from span_metrics import plain_scores
 from watching import results
@@ -343,3 +344,22 @@ def test_dense_eval_through_the_endpoint_equals_a_plain_reimplementation(server,
     assert record["retriever_model"] == f"toy-model@{server.url}/v1/embeddings"
     assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
         plain_scores(questions, chunks, ranked), abs=1e-9)
+
+
+@pytest.mark.slow
+def test_serve_uses_its_endpoint_and_a_request_cannot_choose_one(server, monkeypatch):
+    monkeypatch.setenv("CHUNKD_EMBED_API_KEY", KEY)
+    with Serve("--strategy", "semantic", "--chars", "120", "--embed-url", server.url,
+               "--embed-model", "toy-model") as served:
+        def split(query: str) -> tuple[int, bytes]:
+            status, _, data = request(served, "POST", f"/api/split?{query}", TEXT.encode(),
+                                      host=f"127.0.0.1:{served.port}")
+            return status, data
+
+        status, data = split("strategy=semantic&chars=120&doc=d")
+        refused, message = split("strategy=semantic&embed-url=http%3A%2F%2F127.0.0.1%3A9")
+    assert status == 200, data
+    assert [(chunk["start"], chunk["end"]) for chunk in map(orjson.loads, orjson.loads(
+        data)["jsonl"].splitlines())] == [(chunk.start, chunk.end) for chunk in in_process(120)]
+    assert KEY.encode() not in data
+    assert refused == 400 and b"unknown parameter 'embed-url'" in message
