@@ -2,7 +2,7 @@
 
 An ``Embedder`` has an identity (``name``, recorded with results, so that a result made
 with another model is not taken for current) and embeds a list of texts into a float32
-array, a row a text. Three kinds:
+array, a row a text. Four kinds:
 
 * a sentence-transformers model folder, or a model name already in the local Hugging
   Face cache (``--embed MODEL``): loaded once a process, offline (chunkd never
@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import http.client
 import json
 import os
 import time
@@ -223,7 +224,7 @@ class OpenAIEmbedder:
                 retry_after = (error.headers.get("Retry-After") or "").strip()
                 if retry_after.isdigit():
                     wait = float(retry_after)
-            except (urllib.error.URLError, OSError) as error:
+            except (OSError, http.client.HTTPException) as error:  # no whole answer
                 reason = getattr(error, "reason", error)
                 last = "timed out" if isinstance(reason, TimeoutError) else _one_line(
                     reason if isinstance(reason, BaseException) else error)
