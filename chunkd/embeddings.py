@@ -2,13 +2,15 @@
 
 An ``Embedder`` has an identity (``name``, recorded with results, so that a result made
 with another model is not taken for current) and embeds a list of texts into a float32
-array, a row a text. Three kinds:
+array, a row a text. Four kinds:
 
 * a sentence-transformers model folder, or a model name already in the local Hugging
   Face cache (``--embed MODEL``): loaded once a process, offline (chunkd never
   downloads a model), on the CPU unless ``--embed-device`` says otherwise, batched;
 * any Python callable from a list of texts to vectors (``FunctionEmbedder``);
-* a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``).
+* a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``);
+* an OpenAI-compatible ``/v1/embeddings`` endpoint (``--embed-url URL --embed-model
+  NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio).
 
 Every front end reaches a model through ``model(spec, device)``, which wraps it in a
 cache by content (``Cached``): each distinct text is embedded once a process, so a grid
@@ -17,9 +19,16 @@ of settings, the daemon and a text that recurs do not pay twice.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
+import http.client
+import json
 import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -110,6 +119,136 @@ class Cached:
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         return numpy.stack([self.vectors[text] for text in texts])
+
+
+#: The environment variable an endpoint's API key comes from (never the command line).
+KEY_VARIABLE = "CHUNKD_EMBED_API_KEY"
+#: The environment variable of an endpoint call's timeout in seconds (default 30).
+TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
+#: Texts an endpoint is sent at once, tries of a call, and the first wait between tries
+#: (doubled each time) unless the server's ``Retry-After`` says how long.
+ENDPOINT_BATCH, TRIES, FIRST_WAIT = 64, 5, 0.5
+
+
+def endpoint_url(url: str) -> str:
+    """The embeddings URL of an endpoint: ``URL`` as given when it ends in
+    ``/v1/embeddings``, ``URL/embeddings`` when it ends in ``/v1``, else
+    ``URL/v1/embeddings`` (a trailing ``/`` is ignored); ``SettingsError`` unless http(s)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"--embed-url {public_url(url)}: not an http:// or https:// URL")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/v1/embeddings"):
+        path += "/embeddings" if path.endswith("/v1") else "/v1/embeddings"
+    return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+def public_url(url: str) -> str:
+    """A URL as messages and records show it: without credentials, query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called one request at a time
+    (concurrency 1) with at most ``ENDPOINT_BATCH`` texts. A call that gets 429, a 5xx
+    or no answer (refused, reset, timed out) is tried again after a wait (the server's
+    ``Retry-After`` in seconds, else ``FIRST_WAIT`` doubled each try), ``TRIES`` times
+    in all; any other status, an answer that is not embeddings JSON, a wrong number of
+    vectors or vectors whose length differs (within a call or from earlier calls) is an
+    ``EmbedError`` at once. The key comes from ``CHUNKD_EMBED_API_KEY`` only and is sent
+    as ``Authorization: Bearer`` (credentials in the URL, without a key, as Basic
+    authentication); no message or record shows them."""
+
+    def __init__(self, url: str, model: str, timeout: float | None = None,
+                 first_wait: float = FIRST_WAIT) -> None:
+        called = urllib.parse.urlsplit(endpoint_url(url))
+        # urllib does not take credentials in a URL: they go as Basic authentication.
+        self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
+        self.basic = (None if called.username is None else base64.b64encode(
+            f"{urllib.parse.unquote(called.username)}:"
+            f"{urllib.parse.unquote(called.password or '')}".encode()).decode())
+        self.shown = public_url(self.url)
+        self.model = model
+        self.name = f"{model}@{self.shown}"
+        self.timeout = endpoint_timeout() if timeout is None else timeout
+        self.first_wait = first_wait
+        self.dimension: int | None = None
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        import numpy
+
+        if not texts:
+            return numpy.zeros((0, 0), dtype=numpy.float32)
+        return numpy.concatenate([self._batch(list(texts[start:start + ENDPOINT_BATCH]))
+                                  for start in range(0, len(texts), ENDPOINT_BATCH)])
+
+    def _batch(self, texts: list[str]) -> numpy.ndarray:
+        try:
+            items = sorted(json.loads(self._post(texts))["data"], key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in items]
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
+            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
+                             f"({_one_line(error)})") from None
+        if [item["index"] for item in items] != list(range(len(texts))):
+            raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
+        matrix = as_matrix(vectors, len(texts), self.shown)
+        if self.dimension is None:
+            self.dimension = matrix.shape[1]
+        elif matrix.shape[1] != self.dimension:
+            raise EmbedError(f"{self.shown}: vectors of {matrix.shape[1]} numbers after "
+                             f"vectors of {self.dimension}")
+        return matrix
+
+    def _post(self, texts: list[str]) -> bytes:
+        """The body of a successful answer to one call, after retries."""
+        body = json.dumps({"model": self.model, "input": texts}).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(KEY_VARIABLE)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        elif self.basic:
+            headers["Authorization"] = f"Basic {self.basic}"
+        last = ""
+        for attempt in range(TRIES):
+            wait = self.first_wait * 2 ** attempt
+            try:
+                request = urllib.request.Request(self.url, body, headers, method="POST")
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return bytes(response.read())
+            except urllib.error.HTTPError as error:
+                last = f"HTTP {error.code}"
+                if error.code != 429 and error.code < 500:
+                    raise EmbedError(f"{self.shown}: {last} {error.reason}") from None
+                retry_after = (error.headers.get("Retry-After") or "").strip()
+                if retry_after.isdigit():
+                    wait = float(retry_after)
+            except (OSError, http.client.HTTPException) as error:  # no whole answer
+                reason = getattr(error, "reason", error)
+                last = "timed out" if isinstance(reason, TimeoutError) else _one_line(
+                    reason if isinstance(reason, BaseException) else error)
+            if attempt + 1 < TRIES:
+                time.sleep(wait)
+        raise EmbedError(f"{self.shown}: no answer after {TRIES} tries (last: {last})")
+
+
+def endpoint_timeout() -> float:
+    """An endpoint call's timeout: ``CHUNKD_EMBED_TIMEOUT`` seconds, else 30."""
+    value = os.environ.get(TIMEOUT_VARIABLE, "30")
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise SettingsError(f"{TIMEOUT_VARIABLE}={value}: not a number of seconds above 0")
+    return seconds
+
+
+@functools.lru_cache(maxsize=None)
+def endpoint(url: str, name: str) -> Cached:
+    """The endpoint model ``name`` at ``url``, behind its content cache, once a process."""
+    return Cached(OpenAIEmbedder(url, name))
 
 
 class SentenceTransformerEmbedder:

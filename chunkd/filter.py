@@ -31,10 +31,12 @@ from chunkd import __version__
 from chunkd.commands import COMMANDS
 from chunkd.documents import (KINDS, Limits, add_document_options, check_limits,
                               document_source, file_opener)
+from chunkd.embeddings import EmbedError
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
-from chunkd.readers import Document, FileBlocks, InputError, Paused, documents
+from chunkd.readers import (Document, FileBlocks, InputError, Paused, display_name,
+                            documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
@@ -102,9 +104,13 @@ def write_document(document: Document, chunker: Chunker, writer: Writer | Parque
     source, extracted = document_source(document)
     writer.begin(document.name, document.fields, extracted)
     identify = ChunkIds(document.name) if ids else None
-    for chunks in chunk_blocks(chunker, source, document.blocks):
-        writer.write(identify(chunks) if identify else chunks)
-        flush()
+    try:
+        for chunks in chunk_blocks(chunker, source, document.blocks):
+            writer.write(identify(chunks) if identify else chunks)
+            flush()
+    except EmbedError as error:  # the model failed on this document: the others may not
+        where = "stdin" if document.name is None else display_name(str(document.name))
+        raise InputError(f"{where}: {error}") from None
     writer.end()
 
 

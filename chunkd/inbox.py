@@ -37,6 +37,7 @@ import orjson
 
 from chunkd import __version__
 from chunkd.output import OutputError, write_all
+from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds
@@ -456,6 +457,9 @@ class Inbox:
         except OutputError as error:  # the spool's file: the environment's failure
             self.chunker = None
             return Outcome("failed", f"cannot write its result: {error}")
+        except EmbedError as error:  # the model's failure, not the file's: tried again later
+            self.chunker = None
+            return Outcome("failed", f"embedding failed: {error}")
         except (Abandoned, Grown) as stop:
             self.chunker = None
             if isinstance(stop, Abandoned):

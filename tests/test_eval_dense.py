@@ -14,28 +14,13 @@ import orjson
 import pytest
 
 import chunkd
+from span_metrics import plain_scores
 from chunkd.evaluate.retrieval import Hybrid
 from chunkd.embeddings import Cached, FunctionEmbedder
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 DOCS = [EVAL / "docs" / "state_of_the_union.md", EVAL / "docs" / "chatlogs.md"]
 QUESTIONS = EVAL / "questions.jsonl"
-
-
-def plain_scores(questions, chunks, ranked):
-    """The mean recall, precision and IoU of each question's retrieved chunks
-    (``ranked``: chunk numbers), from sets of code points."""
-    totals = numpy.zeros(3)
-    for question, numbers in zip(questions, ranked):
-        wanted = {(question["doc"], point) for reference in question["references"]
-                  for point in range(reference["start"], reference["end"])}
-        got = {(chunks[n][0], point) for n in numbers
-               for point in range(chunks[n][1].start, chunks[n][1].end)}
-        cost = sum(chunks[n][1].end - chunks[n][1].start for n in numbers)
-        hits = len(wanted & got)
-        totals += (hits / len(wanted), hits / cost if cost else 0.0,
-                   hits / (cost + len(wanted - got)))
-    return totals / len(questions)
 
 
 def in_process_eval(capsysbinary, docs, questions, *options):

@@ -34,6 +34,17 @@ CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
      "--breakpoint-amount is a percentile with --breakpoint gradient: from 0 to 100"),
     (("--strategy", "semantic", "--tokens", "100", "--min-tokens", "101"),
      "the minimum (101) must not be larger than the size (100)"),
+    (("--strategy", "semantic", "--embed-url", "http://h"),
+     "--embed-url and --embed-model go together"),
+    (("--strategy", "semantic", "--embed-model", "m"),
+     "--embed-url and --embed-model go together"),
+    (("--strategy", "semantic", "--embed", "x", "--embed-url", "http://h", "--embed-model",
+      "m"),
+     "--embed and --embed-url exclude each other"),
+    (("--strategy", "semantic", "--embed-url", "ftp://h", "--embed-model", "m"),
+     "--embed-url ftp://h: not an http:// or https:// URL"),
+    (("--embed-url", "http://h", "--embed-model", "m"),
+     "--embed-url is for --strategy semantic, not recursive"),
 ])
 def test_bad_settings_are_one_line_and_status_2(options, message):
     result = run_chunkd(*options, input=b"Some text.")

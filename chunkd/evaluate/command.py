@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from chunkd import __version__
 from chunkd.documents import add_document_options, check_limits
+from chunkd.embeddings import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.settings import CommandParser, SettingsError, add_settings_options
@@ -205,9 +206,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     started = time.perf_counter()
     model = retriever_model(args, parser)
     search = retriever(args.retriever, model, args.query_prefix, args.document_prefix)
-    for done, point in enumerate(points):
-        progress.show(done, point.options())
-        results.append(evaluate(point, library, questions, search, args.k, args.budget))
+    try:
+        for done, point in enumerate(points):
+            progress.show(done, point.options())
+            results.append(evaluate(point, library, questions, search, args.k, args.budget))
+    except EmbedError as error:  # every setting needs the model: nothing to report
+        progress.close()
+        print(f"chunkd eval: {error}", file=sys.stderr)
+        return EXIT_FAILED
     progress.close()
     seconds = time.perf_counter() - started
     rank = args.rank or ("recall" if args.budget is not None else "iou")
@@ -236,9 +242,13 @@ def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
     if args.retriever not in EMBEDDING:
         return None
-    from chunkd.embeddings import model
+    from chunkd.embeddings import endpoint, model
+    from chunkd.strategies.semantic import one_model
 
     try:
+        one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
+        if args.embed_url is not None:
+            return endpoint(args.embed_url, args.embed_model)
         return model(args.embed, args.embed_device)
     except SettingsError as error:
         parser.error(str(error))
@@ -255,8 +265,9 @@ def main(argv: Sequence[str]) -> int:
         parser.error(f"-k must be at least 1, got {args.k}")
     if args.budget is not None and args.budget < 1:
         parser.error(f"--budget must be at least 1, got {args.budget}")
-    if args.retriever != "bm25" and args.embed is None:
-        parser.error(f"--retriever {args.retriever} needs a model: --embed MODEL")
+    if args.retriever != "bm25" and args.embed is None and args.embed_url is None:
+        parser.error(f"--retriever {args.retriever} needs a model: --embed MODEL or "
+                     "--embed-url URL --embed-model NAME")
     if args.retriever == "bm25" and (args.query_prefix or args.document_prefix):
         parser.error("--query-prefix and --document-prefix are for --retriever dense or "
                      "hybrid")

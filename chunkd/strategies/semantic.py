@@ -86,14 +86,39 @@ def _model_shown(settings: Settings) -> list[str]:
 
 def embedder(settings: Settings) -> Embedder:
     """The model the settings name, loaded once a process."""
-    from chunkd.embeddings import model
+    from chunkd.embeddings import endpoint, model
 
     value = settings[EMBED]
+    if settings[EMBED_URL] is not None:
+        return endpoint(settings[EMBED_URL], settings[EMBED_MODEL])
     if value is None:
         raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
                             "sentence-transformers folder, or a name in the Hugging Face "
-                            "cache)")
+                            "cache) or --embed-url URL --embed-model NAME")
     return model(value, settings[EMBED_DEVICE]) if isinstance(value, str) else value
+
+
+def _check_url(value: Any, name: str) -> str:
+    from chunkd.embeddings import endpoint_url
+
+    endpoint_url(str(value))  # a URL that is not http(s) is a settings error
+    return str(value)
+
+
+def _public_url(value: str) -> str:
+    from chunkd.embeddings import public_url
+
+    return public_url(value)
+
+
+def one_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """A model is ``--embed`` or an endpoint, never both; an endpoint names its model."""
+    if values["embed_url"] is not None and values["embed"] is not None:
+        raise SettingsError(f"{spell('embed')} and {spell('embed_url')} exclude each other: "
+                            "give one")
+    if (values["embed_url"] is None) != (values["embed_model"] is None):
+        raise SettingsError(f"{spell('embed_url')} and {spell('embed_model')} go together: "
+                            "an endpoint and the model it serves")
 
 
 #: The embedding model (``chunkd.embeddings``); recorded by its identity.
@@ -112,6 +137,23 @@ EMBED_DEVICE = register_option(Option[str](
         Flag("--embed-device", "semantic: where the model runs, as PyTorch names it (cpu, "
                                "cuda, cuda:1, mps; default: cpu)", metavar="DEVICE",
              parse=str),)), after="embed")
+#: An OpenAI-compatible endpoint and the model it serves (``chunkd.embeddings``); results
+#: record the URL without credentials or query, and the model's name.
+EMBED_URL = register_option(Option[str](
+    None, "an OpenAI-compatible embeddings endpoint", name="embed_url", check=_check_url,
+    check_with=one_model, to_json=_public_url, applies=_semantic_only,
+    refusal=_SEMANTIC_ONLY, flags=(
+        Flag("--embed-url", "semantic: an OpenAI-compatible embeddings endpoint, instead of "
+                            "--embed: URL/v1/embeddings is called (a URL ending in /v1 or "
+                            "/v1/embeddings is taken as it is); the API key comes from "
+                            "CHUNKD_EMBED_API_KEY, the timeout of a call from "
+                            "CHUNKD_EMBED_TIMEOUT (seconds, default 30)", metavar="URL",
+             parse=str),)), after="embed_device")
+EMBED_MODEL = register_option(Option[str](
+    None, "the model an embeddings endpoint serves", name="embed_model",
+    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
+        Flag("--embed-model", "semantic: the model --embed-url serves, as the endpoint "
+                              "names it", metavar="NAME", parse=str),)), after="embed_url")
 
 
 def _langchain_sizes(draft: Draft, split: str) -> None:
@@ -130,7 +172,7 @@ SENTENCE_SPLIT = register_option(Option[str](
                                  "langchain: LangChain's SemanticChunker exactly (its "
                                  "sentences, windows, min_chunk_size; no maximum unless "
                                  "--chars or --tokens is given)", _langchain_sizes,
-             choices=SENTENCE_SPLITS),)), after="embed_device")
+             choices=SENTENCE_SPLITS),)), after="embed_model")
 BUFFER_SIZE = register_option(Option[int](
     1, "sentences on each side of a sentence in its window", name="buffer_size",
     check=whole(0), applies=_semantic_only, refusal=_SEMANTIC_ONLY,
