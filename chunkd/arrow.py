@@ -184,8 +184,8 @@ class Chunker:
         self.text_column, self.id_column = state["text_column"], state["id_column"]
         self.settings: Settings = state["settings"]
         self.documents: bool = state["documents"]
-        # "pages" is the last optional field: appended, the order stays the records'.
-        self.fields = self.settings.record_fields() + (("pages",) if self.documents else ())
+        fields = self.settings.record_fields()
+        self.fields = with_pages(fields) if self.documents else fields
         self._splitter: Splitter = build(self.settings)
 
     def columns(self, schema: pa.Schema) -> Columns:
@@ -230,12 +230,10 @@ class Chunker:
 
     def _document(self, data: bytes, name: object, row: int) -> tuple[str, Source]:
         """A file's text and what is known of it (``documents=True``)."""
-        from chunkd.documents import (HEAD_BYTES, KINDS, MEDIA_TYPES, Limits, detect, extract,
-                                      holds_docx)
+        from chunkd.documents import KINDS, MEDIA_TYPES, Limits, extract
         from chunkd.readers import InputError
 
-        named = name if isinstance(name, str) else None
-        kind = detect(data[:HEAD_BYTES], named, lambda: holds_docx(data))
+        kind = file_kind(data, name)
         if kind not in KINDS:
             return self._text_of(data, row), Source(name)
         try:
@@ -259,6 +257,21 @@ class Chunker:
         except ValueError as error:
             raise ValueError(f"row {row} of the batch: {error} "
                              "(errors='replace' substitutes U+FFFD)") from None
+
+
+def file_kind(data: bytes | memoryview, name: object) -> str:
+    """The kind of a file given as a value ("pdf", "html", "docx" or "text"): by its
+    content, then by ``name``'s extension if it is a string, as the filter tells a FILE."""
+    from chunkd.documents import HEAD_BYTES, detect, holds_docx
+
+    return detect(bytes(data[:HEAD_BYTES]), name if isinstance(name, str) else None,
+                  lambda: holds_docx(bytes(data)))
+
+
+def with_pages(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The optional chunk fields ``fields`` and ``pages``, in the records' order: the
+    columns of chunks whose documents may be PDFs."""
+    return tuple(name for name in OPTIONAL_FIELDS if name in fields or name == "pages")
 
 
 def utf8_text(value: bytes, errors: str) -> str:

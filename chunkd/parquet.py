@@ -6,7 +6,11 @@
 ``--input parquet``: each row of each FILE is a document: its text column is the text,
 its id column names it (``doc``; without an id column, the row's number from 0), and
 every other column is copied into each of its chunk records, as the fields of an
-NDJSON line are. Rows are read about a MiB of text (at most ``BATCH_ROWS`` rows) at a
+NDJSON line are. A text column of strings holds text; one of bytes holds files, each
+told and read as the filter tells a FILE under ``--input auto`` (``chunkd.arrow``'s
+``file_kind``): a PDF, HTML or DOCX file is extracted within ``--max-bytes`` and
+``--extract-timeout`` (by the ``--jobs`` worker that takes its row), anything else is
+UTF-8 text. Rows are read about a MiB of text (at most ``BATCH_ROWS`` rows) at a
 time, streaming within row groups, and go to Python one at a time, their text left in
 Arrow's memory as UTF-8 and decoded a block at a time as it is chunked, so memory is
 bounded by the longest documents (a Parquet page is decoded whole), not by the file or
@@ -15,8 +19,10 @@ its row groups.
 ``--format parquet --output FILE``: the records the NDJSON output would have, same
 keys and values, as the rows of one Parquet file, with the types of ``chunkd.arrow``
 (carried columns keep their input types; the text is a string), written a row group
-at a time to a hidden file beside FILE and renamed into place at the end. Its columns
-are fixed by the first input read, so every Parquet input must have the same columns;
+at a time to a hidden file beside FILE and renamed into place at the end. Where the
+input may hold PDFs (FILEs under ``--input auto`` or ``pdf``, a Parquet column of
+files), a ``pages`` column (null for the chunks of other documents) follows the
+settings' own. Its columns are fixed by the first input read, so every Parquet input must have the same columns;
 NDJSON input, whose lines have no fixed columns, cannot be written as Parquet.
 """
 
@@ -50,15 +56,16 @@ except ImportError as error:  # pragma: no cover - depends on the installation
                       name=error.name) from None
 
 from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
-                          chunk_schema, to_arrow)
+                          chunk_schema, file_kind, is_bytes_type, to_arrow, with_pages)
 from chunkd.chunk import Chunk  # noqa: E402
+from chunkd.documents import KINDS, MEDIA_TYPES, DocumentFile, Limits, extract  # noqa: E402
 from chunkd.output import OutputError  # noqa: E402
 from chunkd.readers import (RESERVED_KEYS, BytesBlocks, Document, InputError,  # noqa: E402
                             display_name)
 from chunkd.settings import Settings  # noqa: E402
 
 if TYPE_CHECKING:
-    from chunkd.documents import Extracted
+    from chunkd.documents.base import Extracted
 
 #: A record batch read holds about this much text: enough to amortize the reader's
 #: per-batch cost, small beside the memory bound.
@@ -78,16 +85,21 @@ PROC_DESCRIPTORS = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
 class ParquetFiles:
     """The filter's Parquet options: reads ``--input parquet`` files as documents and
     makes the ``--format parquet`` writer. ``header`` (the columns before a chunk's
-    own) is fixed by the first Parquet input read, or by the input kind."""
+    own) is fixed by the first Parquet input read, or by the input kind; so is
+    ``pages``, whether the output has a ``pages`` column."""
 
     def __init__(self, args: argparse.Namespace, errors: str) -> None:
         self.text_column = args.text_column or "text"
         self.id_column = args.id_column          # None: "id" if the file has one
         self.errors = errors
+        self.limits = Limits(args.max_bytes, args.extract_timeout)
         self.from_parquet = args.input == "parquet"
         self.to_parquet = args.format == "parquet"
         self.output = args.output
         self.header: pa.Schema | None = None
+        # Stdin is text under --input auto; a FILE may be a PDF.
+        self.pages = args.input == "pdf" or (args.input == "auto"
+                                             and any(path != "-" for path in args.files))
 
     @classmethod
     def setup(cls, parser: argparse.ArgumentParser, args: argparse.Namespace,
@@ -144,7 +156,8 @@ class ParquetFiles:
             schema = file.schema_arrow
             columns = Columns.of(schema, self.text_column, self.id_column or "id",
                                  id_required=self.id_column is not None)
-            self._adopt_header(self._header(columns, schema))
+            self._adopt_header(self._header(columns, schema),
+                               is_bytes_type(schema.field(columns.text).type))
         except OSError as error:
             yield InputError(f"{where}: {_reason(error)}")
             return
@@ -164,11 +177,12 @@ class ParquetFiles:
                                            use_threads=False):
                 # Row by row: one document at a time in Python, whatever the batch holds.
                 text_values = batch.column(columns.text)
+                files = is_bytes_type(text_values.type)
                 id_values = None if columns.id is None else self._carried(batch, columns.id)
                 carried = [(name, *self._carried(batch, name)) for name in columns.carried]
                 for index in range(batch.num_rows):
                     yield self._document(text_values, id_values, carried, index, row,
-                                         f"{where}: row {row}")
+                                         f"{where}: row {row}", files)
                     row += 1
         except OSError as error:
             yield InputError(f"{where}: read failed at row {row}: {_reason(error)}")
@@ -177,11 +191,12 @@ class ParquetFiles:
 
     def _document(self, texts: pa.Array, ids: tuple[pa.Array, Reader] | None,
                   carried: list[tuple[str, pa.Array, Reader]], index: int, row: int,
-                  where: str) -> Document | InputError:
+                  where: str, files: bool) -> Document | InputError:
         """Row ``index`` of a batch (``row`` of its file) as a document. Its text is
         decoded as it is chunked, as ``--errors`` says (Parquet readers do not check
         that strings are UTF-8); a string that is not UTF-8 in another column is the
-        row's error."""
+        row's error. With ``files``, a value that is a PDF, HTML or DOCX file is
+        extracted when it is chunked."""
         text = _utf8_bytes(texts, index)
         if text is None:
             return InputError(f"{where}: the text is null")
@@ -191,6 +206,13 @@ class ParquetFiles:
                     if held is NOT_UTF8), None)
         if bad is not None:
             return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
+        if files:
+            named = name.as_py() if isinstance(name, pa.Scalar) else name
+            kind = file_kind(text, named)
+            if kind in KINDS:
+                where += f" ({display_name(named)})" if isinstance(named, str) else ""
+                return Document(name, RowFile(text, kind, where, self.limits), fields,
+                                size=len(text), media_type=MEDIA_TYPES[kind])
         return Document(name, BytesBlocks(text, where, self.errors), fields, size=len(text))
 
     def _carried(self, batch: pa.RecordBatch, name: str) -> tuple[pa.Array, Reader]:
@@ -225,10 +247,11 @@ class ParquetFiles:
                                      "and msgpack records cannot hold; use --format parquet")
         return header
 
-    def _adopt_header(self, header: pa.Schema) -> None:
-        """The first file's columns are the output's; later files must match them."""
+    def _adopt_header(self, header: pa.Schema, files: bool) -> None:
+        """The first file's columns are the output's (with ``pages`` if its text column
+        holds ``files``); later files must match them."""
         if self.header is None:
-            self.header = header
+            self.header, self.pages = header, files
         elif self.to_parquet and not header.equals(self.header):
             raise ValueError("its columns differ from the first file's, which the output "
                              f"follows ({_columns(self.header)}, not {_columns(header)})")
@@ -242,6 +265,30 @@ class ParquetFiles:
             self.header = pa.schema([("doc", pa.string())] if named else [])
         return ParquetWriter(self.output, self, settings.record_fields(), named)
 
+    def fields(self, fields: tuple[str, ...]) -> tuple[str, ...]:
+        """The optional chunk fields the output's rows have: the settings' ``fields``,
+        and ``pages`` where the input may hold PDFs."""
+        return with_pages(fields) if self.pages else fields
+
+
+class RowFile(DocumentFile):
+    """A PDF, HTML or DOCX file that a row holds, as a document's text blocks: extracted
+    as a FILE is (``chunkd.documents.extract``), when first asked. Picklable, as bytes,
+    for ``--jobs`` workers."""
+
+    def __init__(self, data: bytes | memoryview, kind: str, where: str, limits: Limits) -> None:
+        super().__init__(None, kind, limits)
+        self.data, self.where = data, where
+
+    def extract(self) -> Extracted:
+        if self.extracted is None:
+            self.extracted = extract(bytes(self.data), self.kind, self.where, self.limits)
+            self.data = b""  # its text is what is read from now on
+        return self.extracted
+
+    def __reduce__(self) -> tuple:
+        return RowFile, (bytes(self.data), self.kind, self.where, self.limits)
+
 
 class ParquetWriter:
     """Chunk records into a Parquet file (see the module's docstring), with the filter's
@@ -253,7 +300,8 @@ class ParquetWriter:
 
     def __init__(self, path: str, files: ParquetFiles, fields: tuple[str, ...],
                  named: bool) -> None:
-        self.path, self.files, self.fields, self.named = path, files, fields, named
+        self.path, self.files, self.named = path, files, named
+        self.settings_fields = fields      # pages may join them (ParquetFiles.fields)
         self.headers: list[tuple] = []     # each pending document's header values
         self.owners: list[int] = []        # each pending chunk's document
         self.chunks: list[Chunk] = []
@@ -323,6 +371,11 @@ class ParquetWriter:
 
     def _header(self) -> pa.Schema:
         return self.files.header or pa.schema([])  # None: no input was readable
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The optional chunk fields of the rows, fixed with the header."""
+        return self.files.fields(self.settings_fields)
 
     def _schema(self) -> pa.Schema:
         return chunk_schema(self._header(), self.fields)

@@ -11,7 +11,7 @@ import shutil
 import orjson
 import pytest
 
-from command import run_chunkd
+from command import ndjson, run_chunkd
 from document_files import (heading_paths, made_documents, poppler_pages, source_headings,
                             squeezed)
 
@@ -249,3 +249,99 @@ def test_eval_reads_a_pdf_as_its_extracted_text(made, tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     [record] = [orjson.loads(row) for row in done.stdout.splitlines()]
     assert record["recall"] == 1.0
+
+
+def pdf_pages_check(pdf, chunks) -> None:
+    """Every chunk of ``pdf`` (dicts with ``text`` and ``pages``) is on the pages it
+    names by poppler's ``pdftotext``, its first and last lines on its first and last."""
+    pages = [squeezed(page) for page in poppler_pages(pdf)]
+    assert chunks
+    for chunk in chunks:
+        first, last = chunk["pages"]
+        assert 1 <= first <= last <= len(pages)
+        lines = [line for line in chunk["text"].splitlines() if squeezed(line)]
+        assert all(on(line, "".join(pages[first - 1:last])) for line in lines), chunk
+        assert on(lines[0], pages[first - 1]) and on(lines[-1], pages[last - 1]), chunk
+
+
+@pytest.mark.parametrize("kind", ["binary", "large_binary"])
+def test_a_parquet_column_of_files_gives_the_filters_records_and_pages(made, tmp_path, kind):
+    """``--input parquet`` with a binary column of PDF, DOCX, HTML and text files: the
+    records the filter gives the same files as FILEs (a carried column added), with
+    ``--jobs`` 1 and 2; into Parquet, a ``pages`` column poppler agrees with."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    document = made[0]  # several pages: chunks across page breaks
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Plain text, chunked as it is.\n\nA second paragraph.", encoding="utf-8")
+    files = [document.pdf, document.docx, document.html, notes]
+    for path in files[:3]:
+        shutil.copy(path, tmp_path / path.name)
+    table = pa.table({"name": [path.name for path in files],
+                      "data": pa.array([path.read_bytes() for path in files], getattr(pa, kind)()),
+                      "lang": ["en", "en", "en", "en"]})
+    source = tmp_path / "files.parquet"
+    pq.write_table(table, source)
+    settings = ["--chars", "400", "--overlap", "40", "-q"]
+    expected = [{**record, "lang": "en"} for record in ndjson(
+        run_chunkd(*settings, *[path.name for path in files], cwd=tmp_path).stdout)]
+    assert {record["doc"] for record in expected} == {path.name for path in files}
+    read = ["--input", "parquet", str(source), "--text-column", "data", "--id-column", "name"]
+    for jobs in ("1", "2"):
+        done = run_chunkd(*read, *settings, "--jobs", jobs)
+        assert (done.returncode, done.stderr) == (0, b"")
+        assert ndjson(done.stdout) == expected
+    out = tmp_path / "chunks.parquet"
+    done = run_chunkd(*read, *settings, "--format", "parquet", "--output", str(out))
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert pq.read_schema(out).field("pages").type == pa.list_(pa.int64())
+    rows = pq.read_table(out).to_pylist()
+    assert [{key: value for key, value in row.items() if value is not None}
+            for row in rows] == expected
+    pdf_rows = [row for row in rows if row["doc"] == document.pdf.name]
+    assert all(row["pages"] is None for row in rows if row not in pdf_rows)
+    pdf_pages_check(document.pdf, pdf_rows)
+    assert any(row["pages"][0] < row["pages"][1] for row in pdf_rows)
+
+
+def test_a_pdf_file_into_parquet_keeps_its_pages(made, tmp_path):
+    """``--format parquet`` of PDF FILEs has the ``pages`` the NDJSON records have;
+    text from stdin, which cannot be a PDF, gets no such column."""
+    import pyarrow.parquet as pq
+
+    document = made[1]
+    out = tmp_path / "chunks.parquet"
+    done = run_chunkd("--chars", "500", str(document.pdf), str(document.markdown),
+                      "--format", "parquet", "--output", str(out))
+    assert (done.returncode, done.stderr) == (0, b"")
+    rows = pq.read_table(out).to_pylist()
+    expected = ndjson(run_chunkd("--chars", "500", str(document.pdf),
+                                 str(document.markdown)).stdout)
+    assert [{key: value for key, value in row.items() if value is not None}
+            for row in rows] == expected
+    pdf_pages_check(document.pdf, [row for row in rows if row["doc"] == str(document.pdf)])
+    done = run_chunkd("--format", "parquet", "--output", str(out),
+                      input=document.markdown.read_bytes())
+    assert done.returncode == 0 and "pages" not in pq.read_schema(out).names
+
+
+def test_a_bad_file_in_a_parquet_row_is_one_line_and_the_other_rows_are_chunked(made, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good = made[2].docx.read_bytes()
+    corrupt = made[2].pdf.read_bytes()[:16] + bytes(range(256)) * 40
+    big = made[0].pdf.read_bytes()
+    source = tmp_path / "files.parquet"
+    pq.write_table(pa.table({"id": ["bad.pdf", "good.docx", "big.pdf", "again.docx"],
+                             "text": pa.array([corrupt, good, big, good], pa.binary())}), source)
+    limit = str(len(big) - 1)
+    done = run_chunkd("--input", "parquet", str(source), "--chars", "400", "--max-bytes", limit,
+                      "-q")
+    stderr = done.stderr.decode()
+    assert done.returncode == 1 and "Traceback" not in stderr
+    bad, over = stderr.splitlines()
+    assert bad.startswith(f"chunkd: {source}: row 0 (bad.pdf): not a readable PDF"), bad
+    assert over == f"chunkd: {source}: row 2 (big.pdf): {len(big)} bytes, over --max-bytes {limit}"
+    assert {r["doc"] for r in ndjson(done.stdout)} == {"good.docx", "again.docx"}
