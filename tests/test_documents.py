@@ -345,3 +345,32 @@ def test_a_bad_file_in_a_parquet_row_is_one_line_and_the_other_rows_are_chunked(
     assert bad.startswith(f"chunkd: {source}: row 0 (bad.pdf): not a readable PDF"), bad
     assert over == f"chunkd: {source}: row 2 (big.pdf): {len(big)} bytes, over --max-bytes {limit}"
     assert {r["doc"] for r in ndjson(done.stdout)} == {"good.docx", "again.docx"}
+
+
+def test_eval_tells_its_chunkers_each_documents_kind_as_the_filter_does(made, tmp_path):
+    """Under ``--strategy auto``, eval cuts Markdown, HTML and DOCX with the markdown
+    strategy and a PDF with the recursive one, as the filter does: each document's
+    chunks and tokens in eval's records are the filter's."""
+    paths = [made[2].markdown, made[2].html, made[3].docx, made[0].pdf]
+    questions = tmp_path / "questions.jsonl"
+    with questions.open("w") as out:
+        for path in paths:
+            line = next(line for line in extracted(path).splitlines() if len(line) > 40)
+            out.write(json.dumps({"question": line, "doc": path.name,
+                                  "references": [{"text": line}]}) + "\n")
+    settings = ["--chars", "400", "--overlap", "40"]
+    done = run_chunkd("eval", *map(str, paths), "--questions", str(questions),
+                      "--strategy", "auto", *settings, "--format", "ndjson")
+    assert done.returncode == 0, done.stderr.decode()
+    [record] = ndjson(done.stdout)
+    shown = [(part["chunks"], part["tokens"]) for part in record["documents"]]
+
+    def filtered(strategy: str) -> list[tuple[int, int]]:
+        results = json_documents("--strategy", strategy, *settings, "--count-tokens",
+                                 *map(str, paths))
+        return [(len(result["chunks"]), sum(chunk["tokens"] for chunk in result["chunks"]))
+                for result in results]
+    assert shown == filtered("auto")
+    # The test tells the strategies apart: recursive cuts the first three otherwise.
+    recursive = filtered("recursive")
+    assert all(shown[n] != recursive[n] for n in range(3)) and shown[3] == recursive[3]

@@ -144,9 +144,9 @@ def load_documents(args: argparse.Namespace, errors: str, problems: Problems):
             continue
         assert not isinstance(document, Paused), "documents() pauses only when asked to"
         try:
-            _, extracted = document_source(document)
+            source, extracted = document_source(document)
             text = extracted.text if extracted is not None else "".join(document.blocks)
-            library.add(document.name, text, args.input == "text")
+            library.add(document.name, text, args.input == "text", source)
         except InputError as error:
             problems.report(error)
             library.add_unreadable(document.name, args.input == "text")

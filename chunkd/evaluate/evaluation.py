@@ -10,7 +10,7 @@ from chunkd.evaluate.grid import Point
 from chunkd.evaluate.metrics import Retrieved, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
-from chunkd.strategies import Source, build, chunk_blocks
+from chunkd.strategies import build, chunk_blocks
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,12 @@ class Result:
 
 
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
-    """Every document's chunks, with its document's number, counted in tokens."""
+    """Every document's chunks, with its document's number, counted in tokens; the
+    chunker told each document's ``Source`` (so ``--strategy auto`` chooses by it)."""
     chunker = build(point.settings.replace(count_tokens=True))
     chunks: list[tuple[int, Chunk]] = []
-    for number, (name, text) in enumerate(zip(documents.names, documents.texts)):
-        for ready in chunk_blocks(chunker, Source(name), [text]):
+    for number, (source, text) in enumerate(zip(documents.sources, documents.texts)):
+        for ready in chunk_blocks(chunker, source, [text]):
             chunks.extend((number, chunk) for chunk in ready)
     return chunks
 

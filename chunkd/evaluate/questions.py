@@ -28,6 +28,7 @@ import orjson
 
 from chunkd.evaluate.metrics import Span
 from chunkd.readers import display_name
+from chunkd.strategies.base import Source
 
 
 class QuestionError(Exception):
@@ -67,18 +68,22 @@ class Unreadable(QuestionError):
 
 
 class Documents:
-    """The evaluated documents' texts, and the names questions may call them by."""
+    """The evaluated documents' texts, what their chunkers are told of them (``Source``:
+    name, media type, page starts, as the filter tells its own), and the names
+    questions may call them by."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.texts: list[str] = []
+        self.sources: list[Source] = []
         self._called: dict[str, set[int]] = {}
         self._unreadable: dict[str, str] = {}
 
-    def add(self, name: object, text: str, is_file: bool) -> None:
+    def add(self, name: object, text: str, is_file: bool, source: Source) -> None:
         number = len(self.texts)
         self.names.append(_shown(name))
         self.texts.append(text)
+        self.sources.append(source)
         for call in _calls(name, is_file):
             self._called.setdefault(call, set()).add(number)
 
