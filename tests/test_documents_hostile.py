@@ -6,6 +6,7 @@ Python's zipfile), damaged or grown by the test."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import zipfile
 
@@ -196,3 +197,96 @@ def test_a_pipe_is_told_by_its_name_and_none_of_it_is_lost(made, tmp_path):
         expected = source if name.endswith(".md") else \
             run_chunkd("extract", str(made[2].pdf)).stdout
         assert done.stdout == expected
+
+
+#: The size of the large HTML file the issue names among hostile files.
+BIG_HTML_BYTES = 500 * 2**20
+
+
+@pytest.fixture(scope="module")
+def big_html(made, tmp_path_factory):
+    """A real HTML page of 500 MiB: the markdown library's rendering of a corpus
+    document, its body repeated, streamed to disk (not a sparse file)."""
+    from document_files import to_html
+
+    page = to_html(made[2].markdown.read_text(encoding="utf-8"))
+    head, body = page.split("<body>", 1)
+    body = body.rsplit("</body>", 1)[0].encode()
+    path = tmp_path_factory.mktemp("big") / "big.html"
+    with open(path, "wb") as stream:
+        stream.write(head.encode() + b"<body>\n")
+        while stream.tell() < BIG_HTML_BYTES:
+            stream.write(body)
+        stream.write(b"</body></html>\n")
+    return path
+
+
+def measured_chunkd(*args: str) -> tuple[int, list[dict], str, int]:
+    """The installed chunkd's exit status, ``--format json`` documents, stderr and peak
+    RSS in MB (its extractions' processes included)."""
+    import subprocess
+    import sys
+
+    from command import chunkd_command
+    from memory import MEASURE
+
+    done = subprocess.run([sys.executable, "-c", MEASURE, chunkd_command(), "--format", "json",
+                           "-q", "--chars", "500", *args], capture_output=True, timeout=600)
+    *stderr, peak = done.stderr.decode().splitlines()
+    return (done.returncode, [orjson.loads(line) for line in done.stdout.splitlines()],
+            "\n".join(stderr), int(peak))
+
+
+@pytest.mark.slow  # writes 500 MiB; about 20 s, most of it the raised limit's extraction
+def test_an_html_file_of_500_mb_is_refused_in_bounded_memory(made, big_html):
+    """Under the default --max-bytes it is refused after reading at most that much;
+    with the limit raised past it, the extraction's memory bound (2 GiB) ends it, long
+    before Lexbor's tree of it (about ten times the file) is built. One line each, the
+    next file chunked."""
+    size = big_html.stat().st_size
+    assert size >= BIG_HTML_BYTES and big_html.read_bytes()[:15] == b"<!DOCTYPE html>"
+    good = made[1].html
+    for options, reason, bound in (
+            ((), "over --max-bytes 67108864 bytes", 200),
+            (("--max-bytes", str(size + 1)),
+             "extracting its text needs more than the 2 GiB of memory it may take",
+             # the file read (and copied once), and the 2 GiB the extraction may add
+             2 * size // 2**20 + 2048 + 300)):
+        status, documents, stderr, peak = measured_chunkd(*options, str(big_html), str(good))
+        assert (status, stderr) == (1, f"chunkd: {big_html}: {reason}")
+        assert [document["doc"] for document in documents] == [str(good)]
+        assert documents[0]["chunks"]
+        assert peak < bound, (options, peak)
+
+
+@pytest.mark.slow
+def test_the_daemon_refuses_an_html_file_of_500_mb_and_goes_on(made, big_html, inbox, watch):
+    watcher = watch(inbox, "--chars", "400")
+    watcher.started()
+    os.link(big_html, inbox / "big.html")  # a second name, not a copy of 500 MiB
+    shutil.copy(made[1].html, inbox / ".next.html")
+    (inbox / ".next.html").rename(inbox / "next.html")
+    watcher.wait_for(lambda: (inbox / "big.html.error.json").exists()
+                     and set(results(inbox)) == {"next.html"}, what="the results")
+    error = orjson.loads((inbox / "big.html.error.json").read_bytes())
+    assert error["error"] == (f"file is {big_html.stat().st_size} bytes, over --max-bytes "
+                              f"{64 * 2**20}; raise the limit to chunk it")
+    assert results(inbox)["next.html"]["chunks"]
+    peaks = {pid: peak_rss_kb(pid) for pid in processes_of(watcher.process.pid)}
+    assert len(peaks) > 1 and max(peaks.values()) < 200 * 1024, peaks  # the daemon, its workers
+    assert watcher.stop() == 0
+
+
+def processes_of(pid: int) -> list[int]:
+    """A process and its descendants, by Linux's /proc."""
+    found = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            for child in children.read().split():
+                found += processes_of(int(child))
+    return found
+
+
+def peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("VmHWM:")).split()[1])

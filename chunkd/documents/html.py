@@ -22,10 +22,12 @@ BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "footer"
 
 def html_text(data: bytes) -> str:
     """The HTML document's text (its encoding: a BOM, a ``<meta charset>``, else UTF-8)."""
-    from selectolax.lexbor import LexborHTMLParser
+    from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
     try:
         tree = LexborHTMLParser(data)
+    except SelectolaxError:  # HTML5 parsing takes any bytes: Lexbor fails when it cannot allocate
+        raise MemoryError from None
     except Exception as error:  # the parser refuses input it cannot take
         raise DocumentError(f"not a readable HTML document ({error})") from None
     root = tree.root
