@@ -22,8 +22,9 @@ keys and values, as the rows of one Parquet file, with the types of ``chunkd.arr
 at a time to a hidden file beside FILE and renamed into place at the end. Where the
 input may hold PDFs (FILEs under ``--input auto`` or ``pdf``, a Parquet column of
 files), a ``pages`` column (null for the chunks of other documents) follows the
-settings' own. Its columns are fixed by the first input read, so every Parquet input must have the same columns;
-NDJSON input, whose lines have no fixed columns, cannot be written as Parquet.
+settings' own. Its columns are fixed by the first input read, so every Parquet input
+must have the same columns (and no text column of files after one of strings); NDJSON
+input, whose lines have no fixed columns, cannot be written as Parquet.
 """
 
 from __future__ import annotations
@@ -255,6 +256,9 @@ class ParquetFiles:
         elif self.to_parquet and not header.equals(self.header):
             raise ValueError("its columns differ from the first file's, which the output "
                              f"follows ({_columns(self.header)}, not {_columns(header)})")
+        elif self.to_parquet and files and not self.pages:
+            raise ValueError("its text column holds files (bytes), the first file's text "
+                             "(strings), whose output has no pages column")
 
     # --- output ---------------------------------------------------------------------
 
