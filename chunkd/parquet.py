@@ -23,8 +23,9 @@ at a time to a hidden file beside FILE and renamed into place at the end. Where 
 input may hold PDFs (FILEs under ``--input auto`` or ``pdf``, a Parquet column of
 files), a ``pages`` column (null for the chunks of other documents) follows the
 settings' own. Its columns are fixed by the first input read, so every Parquet input
-must have the same columns (and no text column of files after one of strings); NDJSON
-input, whose lines have no fixed columns, cannot be written as Parquet.
+must have the same columns (a PDF in a later file, after one whose text column holds
+strings, has no ``pages`` column to go to: its row is refused); NDJSON input, whose
+lines have no fixed columns, cannot be written as Parquet.
 """
 
 from __future__ import annotations
@@ -212,6 +213,9 @@ class ParquetFiles:
             kind = file_kind(text, named)
             if kind in KINDS:
                 where += f" ({display_name(named)})" if isinstance(named, str) else ""
+                if kind == "pdf" and self.to_parquet and not self.pages:
+                    return InputError(f"{where}: a PDF, whose pages the output has no column "
+                                      "for (the first file's text column holds strings)")
                 return Document(name, RowFile(text, kind, where, self.limits), fields,
                                 size=len(text), media_type=MEDIA_TYPES[kind])
         return Document(name, BytesBlocks(text, where, self.errors), fields, size=len(text))
@@ -256,9 +260,6 @@ class ParquetFiles:
         elif self.to_parquet and not header.equals(self.header):
             raise ValueError("its columns differ from the first file's, which the output "
                              f"follows ({_columns(self.header)}, not {_columns(header)})")
-        elif self.to_parquet and files and not self.pages:
-            raise ValueError("its text column holds files (bytes), the first file's text "
-                             "(strings), whose output has no pages column")
 
     # --- output ---------------------------------------------------------------------
 

@@ -374,3 +374,34 @@ def test_eval_tells_its_chunkers_each_documents_kind_as_the_filter_does(made, tm
     # The test tells the strategies apart: recursive cuts the first three otherwise.
     recursive = filtered("recursive")
     assert all(shown[n] != recursive[n] for n in range(3)) and shown[3] == recursive[3]
+
+
+def test_a_pdf_row_after_a_file_of_text_is_refused_for_parquet_output(made, tmp_path):
+    """The first file fixes the Parquet output's columns: after one whose text column
+    holds strings, a PDF in a later column of files has no ``pages`` column to go to,
+    so its row is refused; that column's other files are chunked. Into NDJSON, or with
+    the column of files first, every row is chunked."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    strings, files = tmp_path / "strings.parquet", tmp_path / "files.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), strings)
+    pq.write_table(pa.table({"id": ["report.pdf", "page.html"],
+                             "text": pa.array([made[2].pdf.read_bytes(),
+                                               made[2].html.read_bytes()], pa.binary())}), files)
+    out = tmp_path / "out.parquet"
+
+    def docs(*args: str) -> tuple[int, str, list[str]]:
+        done = run_chunkd("--input", "parquet", *args, "--chars", "500", "--format", "parquet",
+                          "--output", str(out))
+        return (done.returncode, done.stderr.decode(),
+                sorted({row["doc"] for row in pq.read_table(out).to_pylist()}))
+
+    assert docs(str(strings), str(files)) == (
+        1, f"chunkd: {files}: row 0 (report.pdf): a PDF, whose pages the output has no column "
+           "for (the first file's text column holds strings)\n", ["a", "page.html"])
+    assert "pages" not in pq.read_schema(out).names
+    assert docs(str(files), str(strings)) == (0, "", ["a", "page.html", "report.pdf"])
+    both = run_chunkd("--input", "parquet", str(strings), str(files), "--chars", "500")
+    assert both.returncode == 0
+    assert {r["doc"] for r in ndjson(both.stdout)} == {"a", "page.html", "report.pdf"}

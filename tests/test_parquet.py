@@ -544,24 +544,3 @@ def test_without_pyarrow_parquet_options_are_a_usage_error(tmp_path):
     assert result.stderr.splitlines()[-1] == (
         "chunkd: error: Parquet needs pyarrow: " + install_command("arrow"))
 
-
-def test_a_column_of_files_after_one_of_text_is_refused_for_parquet_output(tmp_path):
-    """The first file fixes the output's columns: a later text column of bytes (files,
-    whose PDFs would have pages) cannot follow one of strings into Parquet; into
-    NDJSON it can."""
-    strings, files = tmp_path / "strings.parquet", tmp_path / "files.parquet"
-    pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), strings)
-    pq.write_table(pa.table({"id": ["b"], "text": pa.array([b"more text"], pa.binary())}), files)
-    out = tmp_path / "out.parquet"
-    done = run_chunkd("--input", "parquet", str(strings), str(files), "--format", "parquet",
-                      "--output", str(out))
-    assert done.returncode == 1
-    assert done.stderr.decode() == (f"chunkd: {files}: its text column holds files (bytes), the "
-                                    "first file's text (strings), whose output has no pages "
-                                    "column\n")
-    assert [row["doc"] for row in read_rows(out)] == ["a"]
-    both = run_chunkd("--input", "parquet", str(strings), str(files))
-    assert both.returncode == 0 and [r["doc"] for r in ndjson(both.stdout)] == ["a", "b"]
-    done = run_chunkd("--input", "parquet", str(files), str(strings), "--format", "parquet",
-                      "--output", str(out))
-    assert done.returncode == 0 and [row["pages"] for row in read_rows(out)] == [None, None]
