@@ -79,11 +79,12 @@ class Documents:
         self._called: dict[str, set[int]] = {}
         self._unreadable: dict[str, str] = {}
 
-    def add(self, name: object, text: str, is_file: bool, source: Source) -> None:
+    def add(self, name: object, text: str, is_file: bool, source: Source | None = None) -> None:
+        """A document; ``source``: what its chunker is told (by default its name alone)."""
         number = len(self.texts)
         self.names.append(_shown(name))
         self.texts.append(text)
-        self.sources.append(source)
+        self.sources.append(Source(name) if source is None else source)
         for call in _calls(name, is_file):
             self._called.setdefault(call, set()).add(number)
 
