@@ -464,7 +464,8 @@
 
   const curveBox = $("curve"), curvePlot = $("curve-plot");
   const decimals = new Intl.NumberFormat("en", { minimumFractionDigits: 3, maximumFractionDigits: 3 });
-  const curveState = { anchors: [], cursor: -1 };
+  const curveState = { anchors: [], cut: new Set(), cursor: -1 };
+  const MAX_DOTS = 4000;  // more points than this: a dot only above the threshold
   const RULES = {  // how each rule's threshold reads (LangChain's SemanticChunker's rules)
     percentile: (x) => `percentile ${x}`,
     standard_deviation: (x) => `mean + ${x} × standard deviation`,
@@ -494,7 +495,7 @@
   /** What a point says on hover, and in the line under the curve. */
   function pointText(curve, i) {
     const [at, distance] = curve.points[i], values = curveValues(curve);
-    const cut = curve.cuts.find((c) => c[1] === i);
+    const cut = curveState.cut.has(i);
     const above = curve.threshold !== null && values[i] > curve.threshold;
     const gradient = curve.gradients ? `, gradient ${decimals.format(values[i])}` : "";
     const sentence = opening(shown.report.text.slice(shown.toUnits(at), shown.toUnits(at) + 80)).trim();
@@ -511,23 +512,28 @@
     if (curveBox.hidden) return;
     const values = curveValues(curve), n = values.length;
     curveState.anchors = [curve.first, ...curve.points.map((point) => point[0]), shown.report.summary.code_points];
+    curveState.cut = new Set(curve.cuts.map((c) => c[1]));
     const meaning = curve.cuts.filter((c) => c[1] !== null).length;
     $("curve-caption").textContent = `Distance between neighbouring sentence windows (${curve.gradients
       ? "gradient" : "cosine"}) · threshold ${thresholdText(curve)} · ${count.format(curve.cuts.length)} cuts: `
       + `${count.format(meaning)} where it is above the threshold, ${count.format(curve.cuts.length - meaning)} at the maximum size`;
     const W = Math.max(320, curvePlot.clientWidth), H = 150;
     const left = 44, right = 10, top = 10, bottom = 20;
-    const finite = values.filter(Number.isFinite);
-    const high = Math.max(curve.threshold ?? 0, ...finite, 1e-9) * 1.08;
-    const low = Math.min(0, ...finite);
+    const finite = values.filter(Number.isFinite);  // (no spread: a long document has 100,000s)
+    const least = finite.reduce((a, b) => Math.min(a, b), Infinity);
+    const most = finite.reduce((a, b) => Math.max(a, b), -Infinity);
+    const high = Math.max(curve.threshold ?? 0, most, 1e-9) * 1.08;
+    const low = Math.min(0, least);
     const sx = (x) => left + (x + 1) / (n + 1) * (W - left - right);
     const sy = (y) => top + (high - y) / (high - low) * (H - top - bottom);
     const title = svg("title", { id: "curve-title" }, "Distance curve of the semantic split");
     const desc = svg("desc", { id: "curve-desc" }, n
       ? `${count.format(n)} distances between neighbouring sentence windows, from `
-        + `${decimals.format(Math.min(...finite))} to ${decimals.format(Math.max(...finite))}; `
+        + `${decimals.format(least)} to ${decimals.format(most)}; `
         + `threshold ${thresholdText(curve)}; ${count.format(curve.cuts.length)} cuts, `
-        + `${count.format(meaning)} where it is above the threshold. Arrow keys move along the `
+        + `${count.format(meaning)} where it is above the threshold.`
+        + (n > MAX_DOTS ? ` Dots mark only the distances above the threshold.` : "")
+        + " Arrow keys move along the "
         + "boundaries, Enter shows one in the document."
       : "No distances: the document has fewer than two sentences.");
     const picture = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0,
@@ -571,11 +577,10 @@
       picture.append(svg("polyline", { class: "values", points: line.join(" ") }));
     }
     const points = svg("g", { class: "points" });
-    const cutAt = new Set(curve.cuts.map((c) => c[1]));
     values.forEach((v, i) => {
-      if (!Number.isFinite(v)) return;
       const above = curve.threshold !== null && v > curve.threshold;
-      const dot = svg("circle", { class: `point${above ? " above" : ""}${above && !cutAt.has(i) ? " joined" : ""}`,
+      if (!Number.isFinite(v) || (n > MAX_DOTS && !above)) return;
+      const dot = svg("circle", { class: `point${above ? " above" : ""}${above && !curveState.cut.has(i) ? " joined" : ""}`,
         cx: sx(i), cy: sy(v), r: 2.5, "data-point": i, "data-at": curve.points[i][0], "data-value": v });
       dot.append(svg("title", {}, pointText(curve, i)));
       points.append(dot);
