@@ -718,7 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chunkd serve",
         description="Serve a page to try chunkd's settings on your own documents: paste a "
                     "document or open a file, choose a strategy, size and overlap, and see "
-                    "each chunk in place, its tokens, the overlap, and the JSONL the filter "
+                    "each chunk in place, its tokens, the overlap (with --strategy semantic, the "
+                    "distance curve, the threshold and the cuts), and the JSONL the filter "
                     "writes. The settings options set the page's first choices; those the page "
                     "has no control for (--language, --separators, --embed-text, ...) apply "
                     "to every split. Nothing "
