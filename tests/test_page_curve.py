@@ -10,6 +10,8 @@ Debian's Chromium, from ``chunkd serve`` and from a ``chunkd preview`` file."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy
 import orjson
 import pytest
@@ -24,7 +26,7 @@ from test_page import browser, page  # noqa: F401  (the page tests' browser and 
 
 from chunkd.settings import settings_from_flags
 from chunkd.strategies.semantic import BREAKPOINTS
-from chunkd.web import report, with_token_counts
+from chunkd.web import report, standalone_html, with_token_counts
 
 #: English prose with headings and lists: some cuts by meaning, some at the size.
 DOCUMENT = next(p for p in corpus_documents() if p.name == "CODE_OF_CONDUCT.md")
@@ -243,3 +245,34 @@ def test_a_server_without_a_model_offers_no_semantic_strategy(page):
         assert option.is_disabled()
         assert option.get_attribute("title").startswith(
             "This server cannot: --strategy semantic needs a model: --embed MODEL")
+
+
+def hashed_vectors(texts: list[str]) -> numpy.ndarray:
+    """A stand-in model: each text's vector from its SHA-256, so distances vary."""
+    return numpy.array([numpy.frombuffer(hashlib.sha256(text.encode()).digest(), numpy.uint8)
+                        for text in texts], dtype=numpy.float64)
+
+
+@pytest.mark.browser
+def test_a_long_documents_curve_has_every_distance_and_dots_only_above(page, tmp_path):
+    """6,000 sentences: the line goes through every distance, a dot marks each one above
+    the threshold (not thousands of others), and hovering still gives any point."""
+    words = "alpha beta gamma delta epsilon zeta eta theta".split()
+    text = " ".join(f"{words[i % 8]} {words[i * 7 % 8]} {words[i * 3 % 8]} {i}." for i in range(6000))
+    settings = with_token_counts(settings_from_flags(
+        {"strategy": "semantic", "embed": hashed_vectors, "chars": 2000}))
+    data = orjson.loads(orjson.dumps(report(settings, text)))
+    curve = data["curve"]
+    assert len(curve["points"]) == 5999
+    (tmp_path / "report.html").write_bytes(standalone_html(data))
+    page.goto((tmp_path / "report.html").as_uri())
+    expect(page.locator("#curve")).to_be_visible()
+    line = page.get_attribute("#curve polyline.values", "points").split()
+    assert len(line) == len(curve["points"])
+    above = [at for at, distance in curve["points"] if distance > curve["threshold"]]
+    dots = page.eval_on_selector_all("#curve circle.point", "c => c.map(d => Number(d.dataset.at))")
+    assert dots == above and 0 < len(above) < 1000
+    assert "Dots mark only the distances above the threshold" in page.text_content("#curve desc")
+    box = page.locator("#curve svg").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(page.locator("#curve-readout")).to_contain_text("Boundary ")
