@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write one document's chunks as a self-contained HTML page: the "
                     "document with each chunk's range and the overlap marked, every chunk's "
                     "details (range, length, exact tokens of --tokenizer), totals, a histogram "
-                    "of lengths, and the JSONL the filter writes (with --count-tokens) to "
+                    "of lengths, with --strategy semantic the distance curve (the threshold, "
+                    "the cuts), and the JSONL the filter writes (with --count-tokens) to "
                     "copy or download. The file opens from disk and loads nothing.",
         epilog="Exit status: 0 written, 1 the document could not be read or the report "
                "not written, 2 usage error.")

@@ -9,7 +9,9 @@ overlap=15%25&parent-tokens=1200``). A request is never parsed as command-line
 arguments: it takes only the flags of the options declared ``request``
 (``chunkd.settings``), each value read by its flag's own conversion and the settings
 made and checked as the filter's are, so they mean the same and are refused with the
-same message. The other options (``--language``, ``--separators``, ...) are the
+same message; a request that names no strategy gets the server's (``--strategy``), and
+one that names a strategy the server cannot split with (semantic, on a server started
+without a model) is told what the server lacks. The other options (``--language``, ``--separators``, ...) are the
 server's, fixed when it started; so is ``--tokenizer``, loaded once at start: a request
 never names a file of the server.
 The answer is a report: the filter's records for that document, with exact token
@@ -51,10 +53,11 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NoReturn
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
@@ -107,10 +110,13 @@ SECURITY_HEADERS = {
 #: sending, gets the answer rather than a reset connection.
 DRAIN_SECONDS = 5.0
 
-def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | None]:
+def settings_from_query(query: str, server: Settings,
+                        unavailable: Mapping[str, str] | None = None) -> tuple[Settings, str | None]:
     """The settings and the document name (``doc``) of a split request; the settings
-    a request cannot choose are ``server``'s. Bad values raise ``SettingsError``
-    (or ``ValueError``, for a malformed query) with the option's message."""
+    a request cannot choose are ``server``'s, and so is the strategy where it names
+    none. Bad values raise ``SettingsError`` (or ``ValueError``, for a malformed query)
+    with the option's message; a strategy in ``unavailable`` (``unavailable_strategies``),
+    with what the server lacks."""
     request = {flag.key.replace("_", "-"): flag for option, flag in flags() if option.request}
     values: dict[str, object] = {}
     name = None
@@ -129,13 +135,30 @@ def settings_from_query(query: str, server: Settings) -> tuple[Settings, str | N
                 values[key] = request[key].read(value)
             except argparse.ArgumentTypeError as error:
                 raise SettingsError(f"argument --{key}: {error}") from None
+    strategy = str(values.setdefault("strategy", server.strategy))
+    if unavailable and strategy in unavailable:
+        raise SettingsError(f"this chunkd serve cannot split with --strategy {strategy}: "
+                            f"{unavailable[strategy]}, which only the server's own options "
+                            "give (start chunkd serve with them)")
     # The server's own settings, less those the requested strategy does not take (a
     # server started with --strategy semantic --embed MODEL serves the others too).
-    asked = REGISTRY.get(str(values.get("strategy", server.strategy)))
+    asked = REGISTRY.get(strategy)
     server_own = {option.name: server[option] for option in options() if not option.request
                   and (asked is None or option.applies is None or option.applies(asked))}
     return (settings_from_flags({request[key].key: value for key, value in values.items()},
                                 base=server_own | {"count_tokens": True}), name)
+
+
+def unavailable_strategies(server: Settings) -> dict[str, str]:
+    """The strategies that no request can split with on this server, whatever else it
+    chooses, and why: what the server's own settings lack (a model, for semantic)."""
+    refused = {}
+    for name in REGISTRY:
+        try:
+            settings_from_query(urlencode({"strategy": name}), server)
+        except SettingsError as error:
+            refused[name] = str(error)
+    return refused
 
 
 # --- who may ask ---------------------------------------------------------------------
@@ -336,9 +359,13 @@ class PageServer(ThreadingHTTPServer):
         #: Connections reading a request's line and headers, and when they must be done.
         self.heading: dict[socket.socket, float] = {}
         self.heading_lock = threading.Lock()
+        #: The strategies no request can split with here, and why (a model it lacks).
+        self.unavailable = unavailable_strategies(self.settings)
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
                                     "tokenizer": self.settings.token_measure.name,
-                                    "strategies": strategy_descriptions(),
+                                    "strategies": [
+                                        kind | {"unavailable": self.unavailable.get(kind["name"])}
+                                        for kind in strategy_descriptions()],
                                     "initial": initial, "max_bytes": max_bytes})
         super().__init__(address, PageHandler)
         self.names = Names(host, self.everywhere)
@@ -517,7 +544,8 @@ class PageHandler(BaseHTTPRequestHandler):
             if body is None:
                 return
             try:
-                settings, name = settings_from_query(parts.query, self.server.settings)
+                settings, name = settings_from_query(parts.query, self.server.settings,
+                                                     self.server.unavailable)
             except (SettingsError, ValueError) as error:
                 self.api_error(400, str(error))
                 return
@@ -690,7 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chunkd serve",
         description="Serve a page to try chunkd's settings on your own documents: paste a "
                     "document or open a file, choose a strategy, size and overlap, and see "
-                    "each chunk in place, its tokens, the overlap, and the JSONL the filter "
+                    "each chunk in place, its tokens, the overlap (with --strategy semantic, the "
+                    "distance curve, the threshold and the cuts), and the JSONL the filter "
                     "writes. The settings options set the page's first choices; those the page "
                     "has no control for (--language, --separators, --embed-text, ...) apply "
                     "to every split. Nothing "

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 
+import numpy
 import pytest
 
 from command import chunkd_command, run_chunkd
@@ -31,9 +32,7 @@ def test_the_page_is_self_contained_and_holds_the_filters_records(tmp_path):
                         "-o", str(tmp_path / "report.html"))
     assert (result.returncode, result.stderr) == (0, b"")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    # Nothing to load: no element refers to anything, no address at all.
-    assert not re.search(r"<(script|link|img|iframe|object|embed)\b[^>]*\b(src|href)=", page)
-    assert not re.search(r"(https?:)?//[\w.-]+\.\w+/", page.split("<script id=")[0])
+    no_loads(page)
     # The policy allows exactly the inline style and script, by hash.
     styles, scripts = inline(page, "style"), inline(page, "script")
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
@@ -52,6 +51,40 @@ def test_the_page_is_self_contained_and_holds_the_filters_records(tmp_path):
     assert data["doc"] == str(DOCUMENT)
     assert data["settings"] == {"strategy": "recursive", "unit": "tokens", "size": 150,
                                 "overlap": 30, "errors": "strict", "count_tokens": True}
+
+
+def no_loads(page: str) -> None:
+    """Nothing to load: no element refers to anything, no address outside the data."""
+    assert not re.search(r"<(script|link|img|iframe|object|embed)\b[^>]*\b(src|href)=", page)
+    assert not re.search(r"(https?:)?//[\w.-]+\.\w+/", page.split("<script id=")[0])
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in policy and "connect-src" not in policy
+
+
+@pytest.mark.slow
+def test_a_semantic_page_holds_the_distance_curve_and_loads_nothing(tmp_path):
+    from embedding import model_folder
+
+    options = ("--strategy", "semantic", "--embed", model_folder(), "--tokens", "100")
+    text = DOCUMENT.read_text(encoding="utf-8")[:2000]
+    (tmp_path / "doc.md").write_text(text, encoding="utf-8")
+    result = run_chunkd("preview", "doc.md", *options, "-o", "report.html", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, b"")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    no_loads(page)
+    assert '<figure id="curve"' in page  # where the script draws it
+    data = report(page)
+    records = [json.loads(line) for line in data["jsonl"].splitlines()]
+    assert data["jsonl"] == run_chunkd("--count-tokens", "doc.md", *options,
+                                       cwd=tmp_path).stdout.decode()
+    curve = data["curve"]
+    sentences = run_chunkd("--strategy", "sentences", "--size", "1", "doc.md", cwd=tmp_path)
+    starts = [json.loads(line)["start"] for line in sentences.stdout.splitlines()]
+    assert [at for at, _ in curve["points"]] == starts[1:] and len(starts) > 5
+    assert [at for at, _ in curve["cuts"]] == [r["start"] for r in records[1:]]
+    assert (curve["rule"], curve["amount"]) == ("percentile", 95)
+    assert curve["threshold"] == pytest.approx(
+        numpy.percentile([distance for _, distance in curve["points"]], 95), abs=1e-12)
 
 
 def test_markup_in_the_document_cannot_end_the_data_element(tmp_path):

@@ -209,6 +209,63 @@ def test_config_offers_every_strategy(server):
     assert config["max_bytes"] == 100000
 
 
+def test_a_strategy_the_server_has_no_model_for_is_refused_saying_so(server):
+    """semantic needs a model, which only the server's --embed gives: the page does not
+    offer it, and a request for it gets a 400 that says what the server lacks."""
+    _, _, data = request(server, "GET", "/api/config", host=f"127.0.0.1:{server.port}")
+    unavailable = {s["name"]: s["unavailable"] for s in orjson.loads(data)["strategies"]}
+    refusal = run_chunkd("--strategy", "semantic", input=b"text").stderr.decode()
+    reason = refusal.splitlines()[-1].removeprefix("chunkd: error: ")
+    assert reason.startswith("--strategy semantic needs a model: --embed MODEL")
+    assert unavailable.pop("semantic") == reason
+    assert set(unavailable.values()) == {None}
+    for params in ({"strategy": "semantic"}, {"strategy": "semantic", "tokens": "50"}):
+        status, answer = split(server, b"One sentence. Another one.", **params)
+        assert status == 400 and answer["error"] == (
+            f"this chunkd serve cannot split with --strategy semantic: {reason}, which only "
+            "the server's own options give (start chunkd serve with them)")
+
+
+def test_a_request_that_names_no_strategy_gets_the_servers():
+    body = DOCUMENT.read_bytes()
+    with Serve("--strategy", "markdown", "--chars", "300") as serve:
+        status, report = split(serve, body, chars="500")
+        _, other = split(serve, body, strategy="recursive", chars="500")
+    expected = run_chunkd("--count-tokens", "--strategy", "markdown", "--chars", "500", input=body)
+    assert status == 200 and report["settings"]["strategy"] == "markdown"
+    assert report["jsonl"] == expected.stdout.decode()
+    assert other["settings"]["strategy"] == "recursive"
+
+
+@pytest.mark.slow
+def test_a_semantic_server_serves_requests_that_name_no_or_another_strategy():
+    """chunkd serve --strategy semantic --embed MODEL: a request with no strategy gets
+    semantic chunks and their curve, one for another strategy gets that strategy (the
+    model is dropped), and a semantic request's bad choice gets the filter's message."""
+    from embedding import model_folder
+
+    body = DOCUMENT.read_bytes()[:3000]
+    model = model_folder()
+    with Serve("--strategy", "semantic", "--embed", model) as serve:
+        status, semantic = split(serve, body, tokens="100")
+        _, recursive = split(serve, body, strategy="recursive", chars="400")
+        _, sentences = split(serve, body, strategy="sentences", size="3")
+        refused, answer = split(serve, body, overlap="10")
+    assert status == 200 and semantic["settings"]["strategy"] == "semantic"
+    assert semantic["jsonl"] == run_chunkd("--count-tokens", "--strategy", "semantic", "--embed",
+                                           model, "--tokens", "100", input=body).stdout.decode()
+    assert len(semantic["curve"]["points"]) > 10
+    assert recursive["jsonl"] == run_chunkd("--count-tokens", "--chars", "400",
+                                            input=body).stdout.decode()
+    assert sentences["jsonl"] == run_chunkd("--count-tokens", "--strategy", "sentences", "--size",
+                                            "3", input=body).stdout.decode()
+    assert recursive["curve"] is None and sentences["curve"] is None
+    filtered = run_chunkd("--strategy", "semantic", "--embed", model, "--overlap", "10",
+                          input=body)
+    assert refused == 400 and filtered.returncode == 2
+    assert f"chunkd: error: {answer['error']}" == filtered.stderr.decode().splitlines()[-1]
+
+
 def test_a_busy_port_is_a_clear_error():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -10,14 +10,18 @@ maximum (the size) is cut inside by the recursive splitter. The rules, defaults 
 memory are in docs/semantic.md.
 
 A whole-document threshold needs every distance first, so the chunker holds the
-document's text from its first ``feed`` until ``finish``, which cuts it.
+document's text from its first ``feed`` until ``finish``, which cuts it. Within
+``curves()`` (the preview page's report) it also hands over each document's ``Curve``:
+the distances, the threshold and the cuts it drew.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.chunk import Chunk
@@ -313,6 +317,40 @@ class Group(NamedTuple):
     distance: float | None
 
 
+class Curve(NamedTuple):
+    """What one document's cuts were drawn from, for the preview page: ``starts``, each
+    sentence's start offset; ``distances``, between each sentence's window and the
+    next's (distance ``i`` is at the boundary before sentence ``i + 1``); ``values``,
+    what the rule compares with ``threshold`` (the distances, or their gradient; no
+    threshold where the distances are too few for the rule); ``cuts``, each chunk's
+    start after the first with the distance it was cut at (None: inside a group, at
+    the maximum size)."""
+
+    starts: list[int]
+    distances: list[float]
+    values: list[float]
+    threshold: float | None
+    rule: str
+    amount: float
+    cuts: list[tuple[int, int | None]]
+
+
+#: The list ``curves()`` collects into; None outside it, where no curve is made.
+_CURVES: ContextVar[list[Curve] | None] = ContextVar("curves", default=None)
+
+
+@contextmanager
+def curves() -> Iterator[list[Curve]]:
+    """Collect the ``Curve`` of every document the semantic strategy cuts within; the
+    distances are the ones it holds anyway while it cuts, handed over, not kept."""
+    seen: list[Curve] = []
+    token = _CURVES.set(seen)
+    try:
+        yield seen
+    finally:
+        _CURVES.reset(token)
+
+
 class SemanticSplitter:
     """Holds a document's text until ``finish``, then cuts it (see the module)."""
 
@@ -327,6 +365,8 @@ class SemanticSplitter:
         self.amount = BREAKPOINTS[self.rule] if amount is None else amount
         self.langchain = settings[SENTENCE_SPLIT] == "langchain"
         self.pieces: list[str] = []
+        #: The document's distances while it is cut, when ``curves()`` wants them.
+        self.measured: numpy.ndarray | None = None
 
     def feed(self, text: str) -> list[Chunk]:
         self.pieces.append(text)
@@ -344,7 +384,27 @@ class SemanticSplitter:
             groups = self.langchain_groups(text, sentences)
         else:
             groups = self.bounded(text, sentences, self.groups(text, sentences))
-        return self.records(text, sentences, groups)
+        made = self.records(text, sentences, groups)
+        seen = _CURVES.get()
+        if seen is not None:
+            seen.append(self.curve(sentences, made))
+        self.measured = None
+        return made
+
+    def curve(self, sentences: Sequence[Sentence], made: Sequence[Chunk]) -> Curve:
+        """The ``Curve`` of a document cut into ``made``: a chunk that follows one
+        with a ``distance`` starts at a sentence, cut at the distance before it."""
+        import numpy
+
+        distances = numpy.zeros(0) if self.measured is None else self.measured
+        values, limit = (distances, None) if not len(distances) else \
+            threshold(distances, self.rule, self.amount)
+        starts = [sentence.start for sentence in sentences]
+        boundary = {start: number - 1 for number, start in enumerate(starts) if number}
+        cuts = [(chunk.start, None if before.distance is None else boundary[chunk.start])
+                for before, chunk in zip(made, made[1:])]
+        return Curve(starts, distances.tolist(), values.tolist(), limit, self.rule,
+                     self.amount, cuts)
 
     def windows(self, text: str, sentences: Sequence[Sentence]) -> list[str]:
         """Each sentence with ``buffer`` neighbours on each side: the document's slice,
@@ -360,7 +420,10 @@ class SemanticSplitter:
     def distances(self, text: str, sentences: Sequence[Sentence]) -> numpy.ndarray:
         """1 - the cosine similarity of each window and the next."""
         vectors = self.embedder.embed(self.windows(text, sentences))
-        return cosine_distances(vectors)
+        distances = cosine_distances(vectors)
+        if _CURVES.get() is not None:
+            self.measured = distances
+        return distances
 
     def groups(self, text: str, sentences: Sequence[Sentence]) -> list[Group]:
         """Sentences grouped at every breakpoint strictly above the threshold."""
@@ -483,22 +546,32 @@ def cosine_distances(vectors: numpy.ndarray) -> numpy.ndarray:
     return 1.0 - similarity
 
 
-def breakpoints(distances: numpy.ndarray, rule: str, amount: float) -> list[int]:
-    """The sentences after which a chunk ends: where the rule's value is strictly above
-    its threshold (LangChain's ``_calculate_breakpoint_threshold``)."""
+def threshold(distances: numpy.ndarray, rule: str,
+              amount: float) -> tuple[numpy.ndarray, float | None]:
+    """What the rule compares (the distances, or their gradient) and the threshold it
+    compares with (LangChain's ``_calculate_breakpoint_threshold``); None where the
+    distances are too few for the rule (gradient needs two)."""
     import numpy
 
-    values = distances
     if rule == "percentile":
-        threshold = numpy.percentile(distances, amount)
-    elif rule == "standard_deviation":
-        threshold = numpy.mean(distances) + amount * numpy.std(distances)
-    elif rule == "interquartile":
+        return distances, float(numpy.percentile(distances, amount))
+    if rule == "standard_deviation":
+        return distances, float(numpy.mean(distances) + amount * numpy.std(distances))
+    if rule == "interquartile":
         first, third = numpy.percentile(distances, [25, 75])
-        threshold = numpy.mean(distances) + amount * (third - first)
-    else:  # gradient: needs two distances at least
-        if len(distances) < 2:
-            return []
-        values = numpy.gradient(distances, range(len(distances)))
-        threshold = numpy.percentile(values, amount)
-    return [int(number) for number in numpy.flatnonzero(values > threshold)]
+        return distances, float(numpy.mean(distances) + amount * (third - first))
+    if len(distances) < 2:
+        return distances, None
+    values = numpy.gradient(distances, range(len(distances)))
+    return values, float(numpy.percentile(values, amount))
+
+
+def breakpoints(distances: numpy.ndarray, rule: str, amount: float) -> list[int]:
+    """The sentences after which a chunk ends: where the rule's value is strictly above
+    its threshold."""
+    import numpy
+
+    values, limit = threshold(distances, rule, amount)
+    if limit is None:
+        return []
+    return [int(number) for number in numpy.flatnonzero(values > limit)]

@@ -5,7 +5,8 @@ package data) shows one *report*: a document, the records the ``chunkd`` filter 
 for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
 copies exactly the filter's output), and a summary. The report is computed here, from
 ``chunkd.strategies.build`` and ``chunkd.writers``; the page's JavaScript only lays it
-out. ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
+out. A semantic split's report also holds its distance ``curve`` (``curve_data``).
+``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
 the styles and the script into a single HTML file.
 """
 
@@ -25,6 +26,7 @@ from chunkd import __version__
 from chunkd.chunk import Chunk
 from chunkd.settings import Settings
 from chunkd.strategies import REGISTRY, Source, begin, build
+from chunkd.strategies.semantic import Curve, curves
 from chunkd.writers import make_writer, name_value
 
 #: The page's files, as the server serves them.
@@ -115,8 +117,10 @@ def report(settings: Settings, text: str, name: str | None = None,
     same settings (with ``doc`` when the document has a ``name``, as for a FILE);
     ``tokenizer``, the identity of the tokenizer its tokens count in.
     ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``); ``source``: what
-    is known of a PDF, HTML or DOCX document whose ``text`` was extracted."""
-    chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source)
+    is known of a PDF, HTML or DOCX document whose ``text`` was extracted; ``curve``,
+    the semantic strategy's distances, threshold and cuts (None for the others)."""
+    with curves() as seen:
+        chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source)
     fields = list(settings.record_fields())
     if source is not None and source.page_starts is not None:
         fields.append("pages")
@@ -129,7 +133,20 @@ def report(settings: Settings, text: str, name: str | None = None,
             "tokenizer": settings.token_measure.name, "settings": settings.as_dict(),
             "fields": fields,
             "summary": summary(chunks, len(text)), "text": text,
-            "jsonl": out.getvalue().decode("utf-8")}
+            "jsonl": out.getvalue().decode("utf-8"),
+            "curve": curve_data(seen[0]) if seen else None}
+
+
+def curve_data(curve: Curve) -> dict:
+    """A document's distance curve as the page draws it: ``points`` (offset, distance),
+    each at the start of the sentence after the boundary, where a cut there would begin
+    the next chunk; ``gradients`` where the rule compares them rather than the
+    distances; ``cuts`` (offset, the point cut at, or None: at the maximum size)."""
+    return {"rule": curve.rule, "amount": curve.amount, "threshold": curve.threshold,
+            "points": list(zip(curve.starts[1:], curve.distances)),
+            "gradients": curve.values if curve.rule == "gradient" else None,
+            "first": curve.starts[0] if curve.starts else 0,
+            "cuts": curve.cuts}
 
 
 def summary(chunks: list[Chunk], text_length: int) -> dict:

@@ -209,15 +209,29 @@
   }
 
   function scrollViewTo(index) {
+    scrollViewToOffset(shown.records[index].start);
+  }
+
+  /** Bring the line of the document that holds code point `at` into sight. */
+  function scrollViewToOffset(at) {
     if (view.hidden || !pages.length) return;
-    const segment = lowerBound(shown.segments.starts, shown.records[index].start);
+    const segment = Math.max(0, lowerBound(shown.segments.starts, at + 1) - 1);
     const page = pages.find((page) => page.pieces[page.pieces.length - 1][0] >= segment);
     fillPage(page);
-    const span = page.element.querySelector(`[data-seg="${segment}"]`);
+    const span = [...page.element.querySelectorAll(`[data-seg="${segment}"]`)]
+      .find((span) => Number(span.dataset.end) > at) || page.element.querySelector(`[data-seg="${segment}"]`);
     if (!span) return;
+    let box = span.getBoundingClientRect();
+    if (span.firstChild) {  // the line of `at` itself, in a long segment
+      const range = document.createRange();
+      const into = shown.toUnits(at) - shown.toUnits(Number(span.dataset.start));
+      range.setStart(span.firstChild, Math.min(span.firstChild.length, Math.max(0, into)));
+      const rects = range.getClientRects();
+      if (rects.length) box = rects[0];
+    }
     // Scroll the view alone (scrollIntoView would scroll the window too, on a narrow
     // screen away from the list in use).
-    const offset = span.getBoundingClientRect().top - view.getBoundingClientRect().top;
+    const offset = box.top - view.getBoundingClientRect().top;
     if (offset < 0 || offset > view.clientHeight - 40) view.scrollTop += offset - view.clientHeight / 4;
   }
 
@@ -326,6 +340,7 @@
     }
     renderList();
     markSelection();
+    markCurveSelection();
     renderDetails();
   }
 
@@ -441,6 +456,208 @@
     box.replaceChildren(picture);
   }
 
+  // --- the semantic strategy's distance curve ------------------------------------------
+  // Greg Kamradt's plot: the distance between neighbouring sentence windows against the
+  // boundary between the sentences, the threshold, the cuts and the chunks' spans. Its
+  // x axis counts boundaries: point i (the distance before sentence i + 1) sits at x = i,
+  // the document's first sentence starts at x = -1 and its end is at x = points.
+
+  const curveBox = $("curve"), curvePlot = $("curve-plot");
+  const decimals = new Intl.NumberFormat("en", { minimumFractionDigits: 3, maximumFractionDigits: 3 });
+  const curveState = { anchors: [], cut: new Set(), cursor: -1 };
+  const MAX_DOTS = 4000;  // more points than this: a dot only above the threshold
+  const RULES = {  // how each rule's threshold reads (LangChain's SemanticChunker's rules)
+    percentile: (x) => `percentile ${x}`,
+    standard_deviation: (x) => `mean + ${x} × standard deviation`,
+    interquartile: (x) => `mean + ${x} × interquartile range`,
+    gradient: (x) => `percentile ${x} of the gradient`,
+  };
+
+  function curveValues(curve) {
+    return curve.gradients || curve.points.map((point) => point[1]);
+  }
+
+  /** The x of code point `at`: the anchors (the first sentence's start, each point's
+   * offset, the document's end) are at -1, 0, 1, ...; between them, in proportion. */
+  function curveX(at) {
+    const anchors = curveState.anchors, k = lowerBound(anchors, at);
+    if (k === 0) return -1;
+    if (k >= anchors.length) return anchors.length - 2;
+    const low = anchors[k - 1], high = anchors[k];
+    return k - 2 + (high > low ? (at - low) / (high - low) : 1);
+  }
+
+  function thresholdText(curve) {
+    return curve.threshold === null ? "no threshold (too few distances for the rule)"
+      : `${RULES[curve.rule](curve.amount)} = ${decimals.format(curve.threshold)}`;
+  }
+
+  /** What a point says on hover, and in the line under the curve. */
+  function pointText(curve, i) {
+    const [at, distance] = curve.points[i], values = curveValues(curve);
+    const cut = curveState.cut.has(i);
+    const above = curve.threshold !== null && values[i] > curve.threshold;
+    const gradient = curve.gradients ? `, gradient ${decimals.format(values[i])}` : "";
+    const sentence = opening(shown.report.text.slice(shown.toUnits(at), shown.toUnits(at) + 80)).trim();
+    const verdict = cut ? "above the threshold: cut here"
+      : above ? "above the threshold, not cut: a chunk under the minimum joined its neighbour"
+      : "not above the threshold";
+    return `Boundary ${count.format(i + 1)} of ${count.format(values.length)}, before code point `
+      + `${count.format(at)} (“${sentence}…”): distance ${decimals.format(distance)}${gradient}; ${verdict}`;
+  }
+
+  function renderCurve() {
+    const curve = shown.report && shown.report.curve;
+    curveBox.hidden = !curve || view.hidden;
+    if (curveBox.hidden) return;
+    const values = curveValues(curve), n = values.length;
+    curveState.anchors = [curve.first, ...curve.points.map((point) => point[0]), shown.report.summary.code_points];
+    curveState.cut = new Set(curve.cuts.map((c) => c[1]));
+    const meaning = curve.cuts.filter((c) => c[1] !== null).length;
+    $("curve-caption").textContent = `Distance between neighbouring sentence windows (${curve.gradients
+      ? "gradient" : "cosine"}) · threshold ${thresholdText(curve)} · ${count.format(curve.cuts.length)} cuts: `
+      + `${count.format(meaning)} where it is above the threshold, ${count.format(curve.cuts.length - meaning)} at the maximum size`;
+    const W = Math.max(320, curvePlot.clientWidth), H = 150;
+    const left = 44, right = 10, top = 10, bottom = 20;
+    const finite = values.filter(Number.isFinite);  // (no spread: a long document has 100,000s)
+    const least = finite.reduce((a, b) => Math.min(a, b), Infinity);
+    const most = finite.reduce((a, b) => Math.max(a, b), -Infinity);
+    const high = Math.max(curve.threshold ?? 0, most, 1e-9) * 1.08;
+    const low = Math.min(0, least);
+    const sx = (x) => left + (x + 1) / (n + 1) * (W - left - right);
+    const sy = (y) => top + (high - y) / (high - low) * (H - top - bottom);
+    const title = svg("title", { id: "curve-title" }, "Distance curve of the semantic split");
+    const desc = svg("desc", { id: "curve-desc" }, n
+      ? `${count.format(n)} distances between neighbouring sentence windows, from `
+        + `${decimals.format(least)} to ${decimals.format(most)}; `
+        + `threshold ${thresholdText(curve)}; ${count.format(curve.cuts.length)} cuts, `
+        + `${count.format(meaning)} where it is above the threshold.`
+        + (n > MAX_DOTS ? ` Dots mark only the distances above the threshold.` : "")
+        + " Arrow keys move along the "
+        + "boundaries, Enter shows one in the document."
+      : "No distances: the document has fewer than two sentences.");
+    const picture = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0,
+      "aria-labelledby": "curve-title curve-desc" });
+    picture.append(title, desc);
+    const spans = svg("g", { class: "spans" });
+    shown.records.forEach((record, i) => {
+      const x1 = sx(curveX(record.start)), x2 = sx(curveX(record.end));
+      const rect = svg("rect", { class: `span c${i % 2}`, x: x1, y: top, width: Math.max(1, x2 - x1),
+        height: H - top - bottom, "data-index": i });
+      rect.append(svg("title", {}, `chunk ${record.index}: ${record.start}–${record.end}, `
+        + `${count.format(record.length)} ${shown.unit}`));
+      spans.append(rect);
+    });
+    picture.append(spans);
+    const axis = svg("g", { class: "axis" });
+    axis.append(svg("line", { x1: left, x2: W - right, y1: sy(low), y2: sy(low) }),
+      svg("text", { x: left - 4, y: sy(high) + 8, "text-anchor": "end" }, decimals.format(high)),
+      svg("text", { x: left - 4, y: sy(low), "text-anchor": "end" }, decimals.format(low)),
+      svg("text", { x: left, y: H - 4 }, "sentence boundaries →"),
+      svg("text", { x: W - right, y: H - 4, "text-anchor": "end" }, count.format(n)));
+    picture.append(axis);
+    if (curve.threshold !== null) {
+      const y = sy(curve.threshold);
+      picture.append(svg("line", { class: "threshold", x1: left, x2: W - right, y1: y, y2: y,
+        "data-threshold": curve.threshold }, undefined),
+        svg("text", { class: "threshold-label", x: W - right - 2, y: y - 4, "text-anchor": "end" },
+          thresholdText(curve)));
+    }
+    for (const [at, point] of curve.cuts) {
+      const x = sx(curveX(at));
+      const mark = svg("line", { class: point === null ? "cut size" : "cut meaning", x1: x, x2: x,
+        y1: top, y2: H - bottom, "data-at": at });
+      mark.append(svg("title", {}, point === null
+        ? `cut at code point ${count.format(at)}: the group was over the size`
+        : `cut at code point ${count.format(at)}: distance ${decimals.format(curve.points[point][1])} above the threshold`));
+      picture.append(mark);
+    }
+    if (n) {
+      const line = values.map((v, i) => Number.isFinite(v) ? `${sx(i).toFixed(1)},${sy(v).toFixed(1)}` : "").filter(Boolean);
+      picture.append(svg("polyline", { class: "values", points: line.join(" ") }));
+    }
+    const points = svg("g", { class: "points" });
+    values.forEach((v, i) => {
+      const above = curve.threshold !== null && v > curve.threshold;
+      if (!Number.isFinite(v) || (n > MAX_DOTS && !above)) return;
+      const dot = svg("circle", { class: `point${above ? " above" : ""}${above && !curveState.cut.has(i) ? " joined" : ""}`,
+        cx: sx(i), cy: sy(v), r: 2.5, "data-point": i, "data-at": curve.points[i][0], "data-value": v });
+      dot.append(svg("title", {}, pointText(curve, i)));
+      points.append(dot);
+    });
+    picture.append(svg("line", { class: "cursor", x1: 0, x2: 0, y1: top, y2: H - bottom, visibility: "hidden" }), points);
+    curveState.scale = { sx, n, left, right, W };
+    curvePlot.replaceChildren(picture);
+    markCurveSelection();
+    showCursor(curveState.cursor < n ? curveState.cursor : -1);
+  }
+
+  function markCurveSelection() {
+    if (curveBox.hidden) return;
+    for (const rect of curvePlot.querySelectorAll(".span")) {
+      rect.classList.toggle("sel", Number(rect.dataset.index) === shown.selected);
+    }
+  }
+
+  /** Point i under the cursor (its numbers in the line under the curve); -1: none. */
+  function showCursor(i) {
+    curveState.cursor = i;
+    const cursor = curvePlot.querySelector(".cursor");
+    if (!cursor) return;
+    if (i < 0) {
+      cursor.setAttribute("visibility", "hidden");
+      $("curve-readout").textContent = curveState.scale.n
+        ? "Point at the curve for a boundary's numbers; click it to see it in the document." : "";
+      return;
+    }
+    const x = curveState.scale.sx(i);
+    cursor.setAttribute("x1", x);
+    cursor.setAttribute("x2", x);
+    cursor.setAttribute("visibility", "visible");
+    $("curve-readout").textContent = pointText(shown.report.curve, i);
+  }
+
+  /** The point nearest the mouse. */
+  function pointAt(event) {
+    const picture = curvePlot.querySelector("svg"), { sx, n, left, right, W } = curveState.scale;
+    if (!picture || !n) return -1;
+    const box = picture.getBoundingClientRect();
+    const x = (event.clientX - box.left) * W / box.width;
+    const i = Math.round((x - left) / (W - left - right) * (n + 1) - 1);
+    return Math.abs(sx(Math.min(n - 1, Math.max(0, i))) - x) < 40 ? Math.min(n - 1, Math.max(0, i)) : -1;
+  }
+
+  /** Show boundary i in the document: select its chunk, scroll to its sentence. */
+  function goToPoint(i) {
+    const at = shown.report.curve.points[i][0];
+    const index = shown.records.findIndex((record) => record.start <= at && at < record.end);
+    if (index >= 0) select(index, { view: false });
+    scrollViewToOffset(at);
+    showCursor(i);
+  }
+
+  curvePlot.addEventListener("mousemove", (event) => showCursor(pointAt(event)));
+  curvePlot.addEventListener("mouseleave", () => showCursor(-1));
+  curvePlot.addEventListener("click", (event) => {
+    const i = pointAt(event);
+    if (i >= 0) { goToPoint(i); return; }
+    const rect = event.target.closest(".span");
+    if (rect) select(Number(rect.dataset.index));
+  });
+  curvePlot.addEventListener("keydown", (event) => {
+    const n = curveState.scale ? curveState.scale.n : 0;
+    if (!n) return;
+    const moves = { ArrowRight: 1, ArrowLeft: -1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      showCursor(Math.min(n - 1, Math.max(0, curveState.cursor + moves[event.key])));
+    } else if ((event.key === "Enter" || event.key === " ") && curveState.cursor >= 0) {
+      event.preventDefault();
+      goToPoint(curveState.cursor);
+    }
+  });
+  new ResizeObserver(() => { if (!curveBox.hidden) renderCurve(); }).observe(curvePlot);
+
   // --- Copy JSONL, Download JSONL ------------------------------------------------------
 
   function status(text) { $("action-status").textContent = text; }
@@ -482,6 +699,7 @@
     shown.toUnits = codePointsToUnits(report.text);
     shown.segments = segmentsOf(shown.records, report.summary.code_points);
     shown.selected = -1;
+    curveState.cursor = -1;
     showTab("view");
     buildView();
     view.scrollTop = 0;
@@ -514,6 +732,7 @@
     $("tab-edit").setAttribute("aria-selected", String(editing));
     $("tab-view").setAttribute("aria-selected", String(!editing));
     $("tab-view").disabled = !shown.report;
+    renderCurve();
   }
 
   $("tab-edit").addEventListener("click", () => { showTab("edit"); $("editor").focus(); });
@@ -655,7 +874,8 @@
     tokenizer = config.tokenizer;
     $("strategy").replaceChildren(...config.strategies.map((kind) => {
       const option = element("option", "", kind.name);
-      option.title = kind.summary;
+      option.title = kind.unavailable ? `This server cannot: ${kind.unavailable}` : kind.summary;
+      option.disabled = Boolean(kind.unavailable);
       return option;
     }));
     const first = config.initial;
