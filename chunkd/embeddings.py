@@ -10,7 +10,8 @@ array, a row a text. Four kinds:
 * any Python callable from a list of texts to vectors (``FunctionEmbedder``);
 * a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``);
 * an OpenAI-compatible ``/v1/embeddings`` endpoint (``--embed-url URL --embed-model
-  NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio).
+  NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio),
+  called with batches bounded by count and by tokens, a few requests in flight.
 
 Every front end reaches a model through ``model(spec, device)``, which wraps it in a
 cache by content (``Cached``): each distinct text is embedded once a process, so a grid
@@ -20,16 +21,18 @@ of settings, the daemon and a text that recurs do not pay twice.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import functools
 import hashlib
 import http.client
 import json
 import os
-import time
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
@@ -125,9 +128,12 @@ class Cached:
 KEY_VARIABLE = "CHUNKD_EMBED_API_KEY"
 #: The environment variable of an endpoint call's timeout in seconds (default 30).
 TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
-#: Texts an endpoint is sent at once, tries of a call, and the first wait between tries
-#: (doubled each time) unless the server's ``Retry-After`` says how long.
-ENDPOINT_BATCH, TRIES, FIRST_WAIT = 64, 5, 0.5
+#: Texts an endpoint is sent at once and tokens summed over them (OpenAI's limit per
+#: request), unless the user or the server's ``/info`` (Hugging Face TEI) says other;
+#: tries of a call, and the first wait between tries (doubled each
+#: time) unless the server's ``Retry-After`` says how long.
+ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
+TRIES, FIRST_WAIT = 5, 0.5
 
 
 def endpoint_url(url: str) -> str:
@@ -150,19 +156,60 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How an endpoint is called: at most ``concurrency`` requests in flight, each of at
+    most ``batch`` texts whose tokens sum to at most ``batch_tokens`` (None: what the
+    server's ``/info`` says, else ``ENDPOINT_BATCH``, ``ENDPOINT_BATCH_TOKENS``), tokens
+    counted by ``tokenizer`` (a ``chunkd.units.resolve`` spec; None or the default,
+    cl100k_base: UTF-8 bytes, never fewer than the tokens of byte-level BPE, WordPiece or
+    SentencePiece, special tokens aside)."""
+
+    concurrency: int
+    batch: int | None = None
+    batch_tokens: int | None = None
+    tokenizer: str | None = None
+
+    @classmethod
+    def default(cls) -> Limits:
+        """The limits when the options are not given."""
+        from chunkd.strategies.semantic import EMBED_CONCURRENCY
+
+        return cls(EMBED_CONCURRENCY.default or 1)
+
+
+def batches(texts: Sequence[str], counts: Sequence[int], batch: int,
+            batch_tokens: int) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` of each batch, in order: as many texts as fit ``batch`` and,
+    by their ``counts``, ``batch_tokens``; a text over ``batch_tokens`` goes alone."""
+    start, total = 0, 0
+    for end, count in enumerate(counts):
+        if end > start and (end - start == batch or total + count > batch_tokens):
+            yield start, end
+            start, total = end, 0
+        total += count
+    if len(texts) > start:
+        yield start, len(texts)
+
+
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called one request at a time
-    (concurrency 1) with at most ``ENDPOINT_BATCH`` texts. A call that gets 429, a 5xx
-    or no answer (refused, reset, timed out) is tried again after a wait (the server's
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called with batches bounded by
+    count and by tokens, at most ``limits.concurrency`` at once (``Limits``); the
+    vectors come back in the texts' order. A call that gets 429, a 5xx or no answer
+    (refused, reset, timed out) is tried again after a wait (the server's
     ``Retry-After`` in seconds, else ``FIRST_WAIT`` doubled each try), ``TRIES`` times
     in all; any other status, an answer that is not embeddings JSON, a wrong number of
     vectors or vectors whose length differs (within a call or from earlier calls) is an
-    ``EmbedError`` at once. The key comes from ``CHUNKD_EMBED_API_KEY`` only and is sent
-    as ``Authorization: Bearer`` (credentials in the URL, without a key, as Basic
-    authentication); no message or record shows them."""
+    ``EmbedError`` at once, and the calls not yet answered are given up. The key comes
+    from ``CHUNKD_EMBED_API_KEY`` only and is sent as ``Authorization: Bearer``
+    (credentials in the URL, without a key, as Basic authentication); no message or
+    record shows them. Where ``limits`` leaves a batch bound open, the first
+    ``embed`` asks the server's ``/info`` once (Hugging Face TEI's
+    ``max_client_batch_size`` and ``max_batch_tokens``); any other answer, or none
+    within the timeout, leaves the defaults."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
-                 first_wait: float = FIRST_WAIT) -> None:
+                 first_wait: float = FIRST_WAIT, limits: Limits | None = None) -> None:
         called = urllib.parse.urlsplit(endpoint_url(url))
         # urllib does not take credentials in a URL: they go as Basic authentication.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
@@ -174,42 +221,113 @@ class OpenAIEmbedder:
         self.name = f"{model}@{self.shown}"
         self.timeout = endpoint_timeout() if timeout is None else timeout
         self.first_wait = first_wait
+        self.limits = limits or Limits.default()
         self.dimension: int | None = None
+        self._bounds: tuple[int, int] | None = None
+        self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        return numpy.concatenate([self._batch(list(texts[start:start + ENDPOINT_BATCH]))
-                                  for start in range(0, len(texts), ENDPOINT_BATCH)])
+        batch, batch_tokens = self.bounds()
+        spans = list(batches(texts, self.counts(texts), batch, batch_tokens))
+        given_up = threading.Event()
+        if self.limits.concurrency == 1 or len(spans) == 1:
+            parts = [self._batch(list(texts[start:end]), given_up) for start, end in spans]
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(min(self.limits.concurrency,
+                                                             len(spans)))
+            try:
+                calls = [pool.submit(self._batch, list(texts[start:end]), given_up)
+                         for start, end in spans]
+                done, _ = concurrent.futures.wait(
+                    calls, return_when=concurrent.futures.FIRST_EXCEPTION)
+            finally:  # after a failure or an interrupt, calls in flight end at their next try
+                given_up.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+            # The earliest batch that failed by itself (not one given up after it).
+            for call in calls:
+                if call in done and call.exception() is not None:
+                    call.result()
+            parts = [call.result() for call in calls]
+        for part in parts:
+            if self.dimension is None:
+                self.dimension = part.shape[1]
+            elif part.shape[1] != self.dimension:
+                raise EmbedError(f"{self.shown}: vectors of {part.shape[1]} numbers after "
+                                 f"vectors of {self.dimension}")
+        return numpy.concatenate(parts)
 
-    def _batch(self, texts: list[str]) -> numpy.ndarray:
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens, as ``limits.tokenizer`` counts them (else UTF-8 bytes: the
+        default tokenizer is the filter's, not a guess at the endpoint's)."""
+        from chunkd.settings import DEFAULT_TOKENIZER
+
+        if self.limits.tokenizer in (None, DEFAULT_TOKENIZER):
+            return [len(text.encode("utf-8", "surrogatepass")) for text in texts]
+        from chunkd.units import resolve
+
+        count = resolve(str(self.limits.tokenizer)).count
+        return [count(text) for text in texts]
+
+    def bounds(self) -> tuple[int, int]:
+        """Texts and tokens a request: the limits given, else the server's, else the
+        defaults (the server asked once, on first use)."""
+        with self._asking:
+            if self._bounds is None:
+                given = self.limits
+                told = {} if given.batch and given.batch_tokens else self._info()
+                self._bounds = (given.batch or told.get("max_client_batch_size", ENDPOINT_BATCH),
+                                given.batch_tokens or told.get("max_batch_tokens",
+                                                               ENDPOINT_BATCH_TOKENS))
+            return self._bounds
+
+    def _info(self) -> dict[str, int]:
+        """The batch limits the server's ``GET /info`` gives (Hugging Face TEI's), or
+        none: one call, no retry, any failure quiet (most servers have no ``/info``)."""
+        parts = urllib.parse.urlsplit(self.url)
+        path = parts.path[:-len("/v1/embeddings")] + "/info"
+        request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(path=path)),
+                                         headers=self._headers(), method="GET")
         try:
-            items = sorted(json.loads(self._post(texts))["data"], key=lambda item: item["index"])
-            vectors = [item["embedding"] for item in items]
-        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
-            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
-                             f"({_one_line(error)})") from None
-        if [item["index"] for item in items] != list(range(len(texts))):
-            raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
-        matrix = as_matrix(vectors, len(texts), self.shown)
-        if self.dimension is None:
-            self.dimension = matrix.shape[1]
-        elif matrix.shape[1] != self.dimension:
-            raise EmbedError(f"{self.shown}: vectors of {matrix.shape[1]} numbers after "
-                             f"vectors of {self.dimension}")
-        return matrix
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                info = json.loads(response.read())
+        except (OSError, http.client.HTTPException, ValueError):
+            return {}
+        if not isinstance(info, dict):
+            return {}
+        return {key: value for key, value in info.items()
+                if key in ("max_client_batch_size", "max_batch_tokens")
+                and isinstance(value, int) and not isinstance(value, bool) and value > 0}
 
-    def _post(self, texts: list[str]) -> bytes:
-        """The body of a successful answer to one call, after retries."""
-        body = json.dumps({"model": self.model, "input": texts}).encode()
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(KEY_VARIABLE)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         elif self.basic:
             headers["Authorization"] = f"Basic {self.basic}"
+        return headers
+
+    def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
+        try:
+            items = sorted(json.loads(self._post(texts, given_up))["data"],
+                           key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in items]
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
+            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
+                             f"({_one_line(error)})") from None
+        if [item["index"] for item in items] != list(range(len(texts))):
+            raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
+        return as_matrix(vectors, len(texts), self.shown)
+
+    def _post(self, texts: list[str], given_up: threading.Event) -> bytes:
+        """The body of a successful answer to one call, after retries; ``given_up``
+        (another call failed) ends the tries."""
+        body = json.dumps({"model": self.model, "input": texts}).encode()
+        headers = self._headers()
         last = ""
         for attempt in range(TRIES):
             wait = self.first_wait * 2 ** attempt
@@ -228,9 +346,9 @@ class OpenAIEmbedder:
                 reason = getattr(error, "reason", error)
                 last = "timed out" if isinstance(reason, TimeoutError) else _one_line(
                     reason if isinstance(reason, BaseException) else error)
-            if attempt + 1 < TRIES:
-                time.sleep(wait)
-        raise EmbedError(f"{self.shown}: no answer after {TRIES} tries (last: {last})")
+            if attempt + 1 < TRIES and given_up.wait(wait):
+                break
+        raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
 
 
 def endpoint_timeout() -> float:
@@ -246,9 +364,10 @@ def endpoint_timeout() -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def endpoint(url: str, name: str) -> Cached:
-    """The endpoint model ``name`` at ``url``, behind its content cache, once a process."""
-    return Cached(OpenAIEmbedder(url, name))
+def endpoint(url: str, name: str, limits: Limits | None = None) -> Cached:
+    """The endpoint model ``name`` at ``url``, called within ``limits``, behind its
+    content cache, once a process."""
+    return Cached(OpenAIEmbedder(url, name, limits=limits))
 
 
 class SentenceTransformerEmbedder:
