@@ -21,7 +21,6 @@ of settings, the daemon and a text that recurs do not pay twice.
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import functools
 import hashlib
 import http.client
@@ -233,25 +232,11 @@ class OpenAIEmbedder:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         batch, batch_tokens = self.bounds()
         spans = list(batches(texts, self.counts(texts), batch, batch_tokens))
-        given_up = threading.Event()
-        if self.limits.concurrency == 1 or len(spans) == 1:
-            parts = [self._batch(list(texts[start:end]), given_up) for start, end in spans]
+        calls = [list(texts[start:end]) for start, end in spans]
+        if self.limits.concurrency == 1 or len(calls) == 1:
+            parts = [self._batch(call, threading.Event()) for call in calls]
         else:
-            pool = concurrent.futures.ThreadPoolExecutor(min(self.limits.concurrency,
-                                                             len(spans)))
-            try:
-                calls = [pool.submit(self._batch, list(texts[start:end]), given_up)
-                         for start, end in spans]
-                done, _ = concurrent.futures.wait(
-                    calls, return_when=concurrent.futures.FIRST_EXCEPTION)
-            finally:  # after a failure or an interrupt, calls in flight end at their next try
-                given_up.set()
-                pool.shutdown(wait=False, cancel_futures=True)
-            # The earliest batch that failed by itself (not one given up after it).
-            for call in calls:
-                if call in done and call.exception() is not None:
-                    call.result()
-            parts = [call.result() for call in calls]
+            parts = self._in_flight(calls)
         for part in parts:
             if self.dimension is None:
                 self.dimension = part.shape[1]
@@ -259,6 +244,42 @@ class OpenAIEmbedder:
                 raise EmbedError(f"{self.shown}: vectors of {part.shape[1]} numbers after "
                                  f"vectors of {self.dimension}")
         return numpy.concatenate(parts)
+
+    def _in_flight(self, calls: list[list[str]]) -> list[numpy.ndarray]:
+        """The vectors of each call's texts, up to ``limits.concurrency`` calls in flight,
+        from daemon threads: after a failure or an interrupt, the calls not yet sent are
+        dropped, those in flight end at their next try, and none holds up the exit."""
+        given_up = threading.Event()
+        lock = threading.Lock()
+        waiting = iter(range(len(calls)))
+        parts: list[numpy.ndarray | None] = [None] * len(calls)
+        failures: list[BaseException] = []  # the first is the one that gave the others up
+
+        def work() -> None:
+            while not given_up.is_set():
+                with lock:
+                    number = next(waiting, None)
+                if number is None:
+                    return
+                try:
+                    parts[number] = self._batch(calls[number], given_up)
+                except BaseException as error:  # noqa: BLE001 (raised in the caller)
+                    with lock:
+                        failures.append(error)
+                    given_up.set()
+
+        threads = [threading.Thread(target=work, daemon=True, name="chunkd-embed")
+                   for _ in range(min(self.limits.concurrency, len(calls)))]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:  # an interrupt in join: the threads stop at their next try
+            given_up.set()
+        if failures:
+            raise failures[0]
+        return [part for part in parts if part is not None]
 
     def counts(self, texts: Sequence[str]) -> list[int]:
         """Each text's tokens, as ``limits.tokenizer`` counts them (else UTF-8 bytes: the

@@ -1,15 +1,20 @@
 """An OpenAI-compatible embeddings endpoint (``--embed-url``): a real HTTP server on
-loopback in the test, serving vectors made from a hash of each text, with injected
-faults (429 with ``Retry-After``, 500, a slow answer, bad JSON, wrong dimensions, a
-closed port), in process and through the installed ``chunkd``."""
+loopback in the test, serving vectors made from a hash of each text (or the real
+all-MiniLM-L6-v2), with injected faults (429 with ``Retry-After``, 500, a slow answer,
+bad JSON, wrong dimensions, a closed port, a text refused as too long), counting the
+calls in flight and the tokens of each call (with MiniLM's own tokenizer), in process
+and through the installed ``chunkd``."""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
 import json
+import os
 import pathlib
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +23,8 @@ import numpy
 import orjson
 import pytest
 from browser import Serve, request
-from command import ndjson, run_chunkd
+from command import chunkd_command, ndjson, run_chunkd
+from embedding import model_folder
 from span_metrics import plain_scores
 from tokenizer_files import minilm_folder
 from watching import results
@@ -65,6 +71,8 @@ class Endpoint(http.server.ThreadingHTTPServer):
         self.in_flight = self.peak = 0
         self.gather: int | None = None
         self.delay = 0.0
+        self.refuse_over = 0  # a text longer than this gets 413
+        self.model: Callable[[list[str]], list[list[float]]] = hashed
         self.info: dict | None = None
         self.infos = 0
 
@@ -124,6 +132,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         texts = body["input"]
+        if self.server.refuse_over and any(len(text) > self.server.refuse_over
+                                           for text in texts):
+            self.send_error(413, "Input too long")
+            return
         if fault in ("429", "500"):
             self.send_response(int(fault))
             if fault == "429":
@@ -133,7 +145,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault == "slow":
             self.server.release.wait(10)
-        vectors = hashed(texts)
+        vectors = self.server.model(texts)
         if fault == "dimensions":
             vectors[-1] = vectors[-1][:-1]
         if fault == "count":
@@ -384,6 +396,17 @@ def test_without_a_tokenizer_utf8_bytes_bound_the_tokens(server):
         assert sum(map(count, request)) <= 120
 
 
+def test_a_text_over_the_servers_limit_is_sent_alone_and_its_refusal_is_one_line(server):
+    server.refuse_over = 100
+    texts = numbered(20)
+    texts[13] = "sea " * 40 + "13"
+    with pytest.raises(EmbedError) as error:
+        quick(server.url, concurrency=2, batch=8, batch_tokens=100).embed(texts)
+    assert str(error.value) == f"{server.url}/v1/embeddings: HTTP 413 Input too long"
+    refused = [body["input"] for _, _, body in server.requests if texts[13] in body["input"]]
+    assert refused == [[texts[13]]]
+
+
 @pytest.mark.parametrize("bounds, sizes", [
     ({"max_client_batch_size": 5, "max_batch_tokens": 16384}, [5, 5, 2, 5, 5, 5, 3]),
     ({"max_client_batch_size": 32, "max_batch_tokens": 13}, [3, 3, 3, 3, 3, 3, 3, 3, 3, 3]),
@@ -522,6 +545,46 @@ def test_the_filter_gives_the_records_of_the_same_function_in_process(server, mo
     assert {headers["Authorization"] for _, headers, _ in server.requests} == {f"Bearer {KEY}"}
 
 
+@pytest.fixture(scope="module")
+def minilm():
+    """The real all-MiniLM-L6-v2 as the server's model, one request at a time (the
+    server's threads share it)."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_folder(), device="cpu", local_files_only=True)
+    lock = threading.Lock()
+
+    def vectors(texts: list[str]) -> list[list[float]]:
+        with lock:
+            return model.encode(texts, batch_size=32, show_progress_bar=False).tolist()
+    return vectors
+
+
+@pytest.mark.slow
+def test_the_real_model_served_gives_the_records_of_the_model_folder(server, minilm, tmp_path):
+    """The filter through the endpoint, serving the real model, at concurrency 1 and 4:
+    the same bytes; and the cuts the filter makes with the model folder itself (the
+    distances within float noise: the server embeds other batches than the folder's)."""
+    server.model = minilm
+    path = tmp_path / "doc.md"
+    source = sorted((EVAL / "docs").glob("*.md"))[0]
+    path.write_text(source.read_text(encoding="utf-8")[:6000], encoding="utf-8")
+    through = {concurrency: run_chunkd(
+        "--strategy", "semantic", "--tokens", "120", "--embed-url", server.url,
+        "--embed-model", "all-MiniLM-L6-v2", "--embed-concurrency", concurrency,
+        "--embed-batch", "8", str(path)) for concurrency in ("1", "4")}
+    assert through["1"].returncode == through["4"].returncode == 0, through["4"].stderr
+    assert through["1"].stdout == through["4"].stdout
+    local = run_chunkd("--strategy", "semantic", "--tokens", "120", "--embed",
+                       model_folder(), str(path))
+    assert local.returncode == 0, local.stderr
+    served, folder = ndjson(through["4"].stdout), ndjson(local.stdout)
+    assert len(folder) > 5 and sum("distance" in record for record in folder) >= 2
+    assert [(r["start"], r["end"]) for r in served] == [(r["start"], r["end"]) for r in folder]
+    assert [r.get("distance") for r in served] == pytest.approx(
+        [r.get("distance") for r in folder], abs=1e-5)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("concurrency", ["1", "3"])
 def test_a_failing_document_is_one_line_and_the_others_are_chunked(server, monkeypatch,
@@ -543,6 +606,28 @@ def test_a_failing_document_is_one_line_and_the_others_are_chunked(server, monke
     records = ndjson(result.stdout)
     assert records and {record["doc"] for record in records} == {str(good)}
     assert "".join(record["text"] for record in records) == TEXT
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_calls_in_flight_ends_the_filter_at_once(server, tmp_path):
+    server.faults = ["slow"] * 100  # each answer waits for the release (10 s at most)
+    path = tmp_path / "doc.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    process = subprocess.Popen(
+        [chunkd_command(), "--strategy", "semantic", "--embed-url", server.url,
+         "--embed-model", "toy-model", "--embed-concurrency", "3", "--embed-batch", "2",
+         str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "CHUNKD_EMBED_TIMEOUT": "60"})
+    deadline = time.monotonic() + 60
+    while server.in_flight < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.in_flight == 3
+    interrupted = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert time.monotonic() - interrupted < 5  # not held up by the calls in flight
+    assert b"Traceback" not in stderr
 
 
 @pytest.mark.slow
