@@ -203,9 +203,9 @@ class OpenAIEmbedder:
     from ``CHUNKD_EMBED_API_KEY`` only and is sent as ``Authorization: Bearer``
     (credentials in the URL, without a key, as Basic authentication); no message or
     record shows them. Where ``limits`` leaves a batch bound open, the first
-    ``embed`` asks the server's ``/info`` once (Hugging Face TEI's
-    ``max_client_batch_size`` and ``max_batch_tokens``); any other answer, or none
-    within the timeout, leaves the defaults."""
+    ``embed`` asks the server's ``/info`` (Hugging Face TEI's ``max_client_batch_size``
+    and ``max_batch_tokens``): any other answer leaves the defaults; no answer (within
+    the timeout), a 429 or a 5xx leaves them for this call, and the next asks again."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None) -> None:
@@ -295,19 +295,24 @@ class OpenAIEmbedder:
 
     def bounds(self) -> tuple[int, int]:
         """Texts and tokens a request: the limits given, else the server's, else the
-        defaults (the server asked once, on first use)."""
+        defaults. The server is asked on first use, and again on the next while it
+        does not answer (a server starting, or down, may later)."""
         with self._asking:
-            if self._bounds is None:
-                given = self.limits
-                told = {} if given.batch and given.batch_tokens else self._info()
-                self._bounds = (given.batch or told.get("max_client_batch_size", ENDPOINT_BATCH),
-                                given.batch_tokens or told.get("max_batch_tokens",
-                                                               ENDPOINT_BATCH_TOKENS))
-            return self._bounds
+            if self._bounds is not None:
+                return self._bounds
+            given = self.limits
+            told = {} if given.batch and given.batch_tokens else self._info()
+            bounds = (given.batch or (told or {}).get("max_client_batch_size", ENDPOINT_BATCH),
+                      given.batch_tokens or (told or {}).get("max_batch_tokens",
+                                                             ENDPOINT_BATCH_TOKENS))
+            if told is not None:
+                self._bounds = bounds
+            return bounds
 
-    def _info(self) -> dict[str, int]:
-        """The batch limits the server's ``GET /info`` gives (Hugging Face TEI's), or
-        none: one call, no retry, any failure quiet (most servers have no ``/info``)."""
+    def _info(self) -> dict[str, int] | None:
+        """The batch limits the server's ``GET /info`` gives (Hugging Face TEI's): none
+        from a server that answers otherwise (most have no ``/info``), None from one
+        that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[:-len("/v1/embeddings")] + "/info"
         request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(path=path)),
@@ -315,7 +320,11 @@ class OpenAIEmbedder:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 info = json.loads(response.read())
-        except (OSError, http.client.HTTPException, ValueError):
+        except urllib.error.HTTPError as error:
+            return None if error.code == 429 or error.code >= 500 else {}
+        except (OSError, http.client.HTTPException):
+            return None
+        except ValueError:  # not JSON
             return {}
         if not isinstance(info, dict):
             return {}

@@ -100,6 +100,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.infos += 1
+        if self.server.down:
+            self.send_error(503)
+            return
         if self.path != "/info" or self.server.info is None:
             self.send_error(404)
             return
@@ -419,6 +422,21 @@ def test_the_servers_info_gives_the_bounds_once(server, bounds, sizes):
     assert client.embed(texts[12:]).tolist() == hashed(texts[12:])
     assert server.infos == 1
     assert [len(request) for request in sent(server)] == sizes
+
+
+def test_a_server_that_is_down_is_asked_again_for_its_bounds(server):
+    server.info = {"max_client_batch_size": 5, "max_batch_tokens": 16384}
+    server.down = True
+    client = quick(server.url)
+    with pytest.raises(EmbedError, match="HTTP 503"):
+        client.embed(numbered(10))
+    server.down = False
+    server.requests.clear()
+    client.embed(numbered(10))
+    assert server.infos == 2
+    assert [len(request) for request in sent(server)] == [5, 5]
+    client.embed(numbered(20)[10:])
+    assert server.infos == 2
 
 
 def test_given_bounds_are_not_asked_for_and_win(server):
