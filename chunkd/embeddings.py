@@ -129,8 +129,8 @@ KEY_VARIABLE = "CHUNKD_EMBED_API_KEY"
 TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: Texts an endpoint is sent at once and tokens summed over them (OpenAI's limit per
 #: request), unless the user or the server's ``/info`` (Hugging Face TEI) says other;
-#: tries of a call, and the first wait between tries (doubled each
-#: time) unless the server's ``Retry-After`` says how long.
+#: tries of a call, and the first wait between tries (doubled each time) unless the
+#: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
 TRIES, FIRST_WAIT = 5, 0.5
 
@@ -177,18 +177,18 @@ class Limits:
         return cls(EMBED_CONCURRENCY.default or 1)
 
 
-def batches(texts: Sequence[str], counts: Sequence[int], batch: int,
-            batch_tokens: int) -> Iterator[tuple[int, int]]:
-    """The ``(start, end)`` of each batch, in order: as many texts as fit ``batch`` and,
-    by their ``counts``, ``batch_tokens``; a text over ``batch_tokens`` goes alone."""
+def batches(counts: Sequence[int], batch: int, batch_tokens: int) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` of each batch of texts of these token ``counts``, in order:
+    as many texts as fit ``batch`` and ``batch_tokens``; a text over ``batch_tokens``
+    goes alone."""
     start, total = 0, 0
     for end, count in enumerate(counts):
         if end > start and (end - start == batch or total + count > batch_tokens):
             yield start, end
             start, total = end, 0
         total += count
-    if len(texts) > start:
-        yield start, len(texts)
+    if len(counts) > start:
+        yield start, len(counts)
 
 
 class OpenAIEmbedder:
@@ -231,8 +231,8 @@ class OpenAIEmbedder:
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         batch, batch_tokens = self.bounds()
-        spans = list(batches(texts, self.counts(texts), batch, batch_tokens))
-        calls = [list(texts[start:end]) for start, end in spans]
+        calls = [list(texts[start:end])
+                 for start, end in batches(self.counts(texts), batch, batch_tokens)]
         if self.limits.concurrency == 1 or len(calls) == 1:
             parts = [self._batch(call, threading.Event()) for call in calls]
         else:

@@ -31,7 +31,7 @@ from watching import results
 
 import chunkd
 from chunkd.embeddings import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, Limits,
-                               OpenAIEmbedder, endpoint_url)
+                               OpenAIEmbedder, batches, endpoint_url)
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 KEY = "sk-test-Very-Secret-9f3a"
@@ -321,6 +321,18 @@ def test_credentials_and_query_are_in_no_identity_or_message(server, monkeypatch
 def numbered(count: int, words: int = 3) -> list[str]:
     """``count`` texts of about ``words`` words, each ending in its number."""
     return [" ".join(["sea"] * (words + number % 5)) + f" {number}" for number in range(count)]
+
+
+@pytest.mark.parametrize("counts, batch, tokens, spans", [
+    ([], 4, 100, []),
+    ([5, 5, 5, 5, 5], 2, 100, [(0, 2), (2, 4), (4, 5)]),
+    ([40, 40, 40], 8, 100, [(0, 2), (2, 3)]),
+    ([40, 60, 1], 8, 100, [(0, 2), (2, 3)]),  # exactly the bound fits
+    ([50, 200, 10], 8, 100, [(0, 1), (1, 2), (2, 3)]),  # over the bound: alone
+    ([200], 8, 100, [(0, 1)]),
+])
+def test_the_batches(counts, batch, tokens, spans):
+    assert list(batches(counts, batch, tokens)) == spans
 
 
 @pytest.mark.parametrize("concurrency", [2, 3])
