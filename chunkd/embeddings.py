@@ -10,7 +10,8 @@ array, a row a text. Four kinds:
 * any Python callable from a list of texts to vectors (``FunctionEmbedder``);
 * a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``);
 * an OpenAI-compatible ``/v1/embeddings`` endpoint (``--embed-url URL --embed-model
-  NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio).
+  NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio),
+  called with batches bounded by count and by tokens, a few requests in flight.
 
 Every front end reaches a model through ``model(spec, device)``, which wraps it in a
 cache by content (``Cached``): each distinct text is embedded once a process, so a grid
@@ -25,11 +26,12 @@ import hashlib
 import http.client
 import json
 import os
-import time
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
@@ -125,9 +127,12 @@ class Cached:
 KEY_VARIABLE = "CHUNKD_EMBED_API_KEY"
 #: The environment variable of an endpoint call's timeout in seconds (default 30).
 TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
-#: Texts an endpoint is sent at once, tries of a call, and the first wait between tries
-#: (doubled each time) unless the server's ``Retry-After`` says how long.
-ENDPOINT_BATCH, TRIES, FIRST_WAIT = 64, 5, 0.5
+#: Texts an endpoint is sent at once and tokens summed over them (OpenAI's limit per
+#: request), unless the user or the server's ``/info`` (Hugging Face TEI) says other;
+#: tries of a call, and the first wait between tries (doubled each time) unless the
+#: server's ``Retry-After`` says how long.
+ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
+TRIES, FIRST_WAIT = 5, 0.5
 
 
 def endpoint_url(url: str) -> str:
@@ -150,19 +155,60 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How an endpoint is called: at most ``concurrency`` requests in flight, each of at
+    most ``batch`` texts whose tokens sum to at most ``batch_tokens`` (None: what the
+    server's ``/info`` says, else ``ENDPOINT_BATCH``, ``ENDPOINT_BATCH_TOKENS``), tokens
+    counted by ``tokenizer`` (a ``chunkd.units.resolve`` spec; None or the default,
+    cl100k_base: UTF-8 bytes, never fewer than the tokens of byte-level BPE, WordPiece or
+    SentencePiece, special tokens aside)."""
+
+    concurrency: int
+    batch: int | None = None
+    batch_tokens: int | None = None
+    tokenizer: str | None = None
+
+    @classmethod
+    def default(cls) -> Limits:
+        """The limits when the options are not given."""
+        from chunkd.strategies.semantic import EMBED_CONCURRENCY
+
+        return cls(EMBED_CONCURRENCY.default or 1)
+
+
+def batches(counts: Sequence[int], batch: int, batch_tokens: int) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` of each batch of texts of these token ``counts``, in order:
+    as many texts as fit ``batch`` and ``batch_tokens``; a text over ``batch_tokens``
+    goes alone."""
+    start, total = 0, 0
+    for end, count in enumerate(counts):
+        if end > start and (end - start == batch or total + count > batch_tokens):
+            yield start, end
+            start, total = end, 0
+        total += count
+    if len(counts) > start:
+        yield start, len(counts)
+
+
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called one request at a time
-    (concurrency 1) with at most ``ENDPOINT_BATCH`` texts. A call that gets 429, a 5xx
-    or no answer (refused, reset, timed out) is tried again after a wait (the server's
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called with batches bounded by
+    count and by tokens, at most ``limits.concurrency`` at once (``Limits``); the
+    vectors come back in the texts' order. A call that gets 429, a 5xx or no answer
+    (refused, reset, timed out) is tried again after a wait (the server's
     ``Retry-After`` in seconds, else ``FIRST_WAIT`` doubled each try), ``TRIES`` times
     in all; any other status, an answer that is not embeddings JSON, a wrong number of
     vectors or vectors whose length differs (within a call or from earlier calls) is an
-    ``EmbedError`` at once. The key comes from ``CHUNKD_EMBED_API_KEY`` only and is sent
-    as ``Authorization: Bearer`` (credentials in the URL, without a key, as Basic
-    authentication); no message or record shows them."""
+    ``EmbedError`` at once, and the calls not yet answered are given up. The key comes
+    from ``CHUNKD_EMBED_API_KEY`` only and is sent as ``Authorization: Bearer``
+    (credentials in the URL, without a key, as Basic authentication); no message or
+    record shows them. Where ``limits`` leaves a batch bound open, the first
+    ``embed`` asks the server's ``/info`` (Hugging Face TEI's ``max_client_batch_size``
+    and ``max_batch_tokens``): any other answer leaves the defaults; no answer (within
+    the timeout), a 429 or a 5xx leaves them for this call, and the next asks again."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
-                 first_wait: float = FIRST_WAIT) -> None:
+                 first_wait: float = FIRST_WAIT, limits: Limits | None = None) -> None:
         called = urllib.parse.urlsplit(endpoint_url(url))
         # urllib does not take credentials in a URL: they go as Basic authentication.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
@@ -174,42 +220,144 @@ class OpenAIEmbedder:
         self.name = f"{model}@{self.shown}"
         self.timeout = endpoint_timeout() if timeout is None else timeout
         self.first_wait = first_wait
+        self.limits = limits or Limits.default()
         self.dimension: int | None = None
+        self._bounds: tuple[int, int] | None = None
+        self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        return numpy.concatenate([self._batch(list(texts[start:start + ENDPOINT_BATCH]))
-                                  for start in range(0, len(texts), ENDPOINT_BATCH)])
+        batch, batch_tokens = self.bounds()
+        calls = [list(texts[start:end])
+                 for start, end in batches(self.counts(texts), batch, batch_tokens)]
+        if self.limits.concurrency == 1 or len(calls) == 1:
+            parts = [self._batch(call, threading.Event()) for call in calls]
+        else:
+            parts = self._in_flight(calls)
+        for part in parts:
+            if self.dimension is None:
+                self.dimension = part.shape[1]
+            elif part.shape[1] != self.dimension:
+                raise EmbedError(f"{self.shown}: vectors of {part.shape[1]} numbers after "
+                                 f"vectors of {self.dimension}")
+        return numpy.concatenate(parts)
 
-    def _batch(self, texts: list[str]) -> numpy.ndarray:
+    def _in_flight(self, calls: list[list[str]]) -> list[numpy.ndarray]:
+        """The vectors of each call's texts, up to ``limits.concurrency`` calls in flight,
+        from daemon threads: after a failure or an interrupt, the calls not yet sent are
+        dropped, those in flight end at their next try, and none holds up the exit."""
+        given_up = threading.Event()
+        lock = threading.Lock()
+        waiting = iter(range(len(calls)))
+        parts: list[numpy.ndarray | None] = [None] * len(calls)
+        failures: list[BaseException] = []  # the first is the one that gave the others up
+
+        def work() -> None:
+            while not given_up.is_set():
+                with lock:
+                    number = next(waiting, None)
+                if number is None:
+                    return
+                try:
+                    parts[number] = self._batch(calls[number], given_up)
+                except BaseException as error:  # noqa: BLE001 (raised in the caller)
+                    with lock:
+                        failures.append(error)
+                    given_up.set()
+
+        threads = [threading.Thread(target=work, daemon=True, name="chunkd-embed")
+                   for _ in range(min(self.limits.concurrency, len(calls)))]
         try:
-            items = sorted(json.loads(self._post(texts))["data"], key=lambda item: item["index"])
-            vectors = [item["embedding"] for item in items]
-        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
-            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
-                             f"({_one_line(error)})") from None
-        if [item["index"] for item in items] != list(range(len(texts))):
-            raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
-        matrix = as_matrix(vectors, len(texts), self.shown)
-        if self.dimension is None:
-            self.dimension = matrix.shape[1]
-        elif matrix.shape[1] != self.dimension:
-            raise EmbedError(f"{self.shown}: vectors of {matrix.shape[1]} numbers after "
-                             f"vectors of {self.dimension}")
-        return matrix
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:  # an interrupt in join: the threads stop at their next try
+            given_up.set()
+        if failures:
+            raise failures[0]
+        return [part for part in parts if part is not None]
 
-    def _post(self, texts: list[str]) -> bytes:
-        """The body of a successful answer to one call, after retries."""
-        body = json.dumps({"model": self.model, "input": texts}).encode()
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens, as ``limits.tokenizer`` counts them (else UTF-8 bytes: the
+        default tokenizer is the filter's, not a guess at the endpoint's)."""
+        from chunkd.settings import DEFAULT_TOKENIZER
+
+        if self.limits.tokenizer in (None, DEFAULT_TOKENIZER):
+            return [len(text.encode("utf-8", "surrogatepass")) for text in texts]
+        from chunkd.units import resolve
+
+        count = resolve(str(self.limits.tokenizer)).count
+        return [count(text) for text in texts]
+
+    def bounds(self) -> tuple[int, int]:
+        """Texts and tokens a request: the limits given, else the server's, else the
+        defaults. The server is asked on first use, and again on the next while it
+        does not answer (a server starting, or down, may later)."""
+        with self._asking:
+            if self._bounds is not None:
+                return self._bounds
+            given = self.limits
+            told = {} if given.batch and given.batch_tokens else self._info()
+            bounds = (given.batch or (told or {}).get("max_client_batch_size", ENDPOINT_BATCH),
+                      given.batch_tokens or (told or {}).get("max_batch_tokens",
+                                                             ENDPOINT_BATCH_TOKENS))
+            if told is not None:
+                self._bounds = bounds
+            return bounds
+
+    def _info(self) -> dict[str, int] | None:
+        """The batch limits the server's ``GET /info`` gives (Hugging Face TEI's): none
+        from a server that answers otherwise (most have no ``/info``), None from one
+        that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
+        parts = urllib.parse.urlsplit(self.url)
+        path = parts.path[:-len("/v1/embeddings")] + "/info"
+        request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(path=path)),
+                                         headers=self._headers(), method="GET")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                info = json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return None if error.code == 429 or error.code >= 500 else {}
+        except (OSError, http.client.HTTPException):
+            return None
+        except ValueError:  # not JSON
+            return {}
+        if not isinstance(info, dict):
+            return {}
+        return {key: value for key, value in info.items()
+                if key in ("max_client_batch_size", "max_batch_tokens")
+                and isinstance(value, int) and not isinstance(value, bool) and value > 0}
+
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(KEY_VARIABLE)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         elif self.basic:
             headers["Authorization"] = f"Basic {self.basic}"
+        return headers
+
+    def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
+        try:
+            items = sorted(json.loads(self._post(texts, given_up))["data"],
+                           key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in items]
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
+            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
+                             f"({_one_line(error)})") from None
+        if [item["index"] for item in items] != list(range(len(texts))):
+            raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
+        return as_matrix(vectors, len(texts), self.shown)
+
+    def _post(self, texts: list[str], given_up: threading.Event) -> bytes:
+        """The body of a successful answer to one call, after retries; ``given_up``
+        (another call failed) ends the tries."""
+        body = json.dumps({"model": self.model, "input": texts}).encode()
+        headers = self._headers()
         last = ""
         for attempt in range(TRIES):
             wait = self.first_wait * 2 ** attempt
@@ -228,9 +376,9 @@ class OpenAIEmbedder:
                 reason = getattr(error, "reason", error)
                 last = "timed out" if isinstance(reason, TimeoutError) else _one_line(
                     reason if isinstance(reason, BaseException) else error)
-            if attempt + 1 < TRIES:
-                time.sleep(wait)
-        raise EmbedError(f"{self.shown}: no answer after {TRIES} tries (last: {last})")
+            if attempt + 1 < TRIES and given_up.wait(wait):
+                break
+        raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
 
 
 def endpoint_timeout() -> float:
@@ -246,9 +394,10 @@ def endpoint_timeout() -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def endpoint(url: str, name: str) -> Cached:
-    """The endpoint model ``name`` at ``url``, behind its content cache, once a process."""
-    return Cached(OpenAIEmbedder(url, name))
+def endpoint(url: str, name: str, limits: Limits | None = None) -> Cached:
+    """The endpoint model ``name`` at ``url``, called within ``limits``, behind its
+    content cache, once a process."""
+    return Cached(OpenAIEmbedder(url, name, limits=limits))
 
 
 class SentenceTransformerEmbedder:

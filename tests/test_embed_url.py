@@ -1,28 +1,37 @@
 """An OpenAI-compatible embeddings endpoint (``--embed-url``): a real HTTP server on
-loopback in the test, serving vectors made from a hash of each text, with injected
-faults (429 with ``Retry-After``, 500, a slow answer, bad JSON, wrong dimensions, a
-closed port), in process and through the installed ``chunkd``."""
+loopback in the test, serving vectors made from a hash of each text (or the real
+all-MiniLM-L6-v2), with injected faults (429 with ``Retry-After``, 500, a slow answer,
+bad JSON, wrong dimensions, a closed port, a text refused as too long), counting the
+calls in flight and the tokens of each call (with MiniLM's own tokenizer), in process
+and through the installed ``chunkd``."""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
 import json
+import os
 import pathlib
+import signal
 import socket
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 import numpy
 import orjson
 import pytest
 from browser import Serve, request
-from command import ndjson, run_chunkd
+from command import chunkd_command, ndjson, run_chunkd
+from embedding import model_folder
 from span_metrics import plain_scores
+from tokenizer_files import minilm_folder
 from watching import results
 
 import chunkd
-from chunkd.embeddings import EmbedError, FunctionEmbedder, OpenAIEmbedder, endpoint_url
+from chunkd.embeddings import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, Limits,
+                               OpenAIEmbedder, batches, endpoint_url)
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 KEY = "sk-test-Very-Secret-9f3a"
@@ -42,9 +51,13 @@ def hashed(texts: list[str]) -> list[list[float]]:
 
 class Endpoint(http.server.ThreadingHTTPServer):
     """``/v1/embeddings`` on loopback. ``faults`` is what the next requests get, in
-    order ("429", "500", "slow", "bad json", "dimensions", "count"; then answers);
-    ``poison``: texts containing it get bad JSON, always. Each request is kept with its
-    arrival time and headers."""
+    order ("429", "500", "slow", "bad json", "dimensions", "count", "short"; then
+    answers); ``poison``: texts containing it get bad JSON, always. Each request is kept
+    with its arrival time and headers. ``in_flight`` and ``peak`` count the requests
+    being answered; with ``gather`` set, a request is held until that many have been in
+    flight at once (or ``GATHER_WAIT`` has passed), then for ``HOLD`` more (or
+    ``delay``), so that a client that sends them concurrently is seen to. ``info``: what ``GET /info``
+    answers (Hugging Face TEI's route), else 404; ``infos`` counts those calls."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
@@ -54,12 +67,60 @@ class Endpoint(http.server.ThreadingHTTPServer):
         self.requests: list[tuple[float, dict[str, str], dict]] = []
         self.release = threading.Event()  # ends the slow answers
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.counting = threading.Condition()
+        self.in_flight = self.peak = 0
+        self.gather: int | None = None
+        self.delay = 0.0
+        self.refuse_over = 0  # a text longer than this gets 413
+        self.model: Callable[[list[str]], list[list[float]]] = hashed
+        self.info: dict | None = None
+        self.infos = 0
+
+    def enter(self) -> None:
+        with self.counting:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self.counting.notify_all()
+            if self.gather is not None:
+                self.counting.wait_for(lambda: self.peak >= self.gather, GATHER_WAIT)
+        if self.gather is not None or self.delay:
+            time.sleep(self.delay or HOLD)
+
+    def leave(self) -> None:
+        with self.counting:
+            self.in_flight -= 1
+
+
+#: How long a gathered request waits for the others, and is held after.
+GATHER_WAIT, HOLD = 5.0, 0.05
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     server: Endpoint
 
+    def do_GET(self) -> None:
+        self.server.infos += 1
+        if self.server.down:
+            self.send_error(503)
+            return
+        if self.path != "/info" or self.server.info is None:
+            self.send_error(404)
+            return
+        data = json.dumps(self.server.info).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self) -> None:
+        self.server.enter()
+        try:
+            self.answer()
+        finally:
+            self.server.leave()
+
+    def answer(self) -> None:
         arrived = time.monotonic()
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((arrived, dict(self.headers), body))
@@ -74,6 +135,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         texts = body["input"]
+        if self.server.refuse_over and any(len(text) > self.server.refuse_over
+                                           for text in texts):
+            self.send_error(413, "Input too long")
+            return
         if fault in ("429", "500"):
             self.send_response(int(fault))
             if fault == "429":
@@ -83,11 +148,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault == "slow":
             self.server.release.wait(10)
-        vectors = hashed(texts)
+        vectors = self.server.model(texts)
         if fault == "dimensions":
             vectors[-1] = vectors[-1][:-1]
         if fault == "count":
             vectors = vectors[:-1]
+        if fault == "short":
+            vectors = [vector[:-1] for vector in vectors]
         answer = {"object": "list", "model": body["model"],
                   "data": [{"object": "embedding", "index": index, "embedding": vector}
                            for index, vector in reversed(list(enumerate(vectors)))]}
@@ -117,9 +184,18 @@ def server():
     endpoint.server_close()
 
 
-def quick(url: str, timeout: float = 5) -> OpenAIEmbedder:
-    """An endpoint client that waits little between tries (unless told by the server)."""
-    return OpenAIEmbedder(url, "toy-model", timeout=timeout, first_wait=0.01)
+def quick(url: str, timeout: float = 5, **limits) -> OpenAIEmbedder:
+    """An endpoint client that waits little between tries (unless told by the server),
+    within ``limits`` (``Limits``' fields; the options' defaults otherwise)."""
+    return OpenAIEmbedder(url, "toy-model", timeout=timeout, first_wait=0.01,
+                          limits=Limits(**{"concurrency": 4, **limits}))
+
+
+def sent(server: Endpoint) -> list[list[str]]:
+    """The texts of each request, in the order of the texts (requests in flight at once
+    arrive in any order)."""
+    return sorted((body["input"] for _, _, body in server.requests),
+                  key=lambda texts: int(texts[0].split()[-1]))
 
 
 @pytest.mark.parametrize("given, called", [
@@ -141,7 +217,8 @@ def test_vectors_in_index_order_in_batches_of_64_with_the_key(server, monkeypatc
     vectors = quick(server.url + "/v1").embed(texts)
     assert vectors.dtype == numpy.float32
     assert vectors.tolist() == hashed(texts)
-    assert [len(body["input"]) for _, _, body in server.requests] == [64, 64, 22]
+    assert sent(server) == [texts[:64], texts[64:128], texts[128:]]
+    assert server.infos == 1  # asked once for the server's limits; 404: the defaults
     assert {body["model"] for _, _, body in server.requests} == {"toy-model"}
     assert {headers["Authorization"] for _, headers, _ in server.requests} == {f"Bearer {KEY}"}
 
@@ -239,6 +316,237 @@ def test_credentials_and_query_are_in_no_identity_or_message(server, monkeypatch
     assert "pass-word" not in str(error.value) and "qsecret" not in str(error.value)
 
 
+# --- batches by count and by tokens, requests in flight ---------------------------------
+
+def numbered(count: int, words: int = 3) -> list[str]:
+    """``count`` texts of about ``words`` words, each ending in its number."""
+    return [" ".join(["sea"] * (words + number % 5)) + f" {number}" for number in range(count)]
+
+
+@pytest.mark.parametrize("counts, batch, tokens, spans", [
+    ([], 4, 100, []),
+    ([5, 5, 5, 5, 5], 2, 100, [(0, 2), (2, 4), (4, 5)]),
+    ([40, 40, 40], 8, 100, [(0, 2), (2, 3)]),
+    ([40, 60, 1], 8, 100, [(0, 2), (2, 3)]),  # exactly the bound fits
+    ([50, 200, 10], 8, 100, [(0, 1), (1, 2), (2, 3)]),  # over the bound: alone
+    ([200], 8, 100, [(0, 1)]),
+])
+def test_the_batches(counts, batch, tokens, spans):
+    assert list(batches(counts, batch, tokens)) == spans
+
+
+@pytest.mark.parametrize("concurrency", [2, 3])
+def test_at_most_n_requests_in_flight_and_more_than_one(server, concurrency):
+    # Each request is held until `concurrency` are in flight at once: a client that
+    # sent one at a time would leave the peak at 1 (after GATHER_WAIT), never above.
+    server.gather = concurrency
+    texts = numbered(40)
+    vectors = quick(server.url, concurrency=concurrency, batch=4).embed(texts)
+    assert vectors.tolist() == hashed(texts)
+    assert server.peak == concurrency
+    assert sent(server) == [texts[start:start + 4] for start in range(0, 40, 4)]
+
+
+def test_concurrency_1_is_one_request_at_a_time(server):
+    server.delay = HOLD  # requests sent at once would be in flight together
+    texts = numbered(12)
+    assert quick(server.url, concurrency=1, batch=3).embed(texts).tolist() == hashed(texts)
+    assert server.peak == 1
+    assert [body["input"] for _, _, body in server.requests] == [
+        texts[start:start + 3] for start in range(0, 12, 3)]  # in order, one after another
+
+
+def test_the_vectors_are_the_same_whatever_the_concurrency(server):
+    texts = numbered(50) + ["sea 3"] * 3  # a repeat: the cache by content keeps one
+    one = chunkd.embeddings.Cached(quick(server.url, concurrency=1, batch=7)).embed(texts)
+    asked = len(server.requests)
+    four = chunkd.embeddings.Cached(quick(server.url, concurrency=4, batch=7)).embed(texts)
+    assert one.tolist() == four.tolist() == hashed(texts)
+    assert len(server.requests) == 2 * asked
+    assert sum(len(body["input"]) for _, _, body in server.requests[:asked]) == 51
+
+
+def minilm_tokens() -> Callable[[str], int]:
+    """The test server's count: MiniLM's tokenizer.json, read by Hugging Face
+    ``tokenizers`` itself, without special tokens (as chunkd counts a chunk), padding
+    or truncation (the file pads to 128)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(minilm_folder() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def test_batches_bounded_by_the_tokenizers_tokens(server):
+    count = minilm_tokens()
+    texts = [f"{' '.join(['Rivers carry water to the sea.'] * (number % 7))} text {number}"
+             for number in range(60)]
+    texts[30] = "A text longer than the bound on its own, " * 10 + "text 30"
+    bound = 60
+    client = quick(server.url, concurrency=3, batch=50, batch_tokens=bound,
+                   tokenizer=str(minilm_folder()))
+    assert client.embed(texts).tolist() == hashed(texts)
+    requests = sent(server)
+    assert [text for request in requests for text in request] == texts
+    for number, request in enumerate(requests):
+        total = sum(map(count, request))
+        if len(request) > 1:
+            assert total <= bound
+        else:  # alone only when it is over the bound, or the next would not fit
+            assert total > bound or total + count(requests[number + 1][0]) > bound
+        if number + 1 < len(requests):  # full: the next text would not fit
+            assert total + count(requests[number + 1][0]) > bound
+    assert [texts[30]] in requests and count(texts[30]) > bound
+
+
+def test_without_a_tokenizer_utf8_bytes_bound_the_tokens(server):
+    count = minilm_tokens()
+    texts = [f"{'Éclair à la crème, 東京 ' * (number % 4)}text {number}" for number in range(40)]
+    quick(server.url, batch_tokens=120).embed(texts)
+    requests = sent(server)
+    assert len(requests) > 3
+    for request in requests:
+        assert sum(len(text.encode()) for text in request) <= 120
+        assert sum(map(count, request)) <= 120
+
+
+def test_a_text_over_the_servers_limit_is_sent_alone_and_its_refusal_is_one_line(server):
+    server.refuse_over = 100
+    texts = numbered(20)
+    texts[13] = "sea " * 40 + "13"
+    with pytest.raises(EmbedError) as error:
+        quick(server.url, concurrency=2, batch=8, batch_tokens=100).embed(texts)
+    assert str(error.value) == f"{server.url}/v1/embeddings: HTTP 413 Input too long"
+    refused = [body["input"] for _, _, body in server.requests if texts[13] in body["input"]]
+    assert refused == [[texts[13]]]
+
+
+@pytest.mark.parametrize("bounds, sizes", [
+    ({"max_client_batch_size": 5, "max_batch_tokens": 16384}, [5, 5, 2, 5, 5, 5, 3]),
+    ({"max_client_batch_size": 32, "max_batch_tokens": 13}, [3, 3, 3, 3, 3, 3, 3, 3, 3, 3]),
+])
+def test_the_servers_info_gives_the_bounds_once(server, bounds, sizes):
+    server.info = {"model_id": "toy", "max_input_length": 512, **bounds}
+    client = quick(server.url)
+    texts = [f"t {number}" for number in range(10, 40)]  # 4 bytes each
+    assert client.embed(texts[:12]).tolist() == hashed(texts[:12])
+    assert client.embed(texts[12:]).tolist() == hashed(texts[12:])
+    assert server.infos == 1
+    assert [len(request) for request in sent(server)] == sizes
+
+
+def test_a_server_that_is_down_is_asked_again_for_its_bounds(server):
+    server.info = {"max_client_batch_size": 5, "max_batch_tokens": 16384}
+    server.down = True
+    client = quick(server.url)
+    with pytest.raises(EmbedError, match="HTTP 503"):
+        client.embed(numbered(10))
+    server.down = False
+    server.requests.clear()
+    client.embed(numbered(10))
+    assert server.infos == 2
+    assert [len(request) for request in sent(server)] == [5, 5]
+    client.embed(numbered(20)[10:])
+    assert server.infos == 2
+
+
+def test_given_bounds_are_not_asked_for_and_win(server):
+    server.info = {"max_client_batch_size": 5, "max_batch_tokens": 100}
+    texts = numbered(20)
+    quick(server.url, batch=8, batch_tokens=10_000).embed(texts)
+    assert server.infos == 0
+    assert [len(request) for request in sent(server)] == [8, 8, 4]
+
+
+@pytest.mark.parametrize("info", [{"max_client_batch_size": "many"}, [1, 2],
+                                  {"max_client_batch_size": 0}, None])
+def test_an_info_that_says_nothing_leaves_the_defaults(server, info):
+    server.info = info
+    texts = numbered(ENDPOINT_BATCH + 1)
+    quick(server.url).embed(texts)
+    assert [len(request) for request in sent(server)] == [ENDPOINT_BATCH, 1]
+
+
+def many_batches(server: Endpoint, **limits) -> OpenAIEmbedder:
+    return quick(server.url, **{"concurrency": 3, "batch": 4, **limits})
+
+
+@pytest.mark.slow
+def test_with_n_requests_a_429_waits_as_retry_after_says(server):
+    server.faults = ["429"]
+    texts = numbered(24)
+    started = time.monotonic()
+    assert many_batches(server).embed(texts).tolist() == hashed(texts)
+    assert time.monotonic() - started >= 1.0
+    assert len(server.requests) == 7
+
+
+def test_with_n_requests_500s_are_tried_again(server):
+    server.faults = ["500", "500", "500"]
+    texts = numbered(24)
+    assert many_batches(server).embed(texts).tolist() == hashed(texts)
+    assert len(server.requests) == 9
+
+
+@pytest.mark.slow
+def test_with_n_requests_a_slow_answer_is_tried_again(server):
+    server.faults = ["slow"]
+    texts = numbered(24)
+    assert many_batches(server, timeout=0.5).embed(texts).tolist() == hashed(texts)
+    assert len(server.requests) == 7
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("bad json", "the answer is not embeddings JSON"),
+    ("dimensions", "returned no vectors of one length"),
+    ("count", "3 vectors for 4 texts"),
+    ("short", r"vectors of [78] numbers after vectors of [78]$"),
+])
+def test_with_n_requests_a_malformed_answer_fails_the_call(server, fault, message):
+    server.faults = [fault]
+    with pytest.raises(EmbedError, match=message) as error:
+        many_batches(server).embed(numbered(24))
+    assert "\n" not in str(error.value)
+
+
+def test_with_n_requests_a_poisoned_batch_fails_and_the_rest_is_given_up(server):
+    server.poison = "sea 13"
+    server.gather = 3
+    with pytest.raises(EmbedError, match="the answer is not embeddings JSON"):
+        many_batches(server).embed(numbered(400))
+    time.sleep(0.2)  # any call still in flight ends
+    assert len(server.requests) < 100  # not the 100 batches
+
+
+def test_with_n_requests_a_closed_port():
+    url = closed_port()
+    with pytest.raises(EmbedError) as error:
+        quick(url, concurrency=3, batch=2).embed(numbered(12))
+    message = str(error.value)
+    assert message.startswith(f"{url}/v1/embeddings: no answer after 5 tries (last: ")
+    assert "refused" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--embed-concurrency", "0", "must be at least 1"),
+    ("--embed-batch", "0", "must be at least 1"),
+    ("--embed-batch-tokens", "x", "not a whole number"),
+])
+def test_bad_limits_are_usage_errors(option, value, message):
+    result = run_chunkd("--strategy", "semantic", "--embed-url", "http://127.0.0.1:9",
+                        "--embed-model", "m", option, value, input=b"x")
+    assert result.returncode == 2
+    [line] = result.stderr.decode().splitlines()
+    assert message in line and option in line
+
+
+def test_the_limits_are_for_the_semantic_strategy():
+    result = run_chunkd("--embed-concurrency", "2", input=b"x")
+    assert result.returncode == 2
+    assert "--embed-concurrency is for --strategy semantic" in result.stderr.decode()
+
+
 def in_process(size: int) -> list[chunkd.Chunk]:
     """TEXT's chunks with the test's model as a function in this process."""
     return chunkd.split_text(TEXT, size, strategy="semantic", unit="chars",
@@ -246,13 +554,17 @@ def in_process(size: int) -> list[chunkd.Chunk]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("concurrency", ["1", "3"])
 def test_the_filter_gives_the_records_of_the_same_function_in_process(server, monkeypatch,
-                                                                      tmp_path):
+                                                                      tmp_path, concurrency):
     monkeypatch.setenv("CHUNKD_EMBED_API_KEY", KEY)
     path = tmp_path / "doc.txt"
     path.write_text(TEXT, encoding="utf-8")
+    server.gather = int(concurrency)
     result = run_chunkd("--strategy", "semantic", "--chars", "120", "--embed-url",
-                        server.url, "--embed-model", "toy-model", str(path))
+                        server.url, "--embed-model", "toy-model", "--embed-concurrency",
+                        concurrency, "--embed-batch", "2", str(path))
+    assert server.peak == int(concurrency) and len(server.requests) > 3
     assert result.returncode == 0, result.stderr
     assert result.stderr == b"" and KEY.encode() not in result.stdout
     expected = in_process(120)
@@ -263,16 +575,59 @@ def test_the_filter_gives_the_records_of_the_same_function_in_process(server, mo
     assert {headers["Authorization"] for _, headers, _ in server.requests} == {f"Bearer {KEY}"}
 
 
+@pytest.fixture(scope="module")
+def minilm():
+    """The real all-MiniLM-L6-v2 as the server's model, one request at a time (the
+    server's threads share it)."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_folder(), device="cpu", local_files_only=True)
+    lock = threading.Lock()
+
+    def vectors(texts: list[str]) -> list[list[float]]:
+        with lock:
+            return model.encode(texts, batch_size=32, show_progress_bar=False).tolist()
+    return vectors
+
+
 @pytest.mark.slow
+def test_the_real_model_served_gives_the_records_of_the_model_folder(server, minilm, tmp_path):
+    """The filter through the endpoint, serving the real model, at concurrency 1 and 4:
+    the same bytes; and the cuts the filter makes with the model folder itself (the
+    distances within float noise: the server embeds other batches than the folder's)."""
+    server.model = minilm
+    path = tmp_path / "doc.md"
+    source = sorted((EVAL / "docs").glob("*.md"))[0]
+    path.write_text(source.read_text(encoding="utf-8")[:6000], encoding="utf-8")
+    through = {concurrency: run_chunkd(
+        "--strategy", "semantic", "--tokens", "120", "--embed-url", server.url,
+        "--embed-model", "all-MiniLM-L6-v2", "--embed-concurrency", concurrency,
+        "--embed-batch", "8", str(path)) for concurrency in ("1", "4")}
+    assert through["1"].returncode == through["4"].returncode == 0, through["4"].stderr
+    assert through["1"].stdout == through["4"].stdout
+    local = run_chunkd("--strategy", "semantic", "--tokens", "120", "--embed",
+                       model_folder(), str(path))
+    assert local.returncode == 0, local.stderr
+    served, folder = ndjson(through["4"].stdout), ndjson(local.stdout)
+    assert len(folder) > 5 and sum("distance" in record for record in folder) >= 2
+    assert [(r["start"], r["end"]) for r in served] == [(r["start"], r["end"]) for r in folder]
+    assert [r.get("distance") for r in served] == pytest.approx(
+        [r.get("distance") for r in folder], abs=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrency", ["1", "3"])
 def test_a_failing_document_is_one_line_and_the_others_are_chunked(server, monkeypatch,
-                                                                   tmp_path):
+                                                                   tmp_path, concurrency):
     monkeypatch.setenv("CHUNKD_EMBED_API_KEY", KEY)
     good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
     good.write_text(TEXT, encoding="utf-8")
-    bad.write_text("This one is POISON. It gets bad JSON back.", encoding="utf-8")
+    bad.write_text("One. Two. Three. Four. Five. This one is POISON. Six. Seven. Eight.",
+                   encoding="utf-8")
     server.poison = "POISON"
     result = run_chunkd("--strategy", "semantic", "--embed-url", server.url,
-                        "--embed-model", "toy-model", str(bad), str(good))
+                        "--embed-model", "toy-model", "--embed-concurrency", concurrency,
+                        "--embed-batch", "2", str(bad), str(good))
     assert result.returncode == 1
     [line] = result.stderr.decode().splitlines()
     assert line.startswith(f"chunkd: {bad}: {server.url}/v1/embeddings: the answer is not "
@@ -281,6 +636,28 @@ def test_a_failing_document_is_one_line_and_the_others_are_chunked(server, monke
     records = ndjson(result.stdout)
     assert records and {record["doc"] for record in records} == {str(good)}
     assert "".join(record["text"] for record in records) == TEXT
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_calls_in_flight_ends_the_filter_at_once(server, tmp_path):
+    server.faults = ["slow"] * 100  # each answer waits for the release (10 s at most)
+    path = tmp_path / "doc.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    process = subprocess.Popen(
+        [chunkd_command(), "--strategy", "semantic", "--embed-url", server.url,
+         "--embed-model", "toy-model", "--embed-concurrency", "3", "--embed-batch", "2",
+         str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "CHUNKD_EMBED_TIMEOUT": "60"})
+    deadline = time.monotonic() + 60
+    while server.in_flight < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.in_flight == 3
+    interrupted = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert time.monotonic() - interrupted < 5  # not held up by the calls in flight
+    assert b"Traceback" not in stderr
 
 
 @pytest.mark.slow
@@ -302,7 +679,8 @@ def test_the_daemon_tries_a_file_again_once_the_endpoint_is_back(server, monkeyp
     server.down = True
     (inbox / "doc.txt").write_text(TEXT, encoding="utf-8")
     watcher = watch(inbox, "--strategy", "semantic", "--chars", "120", "--embed-url",
-                    server.url, "--embed-model", "toy-model")
+                    server.url, "--embed-model", "toy-model", "--embed-concurrency", "3",
+                    "--embed-batch", "2")
     watcher.started()
     watcher.wait_for(lambda: watcher.lines("failed doc.txt: embedding failed: "),
                      what="a failure logged")
@@ -314,6 +692,7 @@ def test_the_daemon_tries_a_file_again_once_the_endpoint_is_back(server, monkeyp
     result = results(inbox)["doc.txt"]
     assert result["settings"]["embed_url"] == server.url
     assert result["settings"]["embed_model"] == "toy-model"
+    assert "embed_concurrency" not in result["settings"]  # how it was called is no result
     assert [(chunk["start"], chunk["end"], chunk["text"]) for chunk in result["chunks"]] == [
         (chunk.start, chunk.end, chunk.text) for chunk in in_process(120)]
     assert watcher.stop() == 0

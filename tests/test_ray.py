@@ -1,16 +1,19 @@
 """chunkd.ray on a local Ray cluster (2 CPUs, one for the session): the corpus chunked
-through Ray Data equals, row for row, what the installed filter writes."""
+through Ray Data equals, row for row, what the installed filter writes; so does the
+semantic strategy with the real model, loaded once in each worker process."""
 
 from __future__ import annotations
 
 import os
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from chunkd.settings import SettingsError
-from command import run_chunkd
+from command import ndjson, run_chunkd
+from embedding import model_folder
 from tables import corpus_rows, filter_records, write_corpus_parquet
 from tokenizer_files import minilm_folder
 
@@ -98,3 +101,40 @@ def test_bad_settings_fail_before_anything_runs(ray_cluster):
     documents = ray_cluster.data.from_items([{"text": "x"}])
     with pytest.raises(SettingsError, match="overlap"):
         chunk_dataset(documents, chunk_size=10, chunk_overlap=10)
+
+
+def test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worker(
+        ray_cluster, tmp_path):
+    from chunkd.ray import chunk_dataset
+
+    def model_loads(batch: pa.Table) -> pa.Table:
+        """Each chunk row's process and how many models that process has loaded (run
+        in the chunking task, which Ray fuses with it; defined here, so that Ray sends
+        it by value: the workers cannot import the tests)."""
+        from chunkd.embeddings import model
+
+        rows = batch.num_rows
+        return batch.append_column("pid", pa.array([os.getpid()] * rows, pa.int64())) \
+            .append_column("loads", pa.array([model.cache_info().misses] * rows, pa.int64()))
+
+    # Short copies of corpus documents, English and Chinese: the model embeds every
+    # sentence. Row groups of 2: several blocks, so several tasks.
+    rows = [dict(row, text=row["text"][:1500]) for row in corpus_rows()[::25]][:8]
+    path = tmp_path / "documents.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)
+    folder = model_folder()
+    documents = ray_cluster.data.read_parquet(str(path))
+    chunks = chunk_dataset(documents, chunk_size=60, unit="tokens", strategy="semantic",
+                           embed=folder).map_batches(model_loads, batch_format="pyarrow")
+    table = collect(ray_cluster, chunks)
+    assert set(table.column("loads").to_pylist()) == {1}  # every process loaded it once
+    through_ray = table.drop_columns(["pid", "loads"]).to_pylist()
+    result = run_chunkd("--input", "ndjson", "--strategy", "semantic", "--embed", folder,
+                        "--tokens", "60", input=b"".join(orjson.dumps(row) + b"\n"
+                                                         for row in rows))
+    assert result.returncode == 0, result.stderr
+    expected = ndjson(result.stdout)
+    assert {row["folder"] for row in rows} >= {"zh-vuedocs", "en-policy"}
+    assert any("distance" in record for record in expected)
+    assert in_order(through_ray) == in_order(
+        [dict(record, distance=record.get("distance")) for record in expected])

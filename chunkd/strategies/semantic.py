@@ -90,11 +90,13 @@ def _model_shown(settings: Settings) -> list[str]:
 
 def embedder(settings: Settings) -> Embedder:
     """The model the settings name, loaded once a process."""
-    from chunkd.embeddings import endpoint, model
+    from chunkd.embeddings import Limits, endpoint, model
 
     value = settings[EMBED]
     if settings[EMBED_URL] is not None:
-        return endpoint(settings[EMBED_URL], settings[EMBED_MODEL])
+        return endpoint(settings[EMBED_URL], settings[EMBED_MODEL], Limits(
+            settings[EMBED_CONCURRENCY], settings[EMBED_BATCH], settings[EMBED_BATCH_TOKENS],
+            settings.tokenizer))
     if value is None:
         raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
                             "sentence-transformers folder, or a name in the Hugging Face "
@@ -158,6 +160,31 @@ EMBED_MODEL = register_option(Option[str](
     applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
         Flag("--embed-model", "semantic: the model --embed-url serves, as the endpoint "
                               "names it", metavar="NAME", parse=str),)), after="embed_url")
+#: How the endpoint is called (``chunkd.embeddings.Limits``): the vectors are the same,
+#: so results do not record it. The batch bounds' defaults are the server's (``/info``).
+EMBED_CONCURRENCY = register_option(Option[int](
+    4, "requests in flight to an embeddings endpoint", name="embed_concurrency",
+    check=whole(1), record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(Flag("--embed-concurrency", "semantic: requests to --embed-url in flight at once "
+                                       "(default: 4; 1: one after another)", metavar="N",
+                parse=number_value),)), after="embed_model")
+EMBED_BATCH = register_option(Option[int](
+    None, "texts a request to an embeddings endpoint", name="embed_batch", check=whole(1),
+    record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(Flag("--embed-batch", "semantic: texts a request to --embed-url at most "
+                                 "(default: the server's max_client_batch_size on GET /info, "
+                                 "as Hugging Face TEI gives it, else 64)", metavar="N",
+                parse=number_value),)), after="embed_concurrency")
+EMBED_BATCH_TOKENS = register_option(Option[int](
+    None, "tokens a request to an embeddings endpoint", name="embed_batch_tokens",
+    check=whole(1), record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
+    flags=(Flag("--embed-batch-tokens", "semantic: tokens a request to --embed-url at most, "
+                                        "summed over its texts: counted by --tokenizer when "
+                                        "one is given, else as UTF-8 bytes (never fewer); a "
+                                        "longer text goes alone (default: the server's "
+                                        "max_batch_tokens on GET /info, else 300000, "
+                                        "OpenAI's bound)", metavar="N",
+                parse=number_value),)), after="embed_batch")
 
 
 def _langchain_sizes(draft: Draft, split: str) -> None:
