@@ -244,30 +244,37 @@ class Offsets:
             at += self.STEP
         self.bytes_at.append(len(data))
         self.points_at.append(len(text))
-        #: Whether the block from each checkpoint to the next is ASCII (the last, empty).
+        #: Whether the block from each checkpoint to the next is ASCII (the last, empty),
+        #: and so converts by a shift: its bytes minus its code points before it.
         self.plain = [after - before == points_after - points_before for
                       before, after, points_before, points_after in
                       zip(self.bytes_at, self.bytes_at[1:], self.points_at, self.points_at[1:])]
         self.plain.append(True)
+        self.shift = [byte - point for byte, point in zip(self.bytes_at, self.points_at)]
 
     def point(self, byte: int) -> int:
         if self.ascii:
             return byte
         mark = bisect_right(self.bytes_at, byte) - 1
         if self.plain[mark]:
-            return self.points_at[mark] + byte - self.bytes_at[mark]
+            return byte - self.shift[mark]
         return self.points_at[mark] + len(_decoded(self.data[self.bytes_at[mark]:byte]))
 
     def points(self, bytes_: list[int]) -> list[int]:
-        """``point`` of each (the same list for ASCII text)."""
-        return bytes_ if self.ascii else [self.point(byte) for byte in bytes_]
+        """``point`` of each (the same list for ASCII text; a shift in ASCII blocks, with
+        no call: a document converts every node's offsets)."""
+        if self.ascii:
+            return bytes_
+        at, plain, shift, point = self.bytes_at, self.plain, self.shift, self.point
+        return [byte - shift[mark] if plain[mark := bisect_right(at, byte) - 1] else point(byte)
+                for byte in bytes_]
 
     def byte(self, point: int) -> int:
         if self.ascii:
             return point
         mark = bisect_right(self.points_at, point) - 1
         if self.plain[mark]:
-            return self.bytes_at[mark] + point - self.points_at[mark]
+            return point + self.shift[mark]
         return self.bytes_at[mark] + len(_encoded(self.text[self.points_at[mark]:point]))
 
 
