@@ -30,7 +30,9 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from itertools import accumulate
+from operator import itemgetter
+from typing import TYPE_CHECKING, TypeAlias
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
@@ -122,6 +124,7 @@ SYMBOL_LENGTH = 200
 _SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)")
 _ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
 _NOT_SPACE = re.compile(r"\S")
+_END = itemgetter(1)   # a piece's end
 
 
 class GrammarMissing(Exception):
@@ -166,6 +169,16 @@ def parser(grammar: Grammar) -> Parser:
     return Parser(Language(getattr(module, grammar.function)()))
 
 
+@lru_cache(maxsize=None)
+def kind_ids(grammar: Grammar, names: frozenset[str]) -> frozenset[int]:
+    """The ids of ``grammar``'s node kinds named ``names``: a node's ``kind_id`` costs
+    less to read and look up than its ``type``, the name of that id."""
+    language = parser(grammar).language
+    assert language is not None   # made with it
+    return frozenset(kind for kind in range(language.node_kind_count)
+                     if language.node_kind_for_id(kind) in names)
+
+
 @register
 class Code(Strategy):
     """Source code cut by its syntax tree (tree-sitter): definitions whole where they
@@ -203,20 +216,18 @@ class Code(Strategy):
         return CodeSplitter(settings)
 
 
-class Piece(NamedTuple):
-    """Consecutive text of a level: ``start``..``end`` in code points, made of
-    ``nodes`` (one node, or leading comments and the node they lead)."""
-
-    start: int
-    end: int
-    nodes: tuple[Node, ...]
+#: Consecutive text of a level: its start and end in code points, and its nodes (one
+#: node, or leading comments and the node they lead; none for white space). A plain
+#: tuple: a document makes one for every node it looks at.
+Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
 
 
 class Offsets:
     """Byte offsets in the UTF-8 text <-> code point offsets, through checkpoints every
-    ``STEP`` bytes (so a conversion decodes at most that much)."""
+    ``STEP`` bytes: a conversion decodes at most that much, and none in a block of
+    ASCII (most blocks of code with a few non-ASCII strings or comments)."""
 
-    STEP = 4096
+    STEP = 1024
 
     def __init__(self, text: str, data: bytes) -> None:
         self.text, self.data = text, data
@@ -231,17 +242,39 @@ class Offsets:
             self.points_at.append(self.points_at[-1] + len(_decoded(data[self.bytes_at[-1]:at])))
             self.bytes_at.append(at)
             at += self.STEP
+        self.bytes_at.append(len(data))
+        self.points_at.append(len(text))
+        #: Whether the block from each checkpoint to the next is ASCII (the last, empty),
+        #: and so converts by a shift: its bytes minus its code points before it.
+        self.plain = [after - before == points_after - points_before for
+                      before, after, points_before, points_after in
+                      zip(self.bytes_at, self.bytes_at[1:], self.points_at, self.points_at[1:])]
+        self.plain.append(True)
+        self.shift = [byte - point for byte, point in zip(self.bytes_at, self.points_at)]
 
     def point(self, byte: int) -> int:
         if self.ascii:
             return byte
         mark = bisect_right(self.bytes_at, byte) - 1
+        if self.plain[mark]:
+            return byte - self.shift[mark]
         return self.points_at[mark] + len(_decoded(self.data[self.bytes_at[mark]:byte]))
+
+    def points(self, bytes_: list[int]) -> list[int]:
+        """``point`` of each (the same list for ASCII text; a shift in ASCII blocks, with
+        no call: a document converts every node's offsets)."""
+        if self.ascii:
+            return bytes_
+        at, plain, shift, point = self.bytes_at, self.plain, self.shift, self.point
+        return [byte - shift[mark] if plain[mark := bisect_right(at, byte) - 1] else point(byte)
+                for byte in bytes_]
 
     def byte(self, point: int) -> int:
         if self.ascii:
             return point
         mark = bisect_right(self.points_at, point) - 1
+        if self.plain[mark]:
+            return point + self.shift[mark]
         return self.bytes_at[mark] + len(_encoded(self.text[self.points_at[mark]:point]))
 
 
@@ -316,6 +349,8 @@ class Document:
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
+        self.definitions: dict[int, tuple[int, str]] = {}   # by node id
+        self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
         self.tree = None if grammar is None else parser(grammar).parse(data)
@@ -342,20 +377,24 @@ class Document:
 
     def furthest(self, start: int, pieces: list[Piece], first: int) -> int:
         """The most pieces from ``first`` on that fit in a chunk from ``start``: the
-        index after the last (``first`` if none fits). Galloping, then bisection."""
-        if not self.fits(start, pieces[first].end):
+        index after the last (``first`` if none fits). In code points a chunk fits up to
+        an end, found by bisection; in tokens, galloping, then bisection."""
+        if self.splitter.chars:
+            return bisect_right(pieces, start + self.size - self.prefix(start)[1], first,
+                                key=_END)
+        if not self.fits(start, pieces[first][1]):
             return first
         good, step, bad = first + 1, 1, len(pieces) + 1
         while good < len(pieces):
             probe = min(good + step, len(pieces))
-            if self.fits(start, pieces[probe - 1].end):
+            if self.fits(start, pieces[probe - 1][1]):
                 good, step = probe, step * 2
             else:
                 bad = probe
                 break
         while bad - good > 1:
             middle = (good + bad) // 2
-            if self.fits(start, pieces[middle - 1].end):
+            if self.fits(start, pieces[middle - 1][1]):
                 good = middle
             else:
                 bad = middle
@@ -379,13 +418,13 @@ class Document:
         returns where the chunk left open starts."""
         at = 0
         while at < len(pieces):
-            start = pieces[at].start if opened is None else opened
+            start = pieces[at][0] if opened is None else opened
             after = self.furthest(start, pieces, at)
             if after > at:
                 opened, at = start, after
                 continue
             piece = pieces[at]
-            alone = self.fits(piece.start, piece.end)
+            alone = opened is not None and self.fits(piece[0], piece[1])
             trimmed = None if alone else self.trimmed(piece)
             if trimmed is not None:
                 pieces[at:at + 1] = trimmed
@@ -393,7 +432,8 @@ class Document:
             if opened is not None and (container or alone):
                 self.cuts.append(opened)
                 opened = None
-                continue
+                if alone:   # it starts the next chunk
+                    continue
             opened = self.cut_piece(piece, opened)
             at += 1
         return opened
@@ -404,42 +444,42 @@ class Document:
         not fit either. The content ends at its last node's code (``_code_end``) and
         starts at its line's start, or (if that is too long, for a definition) at its
         first code point that is not white space."""
-        end = piece.end if not piece.nodes else min(
-            piece.end, self.offsets.point(_code_end(piece.nodes[-1])))
-        text = self.text[piece.start:end]
-        first = _NOT_SPACE.search(text)
+        piece_start, piece_end, nodes = piece
+        end = piece_end if not nodes else min(
+            piece_end, self.offsets.point(_code_end(nodes[-1], self.leading)))
+        first = _NOT_SPACE.search(self.text, piece_start, end)
         if first is None:
             return None
-        end = piece.start + len(text.rstrip())
-        starts = [piece.start + text.rfind("\n", 0, first.start()) + 1]
+        while self.text[end - 1].isspace():
+            end -= 1
+        starts = [self.text.rfind("\n", piece_start, first.start()) + 1 or piece_start]
         if self.is_definition(piece):   # whole without its indentation, rather than cut
-            starts.append(piece.start + first.start())
+            starts.append(first.start())
         for start in starts:
             if self.fits(start, end):
-                return [Piece(piece.start, start, ())] * (start > piece.start) \
-                    + [Piece(start, end, piece.nodes)] + [Piece(end, piece.end, ())] * (end < piece.end)
+                return [(piece_start, start, ())] * (start > piece_start) \
+                    + [(start, end, nodes)] + [(end, piece_end, ())] * (end < piece_end)
         return None
 
     def is_definition(self, piece: Piece) -> bool:
         """Whether a piece is a definition (perhaps decorated or exported)."""
-        if self.grammar is None or len(piece.nodes) != 1:
+        if self.grammar is None or len(piece[2]) != 1:
             return False
-        node, definitions = piece.nodes[0], self.grammar.definitions
+        node, definitions = piece[2][0], self.grammar.definitions
         inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
         return node.type in definitions or inner is not None and inner.type in definitions
 
     def cut_piece(self, piece: Piece, opened: int | None) -> int | None:
         """Cut a piece over the size at its children (leading comments and the node
         they lead, or a node's children), carrying the chunk open before it."""
-        if len(piece.nodes) > 1:
-            return self.cut(self.tiled(list(piece.nodes), piece.start, piece.end), False,
-                            opened)
-        children = piece.nodes[0].children if piece.nodes else []
+        start, end, nodes = piece
+        if len(nodes) > 1:
+            return self.cut(self.tiled(list(nodes), start, end), False, opened)
+        children = nodes[0].children if nodes else []
         if not children:   # a leaf, or white space
-            return self.cut_leaf(piece.start if opened is None else opened, piece.end)
-        node = piece.nodes[0]
-        return self.cut(self.tiled(children, piece.start, piece.end, glue=True),
-                        node.type in CONTAINERS, opened)
+            return self.cut_leaf(start if opened is None else opened, end)
+        return self.cut(self.tiled(children, start, end, glue=True),
+                        nodes[0].type in CONTAINERS, opened)
 
     def cut_leaf(self, start: int, end: int) -> int:
         """Close chunks of a leaf over the size with its language's separators (chunkd's
@@ -466,17 +506,18 @@ class Document:
         """``nodes`` as pieces from ``start`` to ``end``: each ends where the next starts,
         at the start of the next's line when only white space comes before it there.
         With ``glue``, leading comments (``LEADING``) join the node on the line after."""
-        groups = _glued(nodes) if glue else [(node,) for node in nodes]
-        point, text = self.offsets.point, self.text
-        bounds = [start]
-        for before, group in zip(groups, groups[1:]):
-            previous_end = point(before[-1].end_byte)
-            first = point(group[0].start_byte)
-            line = text.rfind("\n", 0, first) + 1
-            cut = line if line >= previous_end and not text[line:first].strip() else first
-            bounds.append(max(cut, bounds[-1]))
+        groups = _glued(nodes, self.leading) if glue else list(zip(nodes))
+        points, text, rfind = self.offsets.points, self.text, self.text.rfind
+        # Each group's start, or its line's if only white space comes before it there and
+        # after the group before (so no line break before previous_end - 1 is looked for).
+        cuts = [line if (line := rfind("\n", previous_end and previous_end - 1, first) + 1)
+                >= previous_end and (line == first or text[line:first].isspace()) else first
+                for previous_end, first in zip(
+                    points([group[-1].end_byte for group in groups[:-1]]),
+                    points([group[0].start_byte for group in groups[1:]]))]
+        bounds = list(accumulate(cuts, max, initial=start))
         bounds.append(end)
-        return [Piece(bounds[k], bounds[k + 1], group) for k, group in enumerate(groups)]
+        return list(zip(bounds, bounds[1:], groups))
 
     # --- records -------------------------------------------------------------------------
 
@@ -530,9 +571,20 @@ class Document:
             node = cursor.node
             if node is None or node.start_byte > byte:
                 break
-            if node.type in definitions and node.start_byte < byte < _code_end(node):
-                names.append(self.symbol(node))
+            if node.type in definitions and node.start_byte < byte:
+                code_end, symbol = self.definition(node)
+                if byte < code_end:
+                    names.append(symbol)
         return tuple(names)
+
+    def definition(self, node: Node) -> tuple[int, str]:
+        """A definition's code end (``_code_end``) and symbol, found once a node: the
+        chunks in one definition all name it."""
+        known = self.definitions.get(node.id)
+        if known is None:
+            known = self.definitions[node.id] = (_code_end(node, self.leading),
+                                                 self.symbol(node))
+        return known
 
     def symbol(self, node: Node) -> str:
         """How a definition reads up to its name: "class Splitter", "def feed",
@@ -547,12 +599,13 @@ class Document:
         return words[:SYMBOL_LENGTH]
 
 
-def _code_end(node: Node) -> int:
+def _code_end(node: Node, leading: frozenset[int]) -> int:
     """Where the code of ``node`` ends (a byte offset): before the comments that end it
-    (Python's parser puts a block's last comments in the block)."""
+    (Python's parser puts a block's last comments in the block; ``leading``: the kind
+    ids of ``LEADING``)."""
     while node.child_count:
         child: Node | None = node.child(node.child_count - 1)
-        while child is not None and child.type in LEADING:
+        while child is not None and child.kind_id in leading:
             child = child.prev_sibling
         if child is None:
             return node.start_byte
@@ -582,26 +635,29 @@ def _name_node(node: Node) -> Node | None:
     return None
 
 
-def _glued(nodes: list[Node]) -> list[tuple[Node, ...]]:
+def _glued(nodes: list[Node], leading: frozenset[int]) -> list[tuple[Node, ...]]:
     """``nodes`` grouped: a run of leading nodes (comments, decorators, attributes),
     each on the line after the one before, joins the node on the line after it; a
-    comment on the line where the node before ends stays a group of its own."""
+    comment on the line where the node before ends stays a group of its own. ``leading``:
+    the kind ids of ``LEADING``; rows are looked up only around leading nodes (most
+    nodes are none)."""
     groups: list[tuple[Node, ...]] = []
     run: list[Node] = []
-    previous_row = -1
+    before = None
     for node in nodes:
-        row = node.start_point.row
-        if run and row > run[-1].end_point.row + 1:  # a blank line ends the run
-            groups += [(leading,) for leading in run]
+        if run and node.start_point.row > run[-1].end_point.row + 1:  # a blank line ends it
+            groups += zip(run)
             run = []
-        if node.type in LEADING and (run or row > previous_row):
-            run.append(node)
+        if node.kind_id in leading:
+            if run or before is None or node.start_point.row > before.end_point.row:
+                run.append(node)
+            else:
+                groups.append((node,))
         elif run:
             groups.append((*run, node))
             run = []
         else:
             groups.append((node,))
-        previous_row = node.end_point.row
-    groups += [(leading,) for leading in run]
+        before = node
+    groups += zip(run)
     return groups
-
