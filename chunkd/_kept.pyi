@@ -1,0 +1,3 @@
+from chunkd.units.kept import KeptCounts
+
+def group_sum(kept: KeptCounts, text: str, limit: int) -> int: ...
