@@ -1,35 +1,50 @@
 # cython: language_level=3
 """The hot path of ``chunkd.units.kept`` compiled: a text's count as the sum of the
-kept counts of its groups (its runs between spaces, tabs, CR and LF), without a list
-of them (``chunkd.units.kept.pieces_sum`` is its twin)."""
+kept counts of its pieces, without a list of them (``chunkd.units.kept.pieces_sum``
+is its twin)."""
 
 from cpython.dict cimport PyDict_GetItemWithError, PyDict_SetItem
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Substring
 
 
-cpdef Py_ssize_t group_sum(kept, str text, Py_ssize_t limit) except -2:
-    """The sum of the counts of ``text``'s groups in ``kept`` (a ``KeptCounts``), each
-    group not kept yet counted by ``kept.count`` and kept; -1 when one more would pass
-    ``limit`` code points kept (those counted before it stay kept)."""
+cpdef Py_ssize_t piece_sum(kept, str text, Py_ssize_t limit, str marks="",
+                           bint ideographs=False) except -2:
+    """The sum of the counts of ``text``'s pieces in ``kept`` (a ``KeptCounts``), each
+    piece not kept yet counted by ``kept.count`` and kept; -1 when one more would pass
+    ``limit`` code points kept (those counted before it stay kept). The pieces: the
+    runs between spaces, tabs, CR, LF and the cuts, and each cut; the cuts: the ASCII
+    ``marks``, and the CJK ideographs U+4E00 to U+9FFF where ``ideographs``."""
     cdef dict counts = kept.counts
+    cdef bint cut[128]
     cdef Py_ssize_t n = len(text), start = 0, end, total = 0
+    cdef Py_UCS4 c
     cdef PyObject* found
-    cdef object group, value
+    cdef object piece, value
+    for end in range(128):
+        cut[end] = False
+    for c in marks:
+        if c < 128:
+            cut[c] = True
     while start < n:
-        if text[start] in " \t\n\r":
+        c = text[start]
+        if c in " \t\n\r":
             start += 1
             continue
         end = start + 1
-        while end < n and text[end] not in " \t\n\r":
-            end += 1
-        group = PyUnicode_Substring(text, start, end)
-        found = PyDict_GetItemWithError(counts, group)
+        if not ((c < 128 and cut[c]) or (ideographs and 0x4E00 <= c <= 0x9FFF)):
+            while end < n:
+                c = text[end]
+                if c in " \t\n\r" or (c < 128 and cut[c]) or (ideographs and 0x4E00 <= c <= 0x9FFF):
+                    break
+                end += 1
+        piece = PyUnicode_Substring(text, start, end)
+        found = PyDict_GetItemWithError(counts, piece)
         if found is NULL:
             if kept.points + (end - start) > limit:
                 return -1
-            value = kept.count(group)
-            PyDict_SetItem(counts, group, value)
+            value = kept.count(piece)
+            PyDict_SetItem(counts, piece, value)
             kept.points += end - start
             total += value
         else:

@@ -370,15 +370,17 @@ def test_composing_normalizers_keep_groups_whole(tmp_path, normalizer):
 
 
 @settings(max_examples=200, deadline=None)
-@given(texts=st.lists(tricky_text, max_size=8), limit=st.sampled_from([8, 40, 1 << 22]))
-def test_compiled_group_sum_is_its_twins(texts, limit):
-    """chunkd._kept's sums of kept groups, and what it keeps, are the pure-Python
-    ``pieces_sum``'s, also where the bound is passed."""
-    from chunkd._kept import group_sum
-    from chunkd.units.kept import GROUPS, pieces_sum
+@given(texts=st.lists(tricky_text | fine_words, max_size=8),
+       limit=st.sampled_from([8, 40, 1 << 22]),
+       cuts=st.sampled_from([("", False), (string.punctuation, True), ("[,.", False),
+                             ("", True)]))
+def test_compiled_piece_sum_is_its_twins(texts, limit, cuts):
+    """chunkd._kept's sums of kept pieces, and what it keeps, are the pure-Python
+    ``pieces_sum``'s, with and without finer cuts, also where the bound is passed."""
+    from chunkd._kept import piece_sum
+    from chunkd.units.kept import pieces_sum
 
-    compiled, twin = (KeptCounts(GROUPS.findall, len, summed) for summed in (group_sum,
-                                                                              pieces_sum))
+    compiled, twin = KeptCounts(len, *cuts), KeptCounts(len, *cuts)
     for text in texts + texts:
-        assert group_sum(compiled, text, limit) == pieces_sum(twin, text, limit)
+        assert (piece_sum(compiled, text, limit, *cuts) == pieces_sum(twin, text, limit)), text
         assert (compiled.counts, compiled.points) == (twin.counts, twin.points)

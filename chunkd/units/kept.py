@@ -5,6 +5,7 @@ lookup a piece."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -12,31 +13,44 @@ from chunkd.core import IMPLEMENTATION
 
 #: The most code points of pieces whose counts are kept (then it starts afresh).
 CACHE_POINTS = 1 << 22
+#: The CJK ideographs that ``ideographs`` makes cuts.
+IDEOGRAPHS = "\u4e00-\u9fff"
+
+
+def pieces(marks: str = "", ideographs: bool = False) -> re.Pattern[str]:
+    """The pieces: the runs between spaces, tabs, CR, LF and the cuts, and each cut;
+    the cuts are the ASCII ``marks``, and the CJK ideographs where ``ideographs``."""
+    cuts = re.escape(marks) + (IDEOGRAPHS if ideographs else "")
+    return re.compile(f"[^ \\t\\n\\r{cuts}]+|[{cuts}]" if cuts else r"[^ \t\n\r]+")
+
+
 #: Groups: the runs between spaces, tabs, CR and LF.
-GROUPS = re.compile(r"[^ \t\n\r]+")
+GROUPS = pieces()
 
 
 class KeptCounts:
-    """``count(text)`` as the sum of ``count(piece)`` over ``pieces(text)``, each
-    piece's count kept, at most ``CACHE_POINTS`` code points of pieces in all.
+    """``count(text)`` as the sum of ``count(piece)`` over ``text``'s ``pieces(marks,
+    ideographs)``, each piece's count kept, at most ``CACHE_POINTS`` code points of
+    pieces in all. ``count`` may be another ``KeptCounts`` with finer pieces, which
+    then counts only the pieces this one has not seen."""
 
-    ``pieces`` must give ``[piece]`` for each piece it makes (a regular expression's
-    ``findall`` of runs and single characters does): so a text that is a kept piece is
-    its own count. ``count`` may be another ``KeptCounts`` with finer pieces, which
-    then counts only the pieces this one has not seen. ``summed``: how the sum is
-    made (``pieces_sum``, or ``group_sum`` for ``GROUPS``, compiled)."""
-
-    def __init__(self, pieces: Callable[[str], list[str]], count: Callable[[str], int],
-                 summed: Callable[[KeptCounts, str, int], int] | None = None) -> None:
-        self.pieces = pieces
+    def __init__(self, count: Callable[[str], int], marks: str = "",
+                 ideographs: bool = False) -> None:
+        if not marks.isascii():
+            raise ValueError(f"cuts are ASCII marks, not {marks!r}")
         self.count = count
-        self.summed = summed or pieces_sum
+        self.pieces = pieces(marks, ideographs).findall
+        self.summed: Callable[[KeptCounts, str, int], int] = (
+            functools.partial(piece_sum, marks=marks, ideographs=ideographs)
+            if piece_sum is not None else pieces_sum)
         self.counts: dict[str, int] = {}
         self.points = 0  # the code points of the pieces in ``counts``
 
     def __call__(self, text: str) -> int:
+        # A text that is a kept piece is its own count (the kernel counts many
+        # single characters): ``pieces`` gives ``[piece]`` for each piece.
         known = self.counts.get(text)
-        if known is not None:  # the kernel counts many single pieces (characters)
+        if known is not None:
             return known
         total = self.summed(self, text, CACHE_POINTS)
         if total < 0:  # too many pieces kept: start afresh with this text's
@@ -50,7 +64,8 @@ class KeptCounts:
 def pieces_sum(kept: KeptCounts, text: str, limit: int) -> int:
     """The sum of the counts of ``text``'s pieces in ``kept``, each piece not kept yet
     counted by ``kept.count`` and kept; -1 when one more would pass ``limit`` code
-    points kept (those counted before it stay kept)."""
+    points kept (those counted before it stay kept). ``chunkd._kept.piece_sum`` is
+    this compiled, used where the core is."""
     pieces = kept.pieces(text)
     counts = kept.counts
     try:  # most texts the splitter counts are made of pieces it has counted
@@ -69,11 +84,9 @@ def pieces_sum(kept: KeptCounts, text: str, limit: int) -> int:
     return total
 
 
-#: ``pieces_sum`` for a ``KeptCounts`` whose pieces are ``GROUPS``: compiled
-#: (``chunkd._kept``) where the core is, without a list of the groups.
-group_sum = pieces_sum
+piece_sum: Callable[..., int] | None = None
 if IMPLEMENTATION == "compiled":  # the compiled core's choice, and so the twin's
     try:
-        from chunkd._kept import group_sum
+        from chunkd._kept import piece_sum
     except ImportError:  # built before it had this module: its twin, the same sums
         pass
