@@ -8,6 +8,11 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Substring
 
 
+cdef inline bint is_cut(Py_UCS4 c, bint* marks, bint ideographs):
+    """Whether ``c`` is a cut: one of the ASCII ``marks`` (a table), or an ideograph."""
+    return (c < 128 and marks[c]) or (ideographs and 0x4E00 <= c <= 0x9FFF)
+
+
 cpdef Py_ssize_t piece_sum(kept, str text, Py_ssize_t limit, str marks="",
                            bint ideographs=False) except -2:
     """The sum of the counts of ``text``'s pieces in ``kept`` (a ``KeptCounts``), each
@@ -17,12 +22,13 @@ cpdef Py_ssize_t piece_sum(kept, str text, Py_ssize_t limit, str marks="",
     ``marks``, and the CJK ideographs U+4E00 to U+9FFF where ``ideographs``."""
     cdef dict counts = kept.counts
     cdef bint cut[128]
+    cdef Py_ssize_t code
     cdef Py_ssize_t n = len(text), start = 0, end, total = 0
     cdef Py_UCS4 c
     cdef PyObject* found
     cdef object piece, value
-    for end in range(128):
-        cut[end] = False
+    for code in range(128):
+        cut[code] = False
     for c in marks:
         if c < 128:
             cut[c] = True
@@ -32,10 +38,10 @@ cpdef Py_ssize_t piece_sum(kept, str text, Py_ssize_t limit, str marks="",
             start += 1
             continue
         end = start + 1
-        if not ((c < 128 and cut[c]) or (ideographs and 0x4E00 <= c <= 0x9FFF)):
+        if not is_cut(c, cut, ideographs):
             while end < n:
                 c = text[end]
-                if c in " \t\n\r" or (c < 128 and cut[c]) or (ideographs and 0x4E00 <= c <= 0x9FFF):
+                if c in " \t\n\r" or is_cut(c, cut, ideographs):
                     break
                 end += 1
         piece = PyUnicode_Substring(text, start, end)
