@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import string
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from tokenizers import Tokenizer
 
 from chunkd.errors import SettingsError
 from chunkd.units.huggingface import unit as huggingface_unit
+from chunkd.units.kept import KeptCounts
 from oracle import corpus_documents
 from tokenizer_files import TRAINED, MINILM_SHA256, minilm_folder, tricky_text
 
@@ -307,3 +309,78 @@ def test_an_added_token_with_a_space_counts_whole(tmp_path, library_counts):
     tokenizer.no_truncation()
     assert unit.count("I love new york .") == len(
         tokenizer.encode("I love new york .", add_special_tokens=False).ids) == 4
+
+
+#: Fragments of words where the finer pieces (ASCII punctuation, CJK ideographs) cut:
+#: added tokens' text (which holds "[" and "]"), marks after punctuation (U+0338 after
+#: "=" composes under NFC), accents BertNormalizer strips, controls, U+2028, NUL.
+fragments = st.sampled_from(
+    list(string.punctuation) + ["[CLS]", "[SEP]", "[UNK]", "[MASK]", "CLS", "日本語", "中",
+                                "文", "。", "，", "\u0301", "\u0338", "e\u0301", "É", "İ", "ß",
+                                "ﬁ", "\x00", "\x1f", "\x7f", "\u2028", "\u00a0", "\ufeff",
+                                "😀", "👍🏽", "👨‍👩‍👧", "don", "hello", "Hello", "x", "12",
+                                "\u3000", "한", "\U00020000"]
+) | st.characters(codec="utf-8")
+fine_words = st.lists(fragments, min_size=1, max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("family", sorted(ADDITIVE))
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(fine_words, min_size=1, max_size=10),
+       spaces=st.lists(st.sampled_from([" ", "\n", "\t", "\r\n", "  ", "\u00a0"]),
+                       min_size=10, max_size=10))
+def test_counts_kept_by_finer_piece_are_the_libraries_count(family, units, library_counts,
+                                                            words, spaces):
+    """Words cut at punctuation and CJK ideographs, their pieces met again in other
+    words and texts: every count is the library's, first and again."""
+    unit = units[family]
+    text = "".join(word + space for word, space in zip(words, spaces))
+    for sample in (*words, text, "".join(reversed(words)), text):
+        assert unit.count(sample) == library_counts[family](sample), sample
+
+
+def test_finer_pieces_where_they_are_words_whatever_is_around(units):
+    """BertPreTokenizer behind BertNormalizer: a group is cut at punctuation and CJK
+    ideographs, but not at a character of an added token ([CLS]'s brackets)."""
+    pieces = units["minilm"].kept.count.pieces
+    assert pieces("(hello,world)中文") == ["(", "hello", ",", "world", ")", "中", "文"]
+    assert pieces("[CLS]x") == ["[CLS]x"]
+    assert pieces("[CLS]!") == ["[CLS]", "!"]
+
+
+@pytest.mark.parametrize("normalizer", ["NFC", "NFKC"])
+def test_composing_normalizers_keep_groups_whole(tmp_path, normalizer):
+    """Under NFC "=" and U+0338 compose into "≠", which is no punctuation (and, accents
+    kept, is not taken apart again): "a=\u0338b" is one word, which a cut at "=" would
+    count as three; such a tokenizer keeps whole groups."""
+    from tokenizers import normalizers
+
+    tokenizer = Tokenizer.from_file(str(minilm_folder() / "tokenizer.json"))
+    tokenizer.normalizer = normalizers.Sequence([getattr(normalizers, normalizer)(),
+                                                 normalizers.BertNormalizer(strip_accents=False)])
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    unit = huggingface_unit(str(path))
+    assert unit.additive and not isinstance(unit.kept.count, KeptCounts)
+    for text in ("a=\u0338b", "x a=\u0338b a= \u0338b", "a=\u0338b"):
+        assert unit.count(text) == len(tokenizer.encode(text, add_special_tokens=False).ids)
+    assert unit.count("a=\u0338b") == 1 < unit.count("a") + unit.count("=") + unit.count("\u0338b")
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(tricky_text | fine_words, max_size=8),
+       limit=st.sampled_from([8, 40, 1 << 22]),
+       cuts=st.sampled_from([("", False), (string.punctuation, True), ("[,.", False),
+                             ("", True)]))
+def test_compiled_piece_sum_is_its_twins(texts, limit, cuts):
+    """chunkd._kept's sums of kept pieces, and what it keeps, are the pure-Python
+    ``pieces_sum``'s, with and without finer cuts, also where the bound is passed."""
+    from chunkd._kept import piece_sum
+    from chunkd.units.kept import pieces_sum
+
+    compiled, twin = KeptCounts(len, *cuts), KeptCounts(len, *cuts)
+    for text in texts + texts:
+        assert (piece_sum(compiled, text, limit, *cuts) == pieces_sum(twin, text, limit)), text
+        assert (compiled.counts, compiled.points) == (twin.counts, twin.points)

@@ -30,12 +30,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
+import string
 from pathlib import Path
 from typing import Any
 
 from chunkd.errors import SettingsError
-from chunkd.units.kept import KeptCounts
+from chunkd.units.kept import GROUPS, KeptCounts
 
 TOKENIZER_FILE = "tokenizer.json"
 #: How to add what reading a Hugging Face tokenizer needs (the huggingface extra).
@@ -52,8 +52,10 @@ LOCAL_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "By
 LOCAL_MODELS = {"WordPiece", "BPE", "Unigram", "WordLevel"}
 #: Pre-tokenizers that end a word at every white space (each word then tokenized alone).
 SPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
-#: The white space at which those split whatever the normalizer (see ``HuggingFaceUnit``).
-_GROUPS = re.compile(r"[^ \t\n\r]+")
+#: Normalizers that change a text a character at a time (NFD's reordering of marks
+#: never moves one past a starter), so they keep a starter that maps to itself, and a
+#: cut before or after it, where they were; NFC and NFKC compose ("=" and U+0338 are "≠").
+CHARACTERWISE_NORMALIZERS = {"BertNormalizer", "NFD", "NFKD", "Lowercase", "StripAccents"}
 
 
 def _components(config: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -90,6 +92,25 @@ def _byte_level_max_chars(config: dict[str, Any], added: list[str]) -> int | Non
     # Each byte-level symbol is one byte of the normalized text, which has at least as
     # many bytes as the text has code points.
     return max([len(token) for token in vocab] + [len(text) for text in added])
+
+
+def _word_cuts(config: dict[str, Any], added: list[str]) -> tuple[str, bool] | None:
+    """Cuts finer than the white space, for ``BertPreTokenizer`` behind character-wise
+    normalizers (``KeptCounts``' ``marks`` and ``ideographs``): the ASCII punctuation
+    marks and (with ``handle_chinese_chars``, which puts spaces around them) the CJK
+    ideographs U+4E00 to U+9FFF, which each stay a word of their own whatever is around
+    them; none a character of an added token, so that no added token's match straddles
+    a cut. None for any other tokenizer."""
+    normalizers = _components(config.get("normalizer"))
+    if ((config.get("pre_tokenizer") or {}).get("type") != "BertPreTokenizer"
+            or not {part.get("type") for part in normalizers} <= CHARACTERWISE_NORMALIZERS):
+        return None
+    in_added = set("".join(added))
+    marks = "".join(mark for mark in string.punctuation if mark not in in_added)
+    ideographs = (any(part.get("type") == "BertNormalizer"
+                      and part.get("handle_chinese_chars") is True for part in normalizers)
+                  and not any("\u4e00" <= char <= "\u9fff" for char in in_added))
+    return (marks, ideographs) if marks or ideographs else None
 
 
 def model_file(spec: Path) -> Path:
@@ -174,9 +195,13 @@ class HuggingFaceUnit:
         self.max_chars: int | None = _byte_level_max_chars(config, added)
         #: Whether a text's count is the sum of its groups' (``count``).
         self.additive = (self.local and pre_tokenizer.get("type") in SPACE_SPLITTING
-                         and not any(_GROUPS.fullmatch(text) is None for text in added))
-        #: The counts of its groups, for ``count``.
-        self.kept = KeptCounts(_GROUPS.findall, self.encoded)
+                         and not any(GROUPS.fullmatch(text) is None for text in added))
+        cuts = _word_cuts(config, added)
+        #: The counts of its groups (and of their finer pieces, where it has them), for
+        #: ``count``: most groups the splitter counts again, and a new group is mostly
+        #: made of pieces seen before ("words," and "(words").
+        self.kept = KeptCounts(self.encoded if cuts is None
+                               else KeptCounts(self.encoded, *cuts))
 
     @property
     def max_size(self) -> int | None:
@@ -186,10 +211,12 @@ class HuggingFaceUnit:
     def count(self, text: str) -> int:
         """The number of tokens; for an ``additive`` tokenizer, the sum of the counts
         of its groups (the runs between spaces, tabs, CR and LF), kept
-        (``chunkd.units.kept``)."""
+        (``chunkd.units.kept``), a new group's the sum of its finer pieces' where it
+        has them (``_word_cuts``)."""
         # Exact: the pre-tokenizer splits at these four, which every local normalizer
         # keeps as they are (a starter, which composes with nothing), and no added
-        # token holds one; so each group's words, and so its tokens, are its own.
+        # token holds one; so each group's words, and so its tokens, are its own. The
+        # same holds of the finer pieces' cuts, for the normalizers they are made for.
         return self.kept(text) if self.additive else self.encoded(text)
 
     def encoded(self, text: str) -> int:
