@@ -245,6 +245,16 @@ def test_encodings_without_a_translated_pattern_count_with_tiktoken(o200k):
     assert set(tiktoken_encodings.COUNTED) <= set(tiktoken_encodings.names())
 
 
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+def test_a_pattern_not_translated_is_refused(core_name):
+    from chunkd import _kernel
+
+    counter = _kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter
+    with pytest.raises(ValueError, match="pattern must be one of cl100k_base, o200k_base, "
+                                         "got 'p50k_base'"):
+        counter(len, bytes(0x110000), 4, pattern="p50k_base")
+
+
 # --- the pre-tokenizer, both cores --------------------------------------------------------
 
 @pytest.mark.parametrize("core_name", COUNTERS)
