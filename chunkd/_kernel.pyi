@@ -2,7 +2,7 @@
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from chunkd.chunk import Chunk
 from chunkd.splitting import Joined
@@ -11,9 +11,12 @@ from chunkd.units.base import LengthUnit
 class TokenCounter:
     name: str
     max_chars: int | None
+    pattern: str
+    @property
+    def encoding(self) -> Any: ...
     def __init__(self, encode: Callable[[str], list[int]], classes: bytes,
                  max_token_bytes: int, cache_entries: int = ...,
-                 name: str = ...) -> None: ...
+                 name: str = ..., pattern: str = ...) -> None: ...
     def count(self, text: str) -> int: ...
     def settled(self, text: str) -> tuple[int, int]: ...
     def pretokens(self, text: str) -> list[str]: ...

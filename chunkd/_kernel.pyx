@@ -47,6 +47,15 @@ cdef enum:
     NUMBER = 2   # \p{N}
     SPACE = 4    # \s (Unicode White_Space)
 
+# The o200k_base pattern's classes: bits of the category table
+# (chunkd.pretoken_classes.CATEGORY_BITS).
+cdef enum:
+    CAT_LETTER = 1 | 2 | 4 | 8 | 16   # \p{L}: Lu Ll Lt Lm Lo
+    CAT_UPPER = 1 | 4 | 8 | 16 | 32   # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+    CAT_LOWER = 2 | 8 | 16 | 32       # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+    CAT_NUMBER = 64                   # \p{N}
+    CAT_SPACE = 128                   # \s
+
 # Where a separator goes (LangChain's keep_separator).
 cdef enum:
     KEEP_NONE = 0    # dropped; merged pieces are joined with it again (False)
@@ -70,15 +79,33 @@ cdef inline bint _is_contraction_letter(unsigned int c) nogil:
     return c == 115 or c == 100 or c == 109 or c == 116 or c == 0x17F
 
 
+cdef inline Py_ssize_t _contraction_end(int kind, void* data, Py_ssize_t i,
+                                        Py_ssize_t n) noexcept nogil:
+    """End of (?i:'s|'t|'re|'ve|'m|'ll|'d) at ``i``, or ``i`` (both patterns' contractions)."""
+    cdef unsigned int d, e
+    if i + 1 < n and PyUnicode_READ(kind, data, i) == 39:
+        d = PyUnicode_READ(kind, data, i + 1)
+        if _is_contraction_letter(d):
+            return i + 2
+        if i + 2 < n:
+            d = d | 32
+            e = PyUnicode_READ(kind, data, i + 2) | 32
+            if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
+                return i + 3
+    return i
+
+
 @cython.final  # final classes: methods are called directly, and can be inlined
 cdef class TokenCounter:
-    """Exact cl100k_base token counts: ``count(s) == len(encode_ordinary(s))``.
+    """Exact token counts of a tiktoken encoding whose pre-tokenizer is compiled here
+    (cl100k_base's pattern or o200k_base's): ``count(s) == len(encode_ordinary(s))``.
 
     tiktoken cuts text into pre-tokens with a regex, then runs BPE on each pre-token
     alone, so a count is the sum of the pre-tokens' counts.  The pre-tokenizer is
     compiled here, and each distinct pre-token is sent to tiktoken once and cached.
     """
     cdef const unsigned char* classes
+    cdef bint o200k                # the pattern is o200k_base's, else cl100k_base's
     cdef bytes _classes_ref
     cdef object _encode
     # The cache: an open-addressing hash table keyed by a pre-token's code points,
@@ -94,16 +121,22 @@ cdef class TokenCounter:
     cdef readonly str name
     #: No token covers more code points than this (its bytes, at one byte or more each).
     cdef readonly Py_ssize_t max_chars
+    #: The pre-tokenizer, named after the encoding whose pattern it translates.
+    cdef readonly str pattern
 
     def __cinit__(self, encode, bytes classes not None, Py_ssize_t max_token_bytes,
-                  Py_ssize_t cache_entries=1 << 16, str name="cl100k_base"):
-        """``encode``: tiktoken's ``encode_ordinary``; ``classes``: one byte of
-        LETTER/NUMBER/SPACE flags per code point; ``max_token_bytes``: the longest
-        token's length, which bounds how many code points one token can cover.
+                  Py_ssize_t cache_entries=1 << 16, str name="cl100k_base",
+                  str pattern="cl100k_base"):
+        """``encode``: tiktoken's ``encode_ordinary``; ``classes``: the pattern's table
+        of classes, one byte per code point (``pretoken_classes.table(pattern)``);
+        ``max_token_bytes``: the longest token's length, which bounds how many code
+        points one token can cover; ``pattern``: "cl100k_base" or "o200k_base".
 
         Everything is allocated and checked here, in ``__cinit__``, so that no instance
         (not even one made with ``TokenCounter.__new__``) exists half-built."""
-        check_counter_arguments(encode, classes, max_token_bytes, cache_entries)
+        check_counter_arguments(encode, classes, max_token_bytes, cache_entries, pattern)
+        self.pattern = pattern
+        self.o200k = pattern == "o200k_base"
         self._classes_ref = classes
         self.classes = classes
         self._encode = encode
@@ -124,6 +157,12 @@ cdef class TokenCounter:
                 and self.keys and self.single):
             raise MemoryError()
 
+    @property
+    def encoding(self):
+        """The ``tiktoken.Encoding`` whose ``encode_ordinary`` counts (None when
+        ``encode`` is another function)."""
+        return getattr(self._encode, "__self__", None)
+
     def __dealloc__(self):
         free(self.slot_hash)
         free(self.slot_key)
@@ -132,27 +171,27 @@ cdef class TokenCounter:
         free(self.keys)
         free(self.single)
 
-    cdef Py_ssize_t pretoken_end(self, int kind, void* data, Py_ssize_t i,
-                                 Py_ssize_t n) noexcept nogil:
-        """End of the pre-token that starts at ``i`` when the text ends at ``n``.
+    cdef inline Py_ssize_t pretoken_end(self, int kind, void* data, Py_ssize_t i,
+                                        Py_ssize_t n) noexcept nogil:
+        """End of the pre-token that starts at ``i`` when the text ends at ``n``."""
+        if self.o200k:
+            return self.o200k_end(kind, data, i, n)
+        return self.cl100k_end(kind, data, i, n)
 
-        A hand translation of cl100k_base's pattern, alternatives in order:
+    cdef Py_ssize_t cl100k_end(self, int kind, void* data, Py_ssize_t i,
+                               Py_ssize_t n) noexcept nogil:
+        """``pretoken_end`` by cl100k_base's pattern, hand translated, alternatives in order:
         '(?i:[sdmt]|ll|ve|re) | [^\\r\\n\\p{L}\\p{N}]?+\\p{L}++ | \\p{N}{1,3}+ |
          ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+ | \\s++$ | \\s*[\\r\\n] | \\s+(?!\\S) | \\s
         """
         cdef const unsigned char* cls = self.classes
-        cdef unsigned int c = PyUnicode_READ(kind, data, i), d, e
+        cdef unsigned int c = PyUnicode_READ(kind, data, i)
         cdef unsigned char cc = cls[c]
         cdef Py_ssize_t j, k
-        if c == 39 and i + 1 < n:          # '(?i:[sdmt]|ll|ve|re); ſ folds to s
-            d = PyUnicode_READ(kind, data, i + 1)
-            if _is_contraction_letter(d):
-                return i + 2
-            if i + 2 < n:
-                d = d | 32
-                e = PyUnicode_READ(kind, data, i + 2) | 32
-                if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
-                    return i + 3
+        if c == 39:                        # '(?i:[sdmt]|ll|ve|re); ſ folds to s
+            j = _contraction_end(kind, data, i, n)
+            if j > i:
+                return j
         if cc & LETTER:                    # \p{L}++
             j = i + 1
             while j < n and cls[PyUnicode_READ(kind, data, j)] & LETTER:
@@ -193,6 +232,92 @@ cdef class TokenCounter:
         if j - 1 > i:                      # \s+(?!\S)
             return j - 1
         return i + 1                       # \s
+
+    cdef Py_ssize_t o200k_end(self, int kind, void* data, Py_ssize_t i,
+                              Py_ssize_t n) noexcept nogil:
+        """``pretoken_end`` by o200k_base's pattern, hand translated; its regex
+        backtracks (nothing in it is possessive). With U = [\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}],
+        W = [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}], C = (?i:'s|'t|'re|'ve|'m|'ll|'d), in order:
+        [^\\r\\n\\p{L}\\p{N}]?U*W+C? | [^\\r\\n\\p{L}\\p{N}]?U+W*C? | \\p{N}{1,3} |
+         ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]* | \\s*[\\r\\n]+ | \\s+(?!\\S) | \\s+
+        """
+        cdef const unsigned char* cls = self.classes
+        cdef unsigned int c = PyUnicode_READ(kind, data, i)
+        cdef unsigned char cc = cls[c]
+        cdef bint prefix = not (cc & (CAT_LETTER | CAT_NUMBER)) and not _is_crlf(c)
+        cdef Py_ssize_t j = -1, k
+        # The two letter alternatives, each with its optional prefix taken first, then
+        # without it: a mark is both a prefix and in U and W, so both ways can match.
+        if prefix:
+            j = self.o200k_lower_end(kind, data, i + 1, n)
+        if j < 0:
+            j = self.o200k_lower_end(kind, data, i, n)
+        if j < 0 and prefix:
+            j = self.o200k_upper_end(kind, data, i + 1, n)
+        if j < 0:
+            j = self.o200k_upper_end(kind, data, i, n)
+        if j >= 0:
+            return _contraction_end(kind, data, j, n)
+        if cc & CAT_NUMBER:                # \p{N}{1,3}
+            j = i + 1
+            while j < n and j < i + 3 and cls[PyUnicode_READ(kind, data, j)] & CAT_NUMBER:
+                j += 1
+            return j
+        j = i + 1 if c == 32 and i + 1 < n else i     # ' '?[^\s\p{L}\p{N}]+[\r\n/]*
+        if not cls[PyUnicode_READ(kind, data, j)] & (CAT_SPACE | CAT_LETTER | CAT_NUMBER):
+            k = j + 1
+            while k < n and not cls[PyUnicode_READ(kind, data, k)] & (
+                    CAT_SPACE | CAT_LETTER | CAT_NUMBER):
+                k += 1
+            while k < n:
+                c = PyUnicode_READ(kind, data, k)
+                if not (_is_crlf(c) or c == 47):
+                    break
+                k += 1
+            return k
+        # Only white space is left: its run is [i, j).
+        j = i + 1
+        while j < n and cls[PyUnicode_READ(kind, data, j)] & CAT_SPACE:
+            j += 1
+        k = j - 1                          # \s*[\r\n]+: up to the run's last CR or LF
+        while k >= i:
+            if _is_crlf(PyUnicode_READ(kind, data, k)):
+                return k + 1
+            k -= 1
+        if j == n or j == i + 1:           # \s+(?!\S) at the end; \s+ before \S
+            return j
+        return j - 1                       # \s+(?!\S)
+
+    cdef inline Py_ssize_t o200k_lower_end(self, int kind, void* data, Py_ssize_t s,
+                                           Py_ssize_t n) noexcept nogil:
+        """End of U*W+ at ``s``, as the regex backtracks it, or -1."""
+        cdef const unsigned char* cls = self.classes
+        cdef Py_ssize_t u = s, p
+        while u < n and cls[PyUnicode_READ(kind, data, u)] & CAT_UPPER:
+            u += 1
+        if u < n and cls[PyUnicode_READ(kind, data, u)] & CAT_LOWER:
+            u += 1
+            while u < n and cls[PyUnicode_READ(kind, data, u)] & CAT_LOWER:
+                u += 1
+            return u
+        # U* gives code points back until W+ can take one: the run's last W, alone.
+        p = u - 1
+        while p >= s and not cls[PyUnicode_READ(kind, data, p)] & CAT_LOWER:
+            p -= 1
+        return p + 1 if p >= s else -1
+
+    cdef inline Py_ssize_t o200k_upper_end(self, int kind, void* data, Py_ssize_t s,
+                                           Py_ssize_t n) noexcept nogil:
+        """End of U+W* at ``s``, or -1."""
+        cdef const unsigned char* cls = self.classes
+        cdef Py_ssize_t u = s
+        while u < n and cls[PyUnicode_READ(kind, data, u)] & CAT_UPPER:
+            u += 1
+        if u == s:
+            return -1
+        while u < n and cls[PyUnicode_READ(kind, data, u)] & CAT_LOWER:
+            u += 1
+        return u
 
     cdef Py_ssize_t pretoken_count(self, str text, Py_ssize_t start, Py_ssize_t end) except -1:
         """Token count of the pre-token ``text[start:end]``, cached."""
@@ -239,13 +364,13 @@ cdef class TokenCounter:
         cdef Py_ssize_t count
         if not self.single[cp]:
             count = self.pretoken_count(text, at, at + 1)
-            if count > 255:                # not cl100k; do not truncate it into the table
+            if count > 255:                # not a tiktoken count: do not truncate it into the table
                 return count
             self.single[cp] = <unsigned char>count
         return self.single[cp]
 
     cpdef Py_ssize_t count(self, str text) except -1:
-        """The number of cl100k_base tokens in ``text``."""
+        """The number of tokens in ``text``."""
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
         cdef Py_ssize_t n = len(text), i = 0, j, total = 0
@@ -305,7 +430,7 @@ cdef class _Level:
     cdef Py_ssize_t piece_len     # exact length of the last piece judged short
     # Units other than code points: the piece in hand's settled prefix ends at
     # counted_pos and has length counted; unsettled is the rest's length when the unit
-    # last settled it (cl100k_base's counter settles pre-tokens itself).
+    # last settled it (the compiled TokenCounter settles pre-tokens itself).
     cdef Py_ssize_t counted_pos, counted, unsettled
     # The merger (LangChain's _merge_splits): pieces of the chunk in progress, and
     # their total length with the joins between them.
@@ -511,7 +636,7 @@ cdef class _Level:
         return 0
 
     cdef bint is_long_in_tokens(self, Py_ssize_t end, bint complete) except -1:
-        """``is_long`` with the compiled cl100k_base counter: its pre-tokenizer runs
+        """``is_long`` with the compiled token counter: its pre-tokenizer runs
         here on the buffer, and only up to the chunk size."""
         cdef RecursiveSplitter sp = self.sp
         cdef TokenCounter counter = sp.tokens
@@ -641,7 +766,7 @@ cdef class RecursiveSplitter(TextStream):
     #: The length unit (``chunkd.units.LengthUnit``).
     cdef readonly object unit
     cdef bint chars                # the unit is code points: counted here, never called
-    cdef TokenCounter tokens       # the unit, when it is the compiled cl100k_base counter
+    cdef TokenCounter tokens       # the unit, when it is the compiled token counter
     cdef Py_ssize_t max_chars      # the unit's max_chars; 0 when it has none
     #: Whether chunks carry their length in the unit (else -1: the drop-in calls a
     #: length function only where LangChain calls it, never on a whole chunk).
@@ -660,7 +785,7 @@ cdef class RecursiveSplitter(TextStream):
                   bint merge_long=False, str join=None, unit=None, bint measure_chunks=True):
         """``chunk_size`` and ``chunk_overlap`` are in ``unit`` (a
         ``chunkd.units.LengthUnit``; by default code points). Any unit is exact; the
-        compiled cl100k_base counter is also run here directly, at compiled speed.
+        compiled token counter (cl100k_base, o200k_base) is also run here directly.
 
         ``separators``: coarsest first, each a literal ``str`` or a compiled
         ``re.Pattern`` (any separators after "" are never used, as in LangChain).

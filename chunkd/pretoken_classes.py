@@ -1,8 +1,7 @@
 """The character classes of tiktoken's pre-tokenizers, one byte per code point: for
-cl100k_base, 1 = ``\\p{L}``, 2 = ``\\p{N}``, 4 = ``\\s`` (as in the pattern the
-kernel translates); for the other encodings' patterns, which name more classes, the
-bits of ``CATEGORY_BITS`` (``chunkd.units.tiktoken_encodings`` builds them into the
-pattern).
+cl100k_base's pattern, 1 = ``\\p{L}``, 2 = ``\\p{N}``, 4 = ``\\s``; for o200k_base's,
+which names more classes, the bits of ``CATEGORY_BITS`` (``PATTERNS``: the table each
+pattern that the token counter translates reads).
 
 Built once, when the package is built (``setup.py`` runs ``build``; building takes
 half a second, which every run counting tokens would otherwise pay), and loaded from
@@ -63,16 +62,29 @@ def build_categories() -> bytes:
     return zlib.compress(bytes(table), 9)
 
 
+#: The pre-tokenizer patterns that the token counter (compiled and twin) translates,
+#: named after the encoding that defines each, and the table of classes each reads.
+PATTERNS = {"cl100k_base": FILE, "o200k_base": CATEGORIES_FILE}
+
+
 def load(file: str = FILE) -> bytes:
     """A table (``FILE`` or ``CATEGORIES_FILE``), as the package ships it."""
     return zlib.decompress(resources.files("chunkd").joinpath(file).read_bytes())
 
 
+def table(pattern: str) -> bytes:
+    """The table of classes that ``pattern`` (a key of ``PATTERNS``) reads."""
+    return load(PATTERNS[pattern])
+
+
 def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int,
-                            cache_entries: int) -> None:
+                            cache_entries: int, pattern: str = "cl100k_base") -> None:
     """Check the arguments of a token counter (compiled or its twin): ``encode`` is
-    tiktoken's ``encode_ordinary``, ``classes`` this table, ``max_token_bytes`` the
-    longest token's length, ``cache_entries`` how many pre-tokens the cache holds."""
+    tiktoken's ``encode_ordinary``, ``classes`` the table of ``pattern``,
+    ``max_token_bytes`` the longest token's length, ``cache_entries`` how many
+    pre-tokens the cache holds, ``pattern`` a key of ``PATTERNS``."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
     if not callable(encode):
         raise TypeError("encode must be callable (tiktoken's encode_ordinary)")
     if len(classes) != 0x110000:

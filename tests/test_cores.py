@@ -18,6 +18,7 @@ import pytest
 from command import chunkd_command
 from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
 from oracle import corpus_documents, random_cuts
+from tokenizer_files import O200K_FILE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -72,6 +73,20 @@ def test_the_twin_splits_the_corpus_as_the_kernel_does(unit, size, overlap):
         assert twin == compiled, path.name
 
 
+def test_the_twin_splits_the_corpus_as_the_kernel_does_in_o200k_tokens():
+    """As above, in o200k_base tokens: each core with its own o200k_base counter (the
+    kernel runs its compiled pre-tokenizer directly)."""
+    from test_tiktoken_encodings import compiled_counter, twin_counter
+
+    rng = random.Random("o200k")
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        compiled = chunks_of(Kernel(256, 25, unit=compiled_counter()), [text])
+        twin = chunks_of(Twin(256, 25, unit=twin_counter()),
+                         random_cuts(text, rng, rng.choice([50, 4000])))
+        assert twin == compiled, path.name
+
+
 # --- the pure-Python core ---------------------------------------------------------------
 
 CORE_OF = "import chunkd.core; print(chunkd.core.IMPLEMENTATION)"
@@ -92,20 +107,24 @@ def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
     assert (asked.stdout, asked.stderr) == ("python\n", "")
 
 
-#: Every strategy with each of its units, at a small size so that records are many.
+#: Every strategy with each of its units, at a small size so that records are many;
+#: tokens are cl100k_base's, and o200k_base's (from its file) for the recursive strategy.
 STRATEGY_SETTINGS = [("recursive", "--chars", "300"), ("recursive", "--tokens", "80"),
                      ("markdown", "--chars", "300"), ("markdown", "--tokens", "80"),
                      ("graphemes", "--size", "200"), ("words", "--size", "40"),
-                     ("sentences", "--size", "3"), ("sections", "--size", "1")]
+                     ("sentences", "--size", "3"), ("sections", "--size", "1"),
+                     ("recursive", "--tokens", "80", "--tokenizer", str(O200K_FILE))]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy,unit,size", STRATEGY_SETTINGS)
-def test_the_twin_gives_the_compiled_records_on_the_corpus(strategy, unit, size):
+@pytest.mark.parametrize("options", STRATEGY_SETTINGS,
+                         ids=lambda options: " ".join(pathlib.Path(o).name for o in options))
+def test_the_twin_gives_the_compiled_records_on_the_corpus(options):
     """The installed chunkd on every shared-corpus document, on each core: the same
     bytes out (every field of every record)."""
     paths = [str(path) for path in corpus_documents()]
-    arguments = [chunkd_command(), "--strategy", strategy, unit, size, "--count-tokens",
+    strategy, *unit = options
+    arguments = [chunkd_command(), "--strategy", strategy, *unit, "--count-tokens",
                  "--jobs", "1", *paths]
     outputs = {}
     for core, flag in (("compiled", "0"), ("python", "1")):

@@ -1,18 +1,25 @@
 """tiktoken's encodings other than cl100k_base as length units: loaded offline (tiktoken's
-cache or a named file), checked against tiktoken's hash, exact, with a valid bound."""
+cache or a named file), checked against tiktoken's hash, exact, with a valid bound; and
+o200k_base's compiled pre-tokenizer (and its twin): the pre-tokens that the ``regex``
+module cuts with o200k_base's own pattern, the counts that tiktoken gives."""
 
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
+import regex
 import tiktoken
 import tiktoken.load
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from chunkd import core, pretoken_classes
+from chunkd._pure import tokens as twin_tokens
 from chunkd.errors import SettingsError
 from chunkd.units import tiktoken_encodings
-from chunkd.units.tiktoken_encodings import TiktokenUnit, file_unit
+from chunkd.units.tiktoken_encodings import file_unit, load
 from oracle import corpus_documents
 from tokenizer_files import O200K_FILE, tiktoken_cache, tricky_text
 
@@ -35,6 +42,91 @@ def unit():
     return file_unit(str(O200K_FILE))
 
 
+@functools.lru_cache(maxsize=None)
+def twin_counter(cache_entries: int = 1 << 16) -> twin_tokens.TokenCounter:
+    """The twin's o200k_base counter, built as ``tiktoken_encodings.load`` builds the
+    compiled one."""
+    enc = file_unit(str(O200K_FILE)).encoding
+    return twin_tokens.TokenCounter(enc.encode_ordinary, pretoken_classes.table("o200k_base"),
+                                    file_unit(str(O200K_FILE)).max_chars or 0, cache_entries,
+                                    name="o200k_base", pattern="o200k_base")
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_counter(cache_entries: int = 1 << 16):
+    from chunkd import _kernel
+
+    enc = file_unit(str(O200K_FILE)).encoding
+    return _kernel.TokenCounter(enc.encode_ordinary, pretoken_classes.table("o200k_base"),
+                                file_unit(str(O200K_FILE)).max_chars or 0, cache_entries,
+                                name="o200k_base", pattern="o200k_base")
+
+
+#: o200k_base's counters on both cores; "tiny cache" holds one pre-token, so that it is
+#: cleared all the time.
+COUNTERS = {"compiled": compiled_counter, "twin": twin_counter,
+            "compiled, tiny cache": lambda: compiled_counter(1)}
+
+
+@functools.lru_cache(maxsize=None)
+def o200k_pattern():
+    """o200k_base's own pattern, run by the ``regex`` module (as tiktoken's Rust regex
+    runs it: backtracking, leftmost alternative first)."""
+    return regex.compile(file_unit(str(O200K_FILE)).encoding._pat_str)
+
+
+def regex_pretokens(text: str) -> list[str]:
+    return [match.group() for match in o200k_pattern().finditer(text)]
+
+
+@functools.lru_cache(maxsize=None)
+def regex_differs() -> frozenset[str]:
+    """The code points that the ``regex`` module, on a later Unicode version than
+    tiktoken's 16.0, puts in other classes of the pattern (assigned since, or moved
+    from Ll): it is no oracle for text holding them (tiktoken's counts are)."""
+    bits = pretoken_classes.CATEGORY_BITS
+    every = "".join(" " if 0xD800 <= cp < 0xE000 else chr(cp) for cp in range(0x110000))
+    theirs = bytearray(0x110000)
+    for name in bits:
+        spelled = "\\s" if name == "White_Space" else f"\\p{{{name}}}"
+        for match in regex.finditer(spelled + "+", every):
+            theirs[match.start():match.end()] = bytes(
+                entry | bits[name] for entry in theirs[match.start():match.end()])
+    ours = pretoken_classes.table("o200k_base")
+    return frozenset(chr(cp) for cp in range(0x110000)
+                     if theirs[cp] != ours[cp] and not 0xD800 <= cp < 0xE000)
+
+
+def regex_is_oracle(text: str) -> bool:
+    return regex_differs().isdisjoint(text)
+
+
+#: Text where o200k_base's pattern decides something: every letter category (its two
+#: letter classes split Lu/Lt from Ll, Lm/Lo/M are in both), marks, numbers, every kind
+#: of white space, CR/LF runs, slashes after punctuation, apostrophes and contractions
+#: in either case, CJK, emoji, NUL.
+o200k_text = st.lists(
+    st.one_of(
+        st.characters(categories=["Lu", "Lt"]), st.characters(categories=["Ll"]),
+        st.characters(categories=["Lm", "Lo"]), st.characters(categories=["Mn", "Mc", "Me"]),
+        st.characters(categories=["Nd", "Nl", "No"]),
+        st.characters(categories=["Zs", "Zl", "Zp", "Cc"]),
+        st.characters(categories=["P", "S"]),
+        st.sampled_from(["'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'VE", "'m",
+                         "'M", "'ll", "'LL", "'d", "'D", "'ſ", "'x", "’s", "'", "''",
+                         "\r\n", "\r\n\r\n", "\n\n\n", "\r", " \n ", "\t\n", " \u2028",
+                         "\u2028", "\u2029", "\x00", "\x85", "\u00a0", "\u3000", "/", "//",
+                         "!/", "\n/", "!\n/", ".\r\n//", " !", " ", "  ", "   ",
+                         "ǅ", "ǈ", "ʰ", "ˆ", "々", "ー",
+                         "\u0301", "\u0308", "\u20dd", "\u0903", "e\u0301", "A\u0301",
+                         "日本語", "漢字", "한국어", "ᄀ", "😀", "👍🏽", "👨‍👩‍👧",
+                         "Ⅻ", "①", "١٢٣", "12345", "ABC", "abc", "AbC", "aBc", "İ",
+                         "ß", "ﬁ", "\ufeff", "<|endoftext|>", "don't", "WE'LL"])),
+    max_size=40).map("".join)
+
+
+# --- loading ---------------------------------------------------------------------------
+
 @pytest.fixture
 def offline(monkeypatch):
     """tiktoken unable to download: reading an address fails the test."""
@@ -52,11 +144,22 @@ def test_named_file_counts_as_tiktoken(unit, o200k, offline):
     assert unit.count("<|endoftext|> x") == len(o200k.encode_ordinary("<|endoftext|> x"))
 
 
+def test_o200k_is_the_cores_token_counter(unit):
+    """The unit that every front end gets is the core's counter, which the kernel runs
+    directly, with o200k_base's pattern and its class table."""
+    assert type(unit) is core.TokenCounter
+    assert unit.pattern == "o200k_base"
+    assert unit.encoding._pat_str == o200k_pattern().pattern
+
+
 @pytest.mark.parametrize("encoding", ["o200k_base", "o200k_harmony"])
 def test_loaded_from_tiktokens_cache(cache, monkeypatch, offline, o200k, encoding):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    unit = TiktokenUnit(encoding)
+    unit = load(encoding)
     assert unit.name == encoding
+    assert type(unit) is core.TokenCounter and unit.pattern == "o200k_base"
+    # o200k_harmony is counted by o200k_base's pre-tokenizer: it has its pattern.
+    assert unit.encoding._pat_str == o200k._pat_str
     text = corpus_documents()[5].read_text(encoding="utf-8")
     assert unit.count(text) == len(o200k.encode_ordinary(text))
 
@@ -64,7 +167,7 @@ def test_loaded_from_tiktokens_cache(cache, monkeypatch, offline, o200k, encodin
 def test_missing_file_says_how_to_get_it_without_downloading(tmp_path, monkeypatch, offline):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with pytest.raises(SettingsError) as error:
-        TiktokenUnit("o200k_base")
+        load("o200k_base")
     message = str(error.value)
     assert "\n" not in message and str(tmp_path) in message
     assert "tiktoken.get_encoding('o200k_base')" in message and "o200k_base.tiktoken" in message
@@ -76,7 +179,7 @@ def test_default_cache_folder_is_tiktokens(monkeypatch, tmp_path, offline):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
     tiktoken_cache((tmp_path / "data-gym-cache"))
-    assert TiktokenUnit("o200k_base").count("hello world") == 2
+    assert load("o200k_base").count("hello world") == 2
 
 
 @pytest.fixture
@@ -91,7 +194,7 @@ def corrupted(tmp_path):
 
 def test_corrupted_named_file_is_refused(corrupted):
     with pytest.raises(SettingsError, match="not tiktoken's o200k_base file .*SHA-256"):
-        TiktokenUnit("o200k_base", corrupted)
+        load("o200k_base", corrupted)
 
 
 def test_corrupted_cached_file_is_refused_and_kept(corrupted, tmp_path, monkeypatch, offline):
@@ -102,7 +205,7 @@ def test_corrupted_cached_file_is_refused_and_kept(corrupted, tmp_path, monkeypa
     corrupted.rename(cached)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     with pytest.raises(SettingsError, match="SHA-256"):
-        TiktokenUnit("o200k_base")
+        load("o200k_base")
     assert cached.exists()
 
 
@@ -113,7 +216,7 @@ def test_corrupted_cached_file_is_refused_and_kept(corrupted, tmp_path, monkeypa
 ])
 def test_names_not_loaded_here(spec, complaint):
     with pytest.raises(SettingsError, match=complaint):
-        TiktokenUnit(spec)
+        load(spec)
 
 
 def test_file_must_be_named_after_its_encoding(tmp_path):
@@ -132,16 +235,106 @@ def test_max_chars_is_the_longest_token(unit, o200k):
     assert unit.max_chars == max(len(token) for token in o200k.token_byte_values())
 
 
+def test_encodings_without_a_translated_pattern_count_with_tiktoken(o200k):
+    """The other encodings (r50k_base, p50k_base...) call tiktoken for every count and
+    settle nothing; shown here on o200k_base's ranks, the one file the tests have."""
+    other = tiktoken_encodings.TiktokenUnit(o200k, 7)
+    text = corpus_documents()[3].read_text(encoding="utf-8")
+    assert other.count(text) == len(o200k.encode_ordinary(text))
+    assert (other.name, other.max_chars, other.settled(text)) == ("o200k_base", 7, (0, 0))
+    assert set(tiktoken_encodings.COUNTED) <= set(tiktoken_encodings.names())
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+def test_a_pattern_not_translated_is_refused(core_name):
+    from chunkd import _kernel
+
+    counter = _kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter
+    with pytest.raises(ValueError, match="pattern must be one of cl100k_base, o200k_base, "
+                                         "got 'p50k_base'"):
+        counter(len, bytes(0x110000), 4, pattern="p50k_base")
+
+
+# --- the pre-tokenizer, both cores --------------------------------------------------------
+
+@pytest.mark.parametrize("core_name", COUNTERS)
+@settings(max_examples=1500, deadline=None)
+@given(text=o200k_text | tricky_text)
+def test_pretokens_are_the_patterns(core_name, text):
+    assume(regex_is_oracle(text))
+    assert COUNTERS[core_name]().pretokens(text) == regex_pretokens(text)
+
+
+@pytest.mark.parametrize("core_name", COUNTERS)
+@settings(max_examples=1500, deadline=None)
+@given(text=o200k_text | tricky_text)
+def test_count_is_tiktokens(core_name, o200k, text):
+    assert COUNTERS[core_name]().count(text) == len(o200k.encode_ordinary(text))
+
+
 @settings(max_examples=1000, deadline=None)
-@given(text=tricky_text, more=tricky_text)
-def test_settled_and_bound_on_tricky_text(unit, o200k, text, more):
-    count = len(o200k.encode_ordinary(text))
-    assert unit.count(text) == count >= len(text) // unit.max_chars
-    end, n = unit.settled(text)
-    assert unit.count(text + more) == n + unit.count(text[end:] + more)
+@given(text=o200k_text | tricky_text)
+def test_a_pretoken_encodes_alone_as_in_its_text(o200k, text):
+    """What the cache by pre-token relies on: tiktoken's tokens of the text are those of
+    its pre-tokens, each encoded alone (BPE never crosses a pre-token, and a pre-token
+    cut out is cut the same again)."""
+    assume(regex_is_oracle(text))
+    pieces = regex_pretokens(text)
+    assert "".join(pieces) == text
+    assert [token for piece in pieces for token in o200k.encode_ordinary(piece)] == \
+        o200k.encode_ordinary(text)
 
 
-def test_settled_at_every_cut_of_corpus_text(unit):
+def test_the_shared_corpus_is_cut_and_counted_as_tiktoken_does(o200k):
+    """Every shared-corpus document on the compiled counter: the pattern's pre-tokens,
+    tiktoken's count, and tiktoken's tokens pre-token by pre-token."""
+    counter = compiled_counter()
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        pieces = counter.pretokens(text)
+        assert pieces == regex_pretokens(text), path.name
+        tokens = o200k.encode_ordinary(text)
+        assert counter.count(text) == len(tokens), path.name
+        alone = {piece: o200k.encode_ordinary(piece) for piece in set(pieces)}
+        assert [token for piece in pieces for token in alone[piece]] == tokens, path.name
+
+
+def test_the_twin_cuts_the_shared_corpus_as_the_compiled_counter(o200k):
+    """The twin on every shared-corpus document: the compiled counter's pre-tokens and
+    count (the compiled counter is checked against the pattern and tiktoken above)."""
+    twin, compiled = twin_counter(), compiled_counter()
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        assert twin.pretokens(text) == compiled.pretokens(text), path.name
+        assert twin.count(text) == compiled.count(text), path.name
+
+
+# --- settling, both cores -------------------------------------------------------------------
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+@settings(max_examples=1000, deadline=None)
+@given(head=o200k_text | tricky_text, tail=o200k_text | tricky_text)
+def test_pretokens_but_the_last_two_survive_appending(core_name, head, tail):
+    """What the kernel's count of an unfinished piece relies on, with the pattern as
+    the judge."""
+    assume(regex_is_oracle(head + tail))
+    stable = regex_pretokens(head)[:-2]
+    assert COUNTERS[core_name]().pretokens(head + tail)[:len(stable)] == stable
+    assert regex_pretokens(head + tail)[:len(stable)] == stable
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+@settings(max_examples=1000, deadline=None)
+@given(text=o200k_text | tricky_text, more=o200k_text | tricky_text)
+def test_settled_and_bound(core_name, o200k, text, more):
+    counter = COUNTERS[core_name]()
+    assert len(o200k.encode_ordinary(text)) >= len(text) // counter.max_chars
+    end, n = counter.settled(text)
+    assert len(o200k.encode_ordinary(text + more)) == n + len(
+        o200k.encode_ordinary(text[end:] + more))
+
+
+def test_settled_at_every_cut_of_corpus_text(unit, o200k):
     rng = random.Random(3)
     settled = 0
     for path in rng.sample(corpus_documents(), 12):
@@ -153,25 +346,13 @@ def test_settled_at_every_cut_of_corpus_text(unit):
             end, n = unit.settled(head)
             settled += end
             for more in (text[cut:], text[cut:cut + 2], "'s", " x", "\n"):
-                assert unit.count(head + more) == n + unit.count(head[end:] + more)
+                assert len(o200k.encode_ordinary(head + more)) == n + len(
+                    o200k.encode_ordinary(head[end:] + more))
     assert settled > 0
-
-
-@settings(max_examples=1000, deadline=None)
-@given(text=tricky_text)
-def test_pretokens_add_up_to_tiktokens_count(unit, o200k, text):
-    """The translated pattern cuts where tiktoken's does: BPE never merges across a
-    pre-token, so a wrong cut shows as a different sum."""
-    pieces = [match.group() for match in unit.pretokens.finditer(text)]
-    assert "".join(pieces) == text
-    assert sum(len(o200k.encode_ordinary(piece)) for piece in pieces) == len(
-        o200k.encode_ordinary(text))
 
 
 def test_class_table_agrees_with_cl100k_table():
     """The two build-time tables come from the same Unicode 16.0 database."""
-    from chunkd import pretoken_classes
-
     bits = pretoken_classes.CATEGORY_BITS
     letters = sum(bits[name] for name in ("Lu", "Ll", "Lt", "Lm", "Lo"))
 
@@ -180,22 +361,25 @@ def test_class_table_agrees_with_cl100k_table():
             return 4
         return (1 if entry & letters else 0) | (2 if entry & bits["N"] else 0)
 
-    categories = pretoken_classes.load(pretoken_classes.CATEGORIES_FILE)
-    assert categories.translate(bytes(map(cl100k_class, range(256)))) == pretoken_classes.load()
+    categories = pretoken_classes.table("o200k_base")
+    assert categories.translate(bytes(map(cl100k_class, range(256)))) == \
+        pretoken_classes.table("cl100k_base")
 
 
 @pytest.mark.slow
 def test_every_code_point_is_cut_as_tiktoken_cuts(unit, o200k):
     """Each code point in contexts where its class (upper, lower, other letter, mark,
-    number, space, other) decides the cut; the classes follow tiktoken's Unicode."""
+    number, space, other) decides the cut; the classes follow tiktoken's Unicode (the
+    counts are tiktoken's, and the pre-tokens add up to them)."""
     encode = o200k.encode_ordinary
     counts: dict[str, int] = {}
     code_points = [chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000]
     for at in range(0, len(code_points), 256):
-        text = "".join(f"a{c}A{c}a {c}1{c}'S\n{c}" for c in code_points[at:at + 256])
-        pieces = [match.group() for match in unit.pretokens.finditer(text)]
+        text = "".join(f"a{c}A{c}a {c}1{c}'S\n{c}/{c}{c}" for c in code_points[at:at + 256])
+        pieces = unit.pretokens(text)
         for piece in pieces:
             if piece not in counts:
                 counts[piece] = len(encode(piece))
-        assert sum(counts[piece] for piece in pieces) == len(encode(text)), (
-            f"near U+{ord(code_points[at]):04X}")
+        tokens, near = len(encode(text)), f"near U+{ord(code_points[at]):04X}"
+        assert sum(counts[piece] for piece in pieces) == tokens, near
+        assert unit.count(text) == tokens, near

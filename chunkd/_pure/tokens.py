@@ -1,4 +1,5 @@
-"""cl100k_base token counting in plain Python: the twin of ``chunkd._kernel.TokenCounter``.
+"""Token counting in plain Python (cl100k_base's and o200k_base's pre-tokenizer): the
+twin of ``chunkd._kernel.TokenCounter``.
 
 tiktoken cuts text into pre-tokens with a regex, then runs BPE on each pre-token
 alone, so a count is the sum of the pre-tokens' counts. The pre-tokenizer here is the
@@ -10,25 +11,43 @@ and cached.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from chunkd.pretoken_classes import check_counter_arguments
 
-LETTER, NUMBER, SPACE = 1, 2, 4  # the table's flags: \p{L}, \p{N}, \s
+LETTER, NUMBER, SPACE = 1, 2, 4  # cl100k_base's table: \p{L}, \p{N}, \s
+# o200k_base's table (pretoken_classes.CATEGORY_BITS): \p{L}; U, W (the pattern's two
+# letter classes, see ``_o200k_end``); \p{N}; \s.
+CAT_LETTER, CAT_UPPER, CAT_LOWER, CAT_NUMBER, CAT_SPACE = 31, 61, 58, 64, 128
 CRLF = "\r\n"
 CONTRACTION_LETTERS = "sdmtSDMT\u017f"  # [sdmt] under (?i); the long s folds to s
 CONTRACTIONS = ("ll", "ve", "re")       # compared in lower case
 
 
+def _contraction_end(text: str, i: int, n: int) -> int:
+    """End of (?i:'s|'t|'re|'ve|'m|'ll|'d) at ``i``, or ``i`` (both patterns' contractions)."""
+    if i + 1 < n and text[i] == "'":
+        if text[i + 1] in CONTRACTION_LETTERS:
+            return i + 2
+        if i + 2 < n and text[i + 1:i + 3].lower() in CONTRACTIONS and \
+                text[i + 1:i + 3].isascii():
+            return i + 3
+    return i
+
+
 class TokenCounter:
-    """Exact cl100k_base token counts: ``count(s) == len(encode_ordinary(s))``; a
+    """Exact token counts of a tiktoken encoding whose pre-tokenizer is translated here
+    (cl100k_base's pattern or o200k_base's): ``count(s) == len(encode_ordinary(s))``; a
     ``chunkd.units.LengthUnit``."""
 
     def __init__(self, encode: Callable[[str], list[int]], classes: bytes,
                  max_token_bytes: int, cache_entries: int = 1 << 16,
-                 name: str = "cl100k_base") -> None:
+                 name: str = "cl100k_base", pattern: str = "cl100k_base") -> None:
         if not isinstance(classes, bytes):
             raise TypeError("classes must be bytes")
-        check_counter_arguments(encode, classes, max_token_bytes, cache_entries)
+        check_counter_arguments(encode, classes, max_token_bytes, cache_entries, pattern)
+        self.pattern = pattern
+        self._pretoken_end = self._o200k_end if pattern == "o200k_base" else self._cl100k_end
         self._encode = encode
         self._classes = classes
         self._cache: dict[str, int] = {}
@@ -36,21 +55,25 @@ class TokenCounter:
         self.name = name
         self.max_chars: int | None = max_token_bytes
 
+    @property
+    def encoding(self) -> Any:
+        """The ``tiktoken.Encoding`` whose ``encode_ordinary`` counts (None when
+        ``encode`` is another function)."""
+        return getattr(self._encode, "__self__", None)
+
     def _class(self, text: str, i: int) -> int:
         return self._classes[ord(text[i])]
 
-    def _pretoken_end(self, text: str, i: int, n: int) -> int:
-        """End of the pre-token that starts at ``i`` when the text ends at ``n`` (the
-        kernel's ``pretoken_end``, alternative for alternative)."""
+    def _cl100k_end(self, text: str, i: int, n: int) -> int:
+        """End of the pre-token that starts at ``i`` when the text ends at ``n``, by
+        cl100k_base's pattern (the kernel's ``cl100k_end``, alternative for alternative)."""
         cls = self._class
         c = text[i]
         cc = cls(text, i)
-        if c == "'" and i + 1 < n:
-            if text[i + 1] in CONTRACTION_LETTERS:
-                return i + 2
-            if i + 2 < n and text[i + 1:i + 3].lower() in CONTRACTIONS and \
-                    text[i + 1:i + 3].isascii():
-                return i + 3
+        if c == "'":
+            j = _contraction_end(text, i, n)
+            if j > i:
+                return j
         if cc & LETTER:
             j = i + 1
             while j < n and cls(text, j) & LETTER:
@@ -90,6 +113,82 @@ class TokenCounter:
             return j - 1
         return i + 1                       # \s
 
+    def _o200k_end(self, text: str, i: int, n: int) -> int:
+        """End of the pre-token that starts at ``i`` when the text ends at ``n``, by
+        o200k_base's pattern (the kernel's ``o200k_end``, alternative for alternative:
+        its regex backtracks). With U = [\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}],
+        W = [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}], C = (?i:'s|'t|'re|'ve|'m|'ll|'d), in order:
+        [^\\r\\n\\p{L}\\p{N}]?U*W+C? | [^\\r\\n\\p{L}\\p{N}]?U+W*C? | \\p{N}{1,3} |
+         ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]* | \\s*[\\r\\n]+ | \\s+(?!\\S) | \\s+"""
+        cls = self._class
+        c = text[i]
+        cc = cls(text, i)
+        prefix = not cc & (CAT_LETTER | CAT_NUMBER) and c not in CRLF
+        # Each letter alternative with its optional prefix taken first, then without it:
+        # a mark is both a prefix and in U and W, so both ways can match.
+        j = self._o200k_lower_end(text, i + 1, n) if prefix else -1
+        if j < 0:
+            j = self._o200k_lower_end(text, i, n)
+        if j < 0 and prefix:
+            j = self._o200k_upper_end(text, i + 1, n)
+        if j < 0:
+            j = self._o200k_upper_end(text, i, n)
+        if j >= 0:
+            return _contraction_end(text, j, n)
+        if cc & CAT_NUMBER:                # \p{N}{1,3}
+            j = i + 1
+            while j < n and j < i + 3 and cls(text, j) & CAT_NUMBER:
+                j += 1
+            return j
+        other = CAT_SPACE | CAT_LETTER | CAT_NUMBER
+        j = i + 1 if c == " " and i + 1 < n else i      # ' '?[^\s\p{L}\p{N}]+[\r\n/]*
+        if not cls(text, j) & other:
+            k = j + 1
+            while k < n and not cls(text, k) & other:
+                k += 1
+            while k < n and text[k] in "\r\n/":
+                k += 1
+            return k
+        j = i + 1                          # only white space is left: its run is [i, j)
+        while j < n and cls(text, j) & CAT_SPACE:
+            j += 1
+        k = j - 1                          # \s*[\r\n]+: up to the run's last CR or LF
+        while k >= i:
+            if text[k] in CRLF:
+                return k + 1
+            k -= 1
+        if j == n or j == i + 1:           # \s+(?!\S) at the end; \s+ before \S
+            return j
+        return j - 1                       # \s+(?!\S)
+
+    def _o200k_lower_end(self, text: str, s: int, n: int) -> int:
+        """End of U*W+ at ``s``, as the regex backtracks it, or -1."""
+        cls = self._class
+        u = s
+        while u < n and cls(text, u) & CAT_UPPER:
+            u += 1
+        if u < n and cls(text, u) & CAT_LOWER:
+            u += 1
+            while u < n and cls(text, u) & CAT_LOWER:
+                u += 1
+            return u
+        p = u - 1                          # U* gives back until W+ takes the run's last W
+        while p >= s and not cls(text, p) & CAT_LOWER:
+            p -= 1
+        return p + 1 if p >= s else -1
+
+    def _o200k_upper_end(self, text: str, s: int, n: int) -> int:
+        """End of U+W* at ``s``, or -1."""
+        cls = self._class
+        u = s
+        while u < n and cls(text, u) & CAT_UPPER:
+            u += 1
+        if u == s:
+            return -1
+        while u < n and cls(text, u) & CAT_LOWER:
+            u += 1
+        return u
+
     def _pretoken_count(self, pretoken: str) -> int:
         count = self._cache.get(pretoken)
         if count is None:
@@ -110,7 +209,7 @@ class TokenCounter:
         return bounds
 
     def count(self, text: str) -> int:
-        """The number of cl100k_base tokens in ``text``."""
+        """The number of tokens in ``text``."""
         bounds = self._boundaries(text)
         return sum(self._pretoken_count(text[a:b]) for a, b in zip(bounds, bounds[1:]))
 

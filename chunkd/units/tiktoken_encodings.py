@@ -9,18 +9,18 @@ is checked against the SHA-256 that tiktoken publishes for the encoding. Nothing
 ever downloaded: tiktoken's own constructors (which define each encoding's pattern,
 special tokens, address and hash) run with a loader that reads only local files.
 
-Streaming bound. ``count`` is ``len(encode_ordinary(text))``, which is additive over
-the pre-tokens that the encoding's pattern cuts. Appending text changes at most the
-last two pre-tokens (a run of white space up to its last newline, then the rest, or a
-word and an apostrophe that becomes its contraction), so the pre-tokens followed by two
-more are settled. That is read only for the encodings whose pattern the tests check on
-every code point (``SETTLING``: o200k_base's, the one file the tests have); the others
-settle nothing, and ``max_chars`` alone bounds their pieces. The pattern runs here on Python's ``re`` with every class
-(``\\p{L}``, ``\\p{Lu}``, ``\\s``...) spelled out from the Unicode 16.0 table that
-chunkd builds (the version of tiktoken's Rust tables) and ``$`` as ``\\Z`` (the end of
-the text, as in Rust); the tests compare it with tiktoken on every code point. A token
-covers at most the longest token's bytes, so at most that many code points:
-``max_chars``.
+Counting. ``count`` is ``len(encode_ordinary(text))``. For the encodings with
+o200k_base's pattern (``COUNTED``) the unit is chunkd's token counter
+(``chunkd.core.TokenCounter``, as for cl100k_base): the pattern hand translated over
+chunkd's Unicode 16.0 class table (the version of tiktoken's Rust tables), each
+distinct pre-token sent to tiktoken once and cached, which is exact because tiktoken
+runs BPE within a pre-token; the kernel runs it directly. Appending text changes at
+most the last two pre-tokens (a run of white space up to its last newline, then the
+rest, or a word and an apostrophe that becomes its contraction), so the pre-tokens
+followed by two more are settled. The other encodings (``TiktokenUnit``) call
+``encode_ordinary`` for every count and settle nothing: ``max_chars`` alone bounds
+their pieces. A token covers at most the longest token's bytes, so at most that many
+code points: ``max_chars``.
 """
 
 from __future__ import annotations
@@ -29,17 +29,22 @@ import base64
 import functools
 import hashlib
 import os
-import re
 import tempfile
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkd.errors import SettingsError
 
-#: Encodings whose pre-tokens ``settled`` reads (their pattern is tested on every code
-#: point against tiktoken; o200k_harmony has o200k_base's pattern and ranks).
-SETTLING = ("o200k_base", "o200k_harmony")
+if TYPE_CHECKING:
+    import tiktoken
+
+    from chunkd.core import TokenCounter
+
+#: Encodings that chunkd's token counter counts, and the pattern (a key of
+#: ``pretoken_classes.PATTERNS``) each cuts pre-tokens by: o200k_harmony has
+#: o200k_base's pattern (the tests check both against tiktoken).
+COUNTED = {"o200k_base": "o200k_base", "o200k_harmony": "o200k_base"}
 #: The suffix of a ranks file named after its encoding.
 SUFFIX = ".tiktoken"
 #: Encodings that chunkd counts in its kernel (``chunkd.units.cl100k``) or that tiktoken
@@ -113,108 +118,50 @@ def _definition(encoding: str, ranks_file: Path | None) -> dict[str, Any]:
     return namespace[constructors[encoding].__name__]()
 
 
-@functools.lru_cache(maxsize=None)
-def _class_ranges(bit: int) -> str:
-    """The code points whose category table entry has ``bit``, as the inside of a
-    character class (``\\U...-\\U...`` ranges)."""
-    from chunkd import pretoken_classes
-
-    table = pretoken_classes.load(pretoken_classes.CATEGORIES_FILE)
-    flags = table.translate(bytes(1 if value & bit else 0 for value in range(256)))
-    return "".join(f"\\U{run.start():08X}-\\U{run.end() - 1:08X}"
-                   for run in re.finditer(b"\x01+", flags))
-
-
-#: ``\p{...}`` names in tiktoken's patterns, as bits of the category table.
-_PROPERTY_BITS = {"L": ("Lu", "Ll", "Lt", "Lm", "Lo"), "Lu": ("Lu",), "Ll": ("Ll",),
-                  "Lt": ("Lt",), "Lm": ("Lm",), "Lo": ("Lo",), "M": ("M",), "N": ("N",)}
-_TOKEN = re.compile(r"\\p\{(\w+)\}|\\[sS]|\\.|\[\^?|\]|\$|.", re.DOTALL)
-
-
-def translated_pattern(pattern: str) -> str:
-    """tiktoken's (Rust) ``pattern`` for Python's ``re`` (or ``regex``): each class that
-    depends on the Unicode version spelled out from chunkd's Unicode 16.0 table, and
-    ``$`` (the end of the text in Rust) as ``\\Z``."""
-    from chunkd import pretoken_classes
-
-    bits = pretoken_classes.CATEGORY_BITS
-
-    def ranges(names: tuple[str, ...]) -> str:
-        return "".join(_class_ranges(bits[name]) for name in names)
-
-    out, in_class = [], False
-    for token in _TOKEN.finditer(pattern):
-        text, name = token.group(), token.group(1)
-        if name is not None:
-            if name not in _PROPERTY_BITS:
-                raise ValueError(f"unknown class {text} in a tiktoken pattern")
-            inner = ranges(_PROPERTY_BITS[name])
-            out.append(inner if in_class else f"[{inner}]")
-        elif text in ("\\s", "\\S"):
-            negated = text == "\\S"
-            if in_class and negated:
-                raise ValueError("\\S inside a class in a tiktoken pattern")
-            inner = ranges(("White_Space",))
-            out.append(inner if in_class else f"[^{inner}]" if negated else f"[{inner}]")
-        elif text.startswith("[") and not in_class:
-            in_class = True
-            out.append(text)
-        elif text == "]" and in_class:
-            in_class = False
-            out.append(text)
-        elif text == "$" and not in_class:
-            out.append("\\Z")
-        else:
-            out.append(text)
-    return "".join(out)
-
-
 class TiktokenUnit:
-    """A tiktoken encoding as a length unit (``chunkd.units.LengthUnit``)."""
+    """A tiktoken encoding whose pattern chunkd does not translate, as a length unit
+    (``chunkd.units.LengthUnit``): every count is tiktoken's."""
 
-    def __init__(self, encoding: str, ranks_file: Path | None = None) -> None:
-        import tiktoken
-
-        self.encoding = tiktoken.Encoding(**_definition(encoding, ranks_file))
-        self.name = encoding
-        self.max_chars: int | None = max(len(token) for token in self.encoding.token_byte_values())
+    def __init__(self, encoding: tiktoken.Encoding, max_chars: int) -> None:
+        self.encoding = encoding
+        self.name = encoding.name
+        self.max_chars: int | None = max_chars
 
     def count(self, text: str) -> int:
         """``len(encode_ordinary(text))``: special-token text counts as plain text."""
         return len(self.encoding.encode_ordinary(text))
 
-    @functools.cached_property
-    def pretokens(self) -> Any:
-        """The encoding's pattern, compiled by Python's ``re`` (ten times faster than
-        ``regex`` on these large classes), or by ``regex`` where ``re`` lacks a
-        construct (possessive quantifiers before Python 3.11)."""
-        pattern = translated_pattern(self.encoding._pat_str)
-        try:
-            return re.compile(pattern)
-        except re.error:
-            import regex
-
-            return regex.compile(pattern)
-
     def settled(self, text: str) -> tuple[int, int]:
-        """The pre-tokens followed by two more, and their count."""
-        if self.name not in SETTLING:
-            return 0, 0
-        starts = [match.start() for match in self.pretokens.finditer(text)]
-        if len(starts) < 3:
-            return 0, 0
-        end = starts[-2]
-        return end, self.count(text) - self.count(text[end:])
+        """Nothing: the pattern's pre-tokens are not cut here."""
+        return 0, 0
+
+
+def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | TiktokenUnit:
+    """The unit of ``encoding``, its ranks from ``ranks_file`` or tiktoken's cache:
+    chunkd's token counter for the encodings in ``COUNTED``, else a ``TiktokenUnit``.
+    Either has ``encoding``, the ``tiktoken.Encoding``."""
+    import tiktoken
+
+    enc = tiktoken.Encoding(**_definition(encoding, ranks_file))
+    longest = max(len(token) for token in enc.token_byte_values())
+    pattern = COUNTED.get(encoding)
+    if pattern is None:
+        return TiktokenUnit(enc, longest)
+    from chunkd import pretoken_classes
+    from chunkd.core import TokenCounter
+
+    return TokenCounter(enc.encode_ordinary, pretoken_classes.table(pattern), longest,
+                        name=encoding, pattern=pattern)
 
 
 @functools.lru_cache(maxsize=None)
-def unit(encoding: str) -> TiktokenUnit:
+def unit(encoding: str) -> TokenCounter | TiktokenUnit:
     """The unit for an encoding's name, its ranks from tiktoken's cache."""
-    return TiktokenUnit(encoding)
+    return load(encoding)
 
 
 @functools.lru_cache(maxsize=None)
-def file_unit(path: str) -> TiktokenUnit:
+def file_unit(path: str) -> TokenCounter | TiktokenUnit:
     """The unit for a ``.tiktoken`` file named after its encoding
     (``o200k_base.tiktoken``)."""
     file = Path(path)
@@ -222,4 +169,4 @@ def file_unit(path: str) -> TiktokenUnit:
     if encoding not in names():
         raise SettingsError(f"{path}: a tiktoken file is named after its encoding "
                             f"({', '.join(name + SUFFIX for name in names())})")
-    return TiktokenUnit(encoding, file)
+    return load(encoding, file)
