@@ -132,6 +132,8 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
+#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
+ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 
 
@@ -172,9 +174,7 @@ class Limits:
     @classmethod
     def default(cls) -> Limits:
         """The limits when the options are not given."""
-        from chunkd.strategies.semantic import EMBED_CONCURRENCY
-
-        return cls(EMBED_CONCURRENCY.default or 1)
+        return cls(ENDPOINT_CONCURRENCY)
 
 
 def batches(counts: Sequence[int], batch: int, batch_tokens: int) -> Iterator[tuple[int, int]]:
@@ -284,9 +284,7 @@ class OpenAIEmbedder:
     def counts(self, texts: Sequence[str]) -> list[int]:
         """Each text's tokens, as ``limits.tokenizer`` counts them (else UTF-8 bytes: the
         default tokenizer is the filter's, not a guess at the endpoint's)."""
-        from chunkd.settings import DEFAULT_TOKENIZER
-
-        if self.limits.tokenizer in (None, DEFAULT_TOKENIZER):
+        if self.limits.tokenizer in (None, "cl100k_base"):
             return [len(text.encode("utf-8", "surrogatepass")) for text in texts]
         from chunkd.units import resolve
 

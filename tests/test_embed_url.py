@@ -114,10 +114,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self) -> None:
+        self.answering = True
         self.server.enter()
         try:
             self.answer()
         finally:
+            self.left()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        # A request stops counting as in flight before its answer goes out: the client
+        # may send its next request as soon as it has the answer, and counting this one
+        # until the handler returns would see one more in flight than the client has.
+        self.left()
+        super().send_response(code, message)
+
+    def left(self) -> None:
+        if getattr(self, "answering", False):
+            self.answering = False
             self.server.leave()
 
     def answer(self) -> None:
@@ -723,6 +736,24 @@ def test_dense_eval_through_the_endpoint_equals_a_plain_reimplementation(server,
     assert record["retriever_model"] == f"toy-model@{server.url}/v1/embeddings"
     assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
         plain_scores(questions, chunks, ranked), abs=1e-9)
+
+
+def test_dense_evals_retriever_calls_within_the_limits_given(server, tmp_path):
+    # The default strategy (recursive) takes no endpoint options: eval's retriever does.
+    document = tmp_path / "doc.md"
+    document.write_text("".join(f"Paragraph {n} is about topic {n % 7}.\n\n" for n in range(60)))
+    asked = tmp_path / "questions.jsonl"
+    asked.write_text(json.dumps({"question": "topic 3?", "doc": "doc.md",
+                                 "references": [{"start": 0, "end": 10}]}) + "\n")
+    server.gather = 2
+    result = run_chunkd("eval", str(document), "--questions", str(asked), "--retriever",
+                        "dense", "--embed-url", server.url, "--embed-model", "toy-model",
+                        "--chars", "60", "--overlap", "0", "--embed-concurrency", "2",
+                        "--embed-batch", "3", "-q")
+    assert result.returncode == 0, result.stderr
+    assert len(server.requests) > 2
+    assert max(len(body["input"]) for _, _, body in server.requests) == 3
+    assert server.peak == 2
 
 
 @pytest.mark.slow

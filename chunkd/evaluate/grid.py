@@ -30,7 +30,8 @@ from chunkd.strategies import strategy_class
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
 #: Settings flags that eval's retriever reads too (the model): a strategy that does not
 #: take them is given the others only.
-RETRIEVER_FLAGS = ("embed", "embed_device", "embed_url", "embed_model")
+RETRIEVER_FLAGS = ("embed", "embed_device", "embed_url", "embed_model", "embed_concurrency",
+                   "embed_batch", "embed_batch_tokens")
 DEFAULT_OVERLAPS: list[int | str] = [0, "15%"]
 
 

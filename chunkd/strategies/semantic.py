@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.chunk import Chunk
+from chunkd.embeddings import ENDPOINT_CONCURRENCY
 from chunkd.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
@@ -163,10 +164,10 @@ EMBED_MODEL = register_option(Option[str](
 #: How the endpoint is called (``chunkd.embeddings.Limits``): the vectors are the same,
 #: so results do not record it. The batch bounds' defaults are the server's (``/info``).
 EMBED_CONCURRENCY = register_option(Option[int](
-    4, "requests in flight to an embeddings endpoint", name="embed_concurrency",
+    ENDPOINT_CONCURRENCY, "requests in flight to an embeddings endpoint", name="embed_concurrency",
     check=whole(1), record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
     flags=(Flag("--embed-concurrency", "semantic: requests to --embed-url in flight at once "
-                                       "(default: 4; 1: one after another)", metavar="N",
+                f"(default: {ENDPOINT_CONCURRENCY}; 1: one after another)", metavar="N",
                 parse=number_value),)), after="embed_model")
 EMBED_BATCH = register_option(Option[int](
     None, "texts a request to an embeddings endpoint", name="embed_batch", check=whole(1),
