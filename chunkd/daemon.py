@@ -27,6 +27,7 @@ import queue
 import signal
 import stat
 import sys
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -56,6 +57,10 @@ RETRY_FIRST, RETRY_MOST = 5.0, 300.0
 #: A file found changed while read this many times in a row is backed off like a failure
 #: (a file that changes whenever it is read, such as a link to /proc, must not loop).
 CHANGES_TO_BACK_OFF = 3
+#: Seconds a stop waits for the workers to leave their files before it kills them (a
+#: worker held in a call that does not return, an endpoint that hangs, must not hold
+#: up the stop).
+STOP_GRACE = 3.0
 #: The one-daemon lock: a file in the inbox (and output folder) that only the daemon's
 #: user can open, so that no producer can take it (a lock on the shared folder itself
 #: could be taken by any member of its group, and keep the service from starting).
@@ -530,10 +535,22 @@ class Daemon:
         log.info("stopping: %s", self.status())
         if self.observer is not None:
             self.observer.stop()
-        # Workers see ``stopping`` between blocks and abandon their file (no output).
+        # Workers see ``stopping`` between blocks and abandon their file (no output);
+        # those still busy after the grace are killed (a result is written whole or not
+        # at all, and a temporary file left is removed at the next start).
         self.stopping.set()
         assert self.pool is not None, "run() starts the pool before it shuts down"
+        workers = list((self.pool._processes or {}).values())
+
+        def kill() -> None:
+            log.info("workers still busy %g s after the stop: killed", STOP_GRACE)
+            for worker in workers:
+                worker.kill()
+
+        killer = threading.Timer(STOP_GRACE, kill)
+        killer.start()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        killer.cancel()
         if self.observer is not None:
             self.observer.join(timeout=5)
         log.info("stopped")

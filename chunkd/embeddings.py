@@ -23,18 +23,18 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import http.client
+import http
 import json
 import os
+import re
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
+from chunkd.http_client import NoAnswer, TooLarge, call
 
 if TYPE_CHECKING:
     import numpy
@@ -69,13 +69,18 @@ def as_matrix(vectors: Any, count: int, name: str) -> numpy.ndarray:
 
     try:
         matrix = numpy.asarray(vectors, dtype=numpy.float32)
-    except (TypeError, ValueError) as error:
-        raise EmbedError(f"{name} returned no vectors of one length: {error}") from None
+    except (TypeError, ValueError):  # numpy's words quote the values: a message must not
+        raise EmbedError(f"{name} returned no vectors of one length, of numbers "
+                         "only") from None
     if matrix.ndim != 2 or matrix.shape[0] != count or matrix.shape[1] == 0:
         raise EmbedError(f"{name} returned an array of shape {matrix.shape} for {count} "
                          "texts: expected a row of numbers per text")
     if not numpy.isfinite(matrix).all():
         raise EmbedError(f"{name} returned a vector that is not finite")
+    zeros = numpy.flatnonzero(~matrix.any(axis=1))
+    if len(zeros):  # no direction: its cosine with anything is 0 / 0
+        raise EmbedError(f"{name} returned a vector of zeros only (text {zeros[0] + 1} of "
+                         f"{count}): it has no direction to compare")
     return matrix
 
 
@@ -135,13 +140,37 @@ ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
 #: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
 ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
+#: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
+#: 4 s at most): with the default tries, a call that keeps being told to wait ends
+#: within a minute whatever the server says.
+LONGEST_WAIT = 8.0
+#: The bytes an answer may hold: a vector's number (as JSON, indented), a text's own
+#: (its object and index), the answer's own (model, usage); and the widest vector
+#: assumed while no answer has told their length.
+NUMBER_BYTES, TEXT_BYTES, ANSWER_BYTES, WIDEST = 64, 4096, 1 << 16, 16_384
+#: The bytes ``GET /info`` may answer.
+INFO_BYTES = 1 << 20
 
 
 def endpoint_url(url: str) -> str:
     """The embeddings URL of an endpoint: ``URL`` as given when it ends in
     ``/v1/embeddings``, ``URL/embeddings`` when it ends in ``/v1``, else
-    ``URL/v1/embeddings`` (a trailing ``/`` is ignored); ``SettingsError`` unless http(s)."""
-    parts = urllib.parse.urlsplit(url)
+    ``URL/v1/embeddings`` (a trailing ``/`` is ignored); ``SettingsError`` unless a
+    well-formed http(s) URL (checked here, once, rather than failing each call)."""
+    if not url.isascii() or re.search(r"[\x00-\x20\x7f]", url):
+        raise SettingsError("--embed-url: white space, a control character or a character "
+                            "beyond ASCII in the URL: write it percent-encoded (a host "
+                            "in its ASCII form, xn--...)")
+    if _ambiguous(url):
+        raise SettingsError("--embed-url: an @ after the host, as a password holding /, ? "
+                            "or # would leave it: write those characters in credentials "
+                            "(and any @ after the host) percent-encoded: %2F, %3F, %23, %40")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # raises for a port that is not a number from 0 to 65535
+    except ValueError:
+        raise SettingsError(f"--embed-url {public_url(url)}: not a valid URL (its host "
+                            "or port)") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SettingsError(f"--embed-url {public_url(url)}: not an http:// or https:// URL")
     path = parts.path.rstrip("/")
@@ -151,10 +180,22 @@ def endpoint_url(url: str) -> str:
 
 
 def public_url(url: str) -> str:
-    """A URL as messages and records show it: without credentials, query or fragment."""
-    parts = urllib.parse.urlsplit(url)
+    """A URL as messages and records show it: without credentials, query or fragment;
+    only its scheme when it is malformed or an ``@`` after its host may end a password."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "(a malformed URL)"
+    if _ambiguous(url):
+        return f"{parts.scheme}://..."
     host = parts.netloc.rpartition("@")[2]
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _ambiguous(url: str) -> bool:
+    """Whether an ``@`` follows the URL's host (``http://user:pa/ss@host``): a password
+    with an unencoded ``/``, ``?`` or ``#`` cannot be told from a path or query."""
+    return "@" in re.sub(r"^[^/?#]*", "", url.partition("://")[2])
 
 
 @dataclass(frozen=True)
@@ -194,12 +235,16 @@ def batches(counts: Sequence[int], batch: int, batch_tokens: int) -> Iterator[tu
 class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint, called with batches bounded by
     count and by tokens, at most ``limits.concurrency`` at once (``Limits``); the
-    vectors come back in the texts' order. A call that gets 429, a 5xx or no answer
-    (refused, reset, timed out) is tried again after a wait (the server's
-    ``Retry-After`` in seconds, else ``FIRST_WAIT`` doubled each try), ``TRIES`` times
-    in all; any other status, an answer that is not embeddings JSON, a wrong number of
-    vectors or vectors whose length differs (within a call or from earlier calls) is an
-    ``EmbedError`` at once, and the calls not yet answered are given up. The key comes
+    vectors come back in the texts' order. Each try of a call is one request within
+    the timeout as a whole, with an answer bounded by what its texts can need
+    (``chunkd.http_client``). A call that gets 429, a 5xx or no answer (refused, reset,
+    timed out) is tried again after a wait (the server's ``Retry-After`` in seconds, at
+    most ``LONGEST_WAIT``, else ``FIRST_WAIT`` doubled each try), ``TRIES`` times in
+    all; a redirect (never followed), any other status, an answer too large or not
+    embeddings JSON, a wrong number of vectors, vectors of zeros or whose length
+    differs (within a call or from earlier calls) is an ``EmbedError`` at once, and the
+    calls not yet answered are given up. No message repeats what a server wrote (a
+    status's reason phrase, a redirect's path). The key comes
     from ``CHUNKD_EMBED_API_KEY`` only and is sent as ``Authorization: Bearer``
     (credentials in the URL, without a key, as Basic authentication); no message or
     record shows them. Where ``limits`` leaves a batch bound open, the first
@@ -208,10 +253,14 @@ class OpenAIEmbedder:
     the timeout), a 429 or a 5xx leaves them for this call, and the next asks again."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
-                 first_wait: float = FIRST_WAIT, limits: Limits | None = None) -> None:
+                 first_wait: float = FIRST_WAIT, limits: Limits | None = None,
+                 longest_wait: float = LONGEST_WAIT) -> None:
         called = urllib.parse.urlsplit(endpoint_url(url))
         # urllib does not take credentials in a URL: they go as Basic authentication.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
+        #: The user and password the URL holds, if any: never shown.
+        self.credentials = tuple(urllib.parse.unquote(part) for part in (
+            called.username, called.password) if part)
         self.basic = (None if called.username is None else base64.b64encode(
             f"{urllib.parse.unquote(called.username)}:"
             f"{urllib.parse.unquote(called.password or '')}".encode()).decode())
@@ -219,7 +268,7 @@ class OpenAIEmbedder:
         self.model = model
         self.name = f"{model}@{self.shown}"
         self.timeout = endpoint_timeout() if timeout is None else timeout
-        self.first_wait = first_wait
+        self.first_wait, self.longest_wait = first_wait, longest_wait
         self.limits = limits or Limits.default()
         self.dimension: int | None = None
         self._bounds: tuple[int, int] | None = None
@@ -313,16 +362,18 @@ class OpenAIEmbedder:
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[:-len("/v1/embeddings")] + "/info"
-        request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(path=path)),
-                                         headers=self._headers(), method="GET")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                info = json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return None if error.code == 429 or error.code >= 500 else {}
-        except (OSError, http.client.HTTPException):
+            answer = call(urllib.parse.urlunsplit(parts._replace(path=path)), "GET", None,
+                          self._headers(), self.timeout, INFO_BYTES)
+        except NoAnswer:
             return None
-        except ValueError:  # not JSON
+        except TooLarge:
+            return {}
+        if answer.status == 429 or answer.status >= 500:
+            return None
+        try:  # (a redirect is not followed: no body, so the defaults)
+            info = json.loads(answer.body)
+        except (ValueError, RecursionError):  # not JSON
             return {}
         if not isinstance(info, dict):
             return {}
@@ -340,15 +391,23 @@ class OpenAIEmbedder:
         return headers
 
     def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
+        # (the messages name Python's exception, never an answer's words)
         try:
             items = sorted(json.loads(self._post(texts, given_up))["data"],
                            key=lambda item: item["index"])
+            indexes = [item["index"] for item in items]
             vectors = [item["embedding"] for item in items]
+        except RecursionError:
+            raise EmbedError(f"{self.shown}: the answer is not embeddings JSON (nested "
+                             "too deeply)") from None
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as error:
             raise EmbedError(f"{self.shown}: the answer is not embeddings JSON "
                              f"({_one_line(error)})") from None
-        if [item["index"] for item in items] != list(range(len(texts))):
+        if len(items) != len(texts):
             raise EmbedError(f"{self.shown}: {len(items)} vectors for {len(texts)} texts")
+        if indexes != list(range(len(texts))):
+            raise EmbedError(f"{self.shown}: the vectors' index values are not 0 to "
+                             f"{len(texts) - 1}, once each")
         return as_matrix(vectors, len(texts), self.shown)
 
     def _post(self, texts: list[str], given_up: threading.Event) -> bytes:
@@ -356,27 +415,54 @@ class OpenAIEmbedder:
         (another call failed) ends the tries."""
         body = json.dumps({"model": self.model, "input": texts}).encode()
         headers = self._headers()
+        limit = ANSWER_BYTES + len(texts) * (TEXT_BYTES + (self.dimension or WIDEST)
+                                             * NUMBER_BYTES)
         last = ""
         for attempt in range(TRIES):
             wait = self.first_wait * 2 ** attempt
             try:
-                request = urllib.request.Request(self.url, body, headers, method="POST")
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return bytes(response.read())
-            except urllib.error.HTTPError as error:
-                last = f"HTTP {error.code}"
-                if error.code != 429 and error.code < 500:
-                    raise EmbedError(f"{self.shown}: {last} {error.reason}") from None
-                retry_after = (error.headers.get("Retry-After") or "").strip()
-                if retry_after.isdigit():
-                    wait = float(retry_after)
-            except (OSError, http.client.HTTPException) as error:  # no whole answer
-                reason = getattr(error, "reason", error)
-                last = "timed out" if isinstance(reason, TimeoutError) else _one_line(
-                    reason if isinstance(reason, BaseException) else error)
+                answer = call(self.url, "POST", body, headers, self.timeout, limit)
+            except NoAnswer as error:
+                last = str(error)
+            except TooLarge as error:
+                raise EmbedError(f"{self.shown}: an answer of {error} for {len(texts)} "
+                                 f"texts, more than their vectors can need: refused") from None
+            else:
+                if 200 <= answer.status < 300:
+                    return answer.body
+                last = f"HTTP {answer.status}"
+                if 300 <= answer.status < 400:
+                    raise EmbedError(f"{self.shown}: {_status(answer.status)} to "
+                                     f"{self._where(answer.headers.get('Location'))}: chunkd "
+                                     "follows no redirect (give --embed-url the URL that "
+                                     "answers)")
+                if answer.status != 429 and answer.status < 500:
+                    raise EmbedError(f"{self.shown}: {_status(answer.status)}")
+                told = (answer.headers.get("Retry-After") or "").strip()
+                if told.isascii() and told.isdigit():
+                    wait = min(float(told), self.longest_wait)
             if attempt + 1 < TRIES and given_up.wait(wait):
                 break
         raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
+
+    def _where(self, location: str | None) -> str:
+        """Where a redirect points, as a message may show it: its origin (scheme, host,
+        port), when that is plainly one and holds none of the credentials sent (a
+        server may echo them); else without it."""
+        try:
+            target = urllib.parse.urlsplit(urllib.parse.urljoin(self.url, location or ""))
+            port = target.port
+        except ValueError:
+            return "an address not shown"
+        host = target.hostname or ""
+        secrets = [secret.lower() for secret in (os.environ.get(KEY_VARIABLE), self.basic,
+                                                 *self.credentials) if secret]
+        if (location is None or target.scheme not in ("http", "https")
+                or not re.fullmatch(r"[a-z0-9.-]{1,253}|[0-9a-f:.]{2,45}", host)
+                or any(secret in host for secret in secrets)):
+            return "an address not shown"
+        shown = f"[{host}]" if ":" in host else host
+        return f"{target.scheme}://{shown}" + ("" if port is None else f":{port}")
 
 
 def endpoint_timeout() -> float:
@@ -427,6 +513,15 @@ class SentenceTransformerEmbedder:
         vectors = self.model.encode(list(texts), batch_size=self.batch, convert_to_numpy=True,
                                     show_progress_bar=False)
         return numpy.asarray(vectors, dtype=numpy.float32)
+
+
+def _status(code: int) -> str:
+    """A status as messages show it: its number and its standard phrase, never the
+    server's (which may echo what was sent, the key included)."""
+    try:
+        return f"HTTP {code} {http.HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
 
 
 def _one_line(error: BaseException) -> str:
