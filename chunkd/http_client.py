@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Mapping
@@ -95,6 +96,10 @@ def call(url: str, method: str, body: bytes | None, headers: Mapping[str, str],
 def _reason(error: BaseException) -> str:
     """A failure to get an answer in a few words of our own (a server's words are never
     repeated: they may echo what was sent)."""
+    if isinstance(error, ssl.SSLCertVerificationError):  # (a ValueError too)
+        return f"TLS: certificate not trusted ({error.verify_message})"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS: {error.reason or 'failed'}"
     if isinstance(error, ConnectionRefusedError):
         return "connection refused"
     if isinstance(error, (ConnectionResetError, BrokenPipeError)):

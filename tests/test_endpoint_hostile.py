@@ -13,6 +13,7 @@ import io
 import json
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -391,6 +392,45 @@ def test_a_password_holding_a_delimiter_is_never_shown(character):
 def test_a_malformed_url_fails_at_once(url):
     with pytest.raises(SettingsError, match=r"^--embed-url"):
         endpoint_url(url)
+
+
+@pytest.fixture
+def tls(tmp_path, monkeypatch):
+    """The hostile endpoint over TLS, its certificate from a test authority that the
+    client trusts through SSL_CERT_FILE (OpenSSL's default paths): (endpoint, URL)."""
+    import trustme
+
+    authority = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    trusted = tmp_path / "authority.pem"
+    authority.cert_pem.write_to_path(str(trusted))
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    endpoint = Hostile()
+    endpoint.socket = context.wrap_socket(endpoint.socket, server_side=True)
+    threading.Thread(target=endpoint.serve_forever, args=(0.02,), daemon=True).start()
+    yield endpoint, endpoint.url.replace("http://", "https://")
+    closing(endpoint)
+
+
+def test_over_tls_a_drip_times_out_as_a_whole_call(tls, keyed):
+    endpoint, url = tls
+    assert quick(url).embed(["a", "b"]).tolist() == hashed(["a", "b"])
+    endpoint.mode = "drip"
+    started = time.monotonic()
+    with pytest.raises(EmbedError) as error:
+        quick(url, timeout=0.5).embed(["c"])
+    assert one_line(error.value) == f"{url}/v1/embeddings: no answer after 5 tries (last: timed out)"
+    assert time.monotonic() - started < 6 * 0.5 + 1.5
+
+
+def test_over_tls_an_untrusted_certificate_gets_no_key(tls, keyed, monkeypatch):
+    endpoint, url = tls
+    monkeypatch.delenv("SSL_CERT_FILE")
+    with pytest.raises(EmbedError) as error:
+        quick(url).embed(["a"])
+    assert "(last: TLS: certificate not trusted (" in one_line(error.value)
+    assert endpoint.seen == []  # no request got through: the key was never sent
 
 
 # --- the filter ------------------------------------------------------------------------
