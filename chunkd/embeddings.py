@@ -256,7 +256,7 @@ class OpenAIEmbedder:
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None,
                  longest_wait: float = LONGEST_WAIT) -> None:
         called = urllib.parse.urlsplit(endpoint_url(url))
-        # urllib does not take credentials in a URL: they go as Basic authentication.
+        # Credentials in the URL go as Basic authentication, never in the request line.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
         #: The user and password the URL holds, if any: never shown.
         self.credentials = tuple(urllib.parse.unquote(part) for part in (
