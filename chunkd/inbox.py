@@ -522,6 +522,7 @@ class Inbox:
             for made in chunk_blocks(self.chunker, source, text):
                 finished = self.finish(made, identify)
                 for chunk in finished:
+                    assert chunk.chunk_id is not None, "finish() gives every record its id"
                     made_ids += id_bytes(chunk.chunk_id)
                 records.add(finished)
         except InputError as error:
