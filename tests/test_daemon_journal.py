@@ -253,3 +253,32 @@ def test_an_error_of_the_environment_is_retried_at_start(inbox, watch):
     watcher.wait_for(lambda: "page.html" in results(inbox), what="the result")
     assert not (inbox / "page.html.error.json").exists()
     assert watcher.stop() == 0
+
+
+def test_msgpack_results_say_what_changed_too(inbox, watch):
+    import msgpack
+
+    def result() -> dict:
+        return msgpack.unpackb((inbox / "a.md.chunks.msgpack").read_bytes())
+
+    def made_from(text: str) -> bool:
+        try:
+            return result()["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        except (OSError, ValueError):
+            return False
+
+    first = text(7)
+    (inbox / "a.md").write_text(first, encoding="utf-8")
+    watcher = watch(inbox, *OPTIONS, "--format", "msgpack")
+    watcher.wait_for(lambda: made_from(first), what="the first result")
+    before = [c["chunk_id"] for c in result()["chunks"]]
+    assert result()["changes"] == {"added": before, "removed": [], "kept": 0}
+    second = "\n\n".join(first.split("\n\n")[1:]) + "\n\nA new last paragraph."
+    (inbox / "a.md").write_text(second, encoding="utf-8")
+    watcher.wait_for(lambda: made_from(second), what="the second result")
+    after = [c["chunk_id"] for c in result()["chunks"]]
+    changes = result()["changes"]
+    assert changes["added"] == [i for i in after if i not in before] != []
+    assert changes["removed"] == [i for i in before if i not in after] != []
+    assert changes["kept"] == len(set(before) & set(after)) > 0
+    assert watcher.stop() == 0
