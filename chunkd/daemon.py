@@ -7,7 +7,10 @@ a pool of worker processes, and records the outcome; it rescans the folder
 periodically (inotify drops events under bursts, and polling is a rescan), pings
 systemd's watchdog while the observer runs and no worker is stuck, and handles
 signals. Each file goes through ``Inbox.process`` (``chunkd.inbox``), which reuses the
-filter's readers, strategies and record format.
+filter's readers, strategies and record format. Every change of the results (a result
+or an error result written, results removed) passes through ``Daemon.changed`` once it
+is on disk, which appends it to the ``--journal`` (``chunkd.journal``); at start,
+``Daemon.reconcile`` makes the journal tell the results as they are.
 
 Workers are processes, not threads, so one daemon uses every core it is given (the
 kernel holds the GIL), and a worker that crashes cannot take the daemon with it.
@@ -502,8 +505,9 @@ class Daemon:
     def changed(self, event: str, relative: str, changes: Changes, result: str | None,
                 fields: dict[str, object]) -> None:
         """The one place where a change of the results, made and durable on disk, is
-        handed on (the journal, the one consumer so far): ``event`` is chunked, error or
-        removed; ``result`` the result file's path in the output folder (None when
+        handed on: to the journal, and to whatever else must follow the results (a
+        store's sink goes here, after the journal's line); ``event`` is chunked, error
+        or removed; ``result`` the result file's path in the output folder (None when
         removed)."""
         if self.journal is not None:
             if result is not None:
