@@ -50,8 +50,8 @@ class Splitter:
 
     The keywords are ``Settings``' (``unit``, ``strategy``, ``count_tokens``, ...);
     ``chunk_size`` and ``chunk_overlap`` default to the strategy's. With ``ids=True``
-    the ids are those of a document without a name (``chunkd.ids``; to name the
-    document, apply ``chunkd.ids.ChunkIds(doc)`` to the chunks instead)."""
+    each chunk gets its id (``chunkd.ids``) in the document ``begin`` names (a document
+    without a name if it was not called)."""
 
     def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None,
                  **options) -> None:
@@ -61,14 +61,17 @@ class Splitter:
 
         self.settings = Settings.from_keywords(chunk_size, chunk_overlap, **options)
         self._chunker = build(self.settings)
-        self._identify = ChunkIds(None) if self.settings.ids else list
+        self._ids = ChunkIds if self.settings.ids else None
+        self._identify = self._ids(None) if self._ids else list
 
     def begin(self, name: object = None, media_type: str | None = None) -> None:
         """Start a document: its name (as records give it) and media type, for
-        strategies that choose by document; without it, a document is unnamed."""
+        strategies that choose by document and for ids; without it, a document is unnamed."""
         from chunkd.strategies import Source, begin
 
         begin(self._chunker, Source(name, media_type))
+        if self._ids:
+            self._identify = self._ids(name)
 
     def feed(self, text: str) -> list[Chunk]:
         """Take the next piece of the document; return the chunks now final."""
@@ -76,7 +79,10 @@ class Splitter:
 
     def finish(self) -> list[Chunk]:
         """End the document; return its remaining chunks."""
-        return self._identify(self._chunker.finish())
+        chunks = self._identify(self._chunker.finish())
+        if self._ids:  # the next document counts repeated texts afresh
+            self._identify = self._ids(None)
+        return chunks
 
 
 def split_text(text: str, chunk_size: int | None = None, chunk_overlap: int | None = None,

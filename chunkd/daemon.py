@@ -7,7 +7,10 @@ a pool of worker processes, and records the outcome; it rescans the folder
 periodically (inotify drops events under bursts, and polling is a rescan), pings
 systemd's watchdog while the observer runs and no worker is stuck, and handles
 signals. Each file goes through ``Inbox.process`` (``chunkd.inbox``), which reuses the
-filter's readers, strategies and record format.
+filter's readers, strategies and record format. Every change of the results (a result
+or an error result written, results removed) passes through ``Daemon.changed`` once it
+is on disk, which appends it to the ``--journal`` (``chunkd.journal``); at start,
+``Daemon.reconcile`` makes the journal tell the results as they are.
 
 Workers are processes, not threads, so one daemon uses every core it is given (the
 kernel holds the GIL), and a worker that crashes cannot take the daemon with it.
@@ -35,11 +38,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chunkd.changes import Changes
 from chunkd.documents import add_document_options, check_limits
-from chunkd.inbox import (DEFAULT_INCLUDE, FolderChanged, Inbox, InboxOptions, Outcome,
-                          Signature, signature)
+from chunkd.inbox import (DEFAULT_INCLUDE, ERROR_SUFFIX, FolderChanged, Inbox, InboxOptions,
+                          Outcome, Signature, signature)
+from chunkd.journal import Journal, JournalError
 from chunkd.notify import Notifier
 from chunkd.readers import display_name
+from chunkd.writers import name_value
 from chunkd.signals import Requests, die_with_parent
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build, strategy_class
@@ -107,7 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="take symbolic links to files too (off by default: an inbox "
                              "must not be a way to read files outside it)")
     parser.add_argument("--move-done", type=Path, metavar="DONE",
-                        help="after success, move the input to DONE (same filesystem)")
+                        help="after success, move the input to DONE (same filesystem); "
+                             "its result stays")
+    parser.add_argument("--journal", type=Path, metavar="FILE",
+                        help="append one JSON line to FILE per change of the results (a "
+                             "source chunked, failed or removed: the ids added and removed), "
+                             "for consumers that keep a store in step (docs/daemon.md)")
+    parser.add_argument("--keep-results", action="store_true",
+                        help="keep the results of an input deleted or renamed away (by "
+                             "default they are removed, and the journal says so)")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="log only problems")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="log every step")
@@ -188,6 +202,9 @@ class Daemon:
         self.args = args
         self.notifier = notifier
         self.requests = requests
+        #: Results of an input that left stay: asked, or it was moved to --move-done.
+        self.keep_results = args.keep_results or args.move_done is not None
+        self.journal: Journal | None = None
         self.events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         requests.wake = self.events
         self.options = replace(inbox.options, identities=inbox.identities())
@@ -242,7 +259,8 @@ class Daemon:
         if self.polling:
             return
         from watchdog.events import (DirCreatedEvent, DirMovedEvent, FileClosedEvent,
-                                     FileCreatedEvent, FileMovedEvent, FileSystemEventHandler)
+                                     FileCreatedEvent, FileDeletedEvent, FileMovedEvent,
+                                     FileSystemEventHandler)
         from watchdog.observers import Observer
 
         events, relative = self.events, self.inbox.relative
@@ -257,14 +275,14 @@ class Daemon:
 
         try:
             observer = Observer()
-            # Only what can make a file new or complete: creations, renames, and closes
-            # after writing. Opens, reads, attribute changes and deletions (the daemon's
-            # own reading and cleaning among them) would only cost time; the rescans
-            # catch what this leaves out (a `touch`, a chmod).
+            # Only what can make a file new, complete or gone: creations, renames,
+            # closes after writing and deletions. Opens, reads and attribute changes (the
+            # daemon's own reading among them) would only cost time; the rescans catch
+            # what this leaves out (a `touch`, a chmod, a folder deleted).
             observer.schedule(QueuePaths(), self.inbox.options.root,
                               recursive=self.args.recursive, follow_symlink=False,
                               event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent,
-                                            DirCreatedEvent, DirMovedEvent])
+                                            FileDeletedEvent, DirCreatedEvent, DirMovedEvent])
             observer.start()
             self.observer = observer
         except OSError as error:
@@ -287,9 +305,13 @@ class Daemon:
             present.add(relative)
             queued += self.consider(relative, st)
         # Forget files that are gone (moved out, deleted): a long run must not grow.
+        gone: set[str] = set()
         for memory in (self.known, self.reported, self.backoff, self.changes):
             for relative in [p for p in memory if p not in present]:
                 del memory[relative]
+                gone.add(relative)
+        for relative in sorted(gone - self.waiting.keys() - self.running.keys()):
+            self.gone(relative)
         log.debug("rescanned (%s): %s queued in %.3f s", why, _count(queued, "file"),
                   time.monotonic() - started)
 
@@ -308,6 +330,10 @@ class Daemon:
         st = self.inbox.stat(relative)
         if st is not None:
             self.consider(relative, st)
+        else:                             # deleted or renamed away
+            for memory in (self.known, self.reported, self.backoff, self.changes):
+                memory.pop(relative, None)
+            self.gone(relative)
 
     def consider(self, relative: str, st: os.stat_result) -> bool:
         """Queue a file to settle unless its result is known current; True if queued."""
@@ -319,12 +345,10 @@ class Daemon:
             return False
         unchunkable = self.inbox.unchunkable(st, relative)
         if unchunkable is not None:       # skipped here: never logged as chunked, nor queued
-            self.inbox.remove_results(relative)
             self.record(relative, Outcome("skipped", unchunkable, now_signature))
             return False
-        if known is not None:             # it changed: its result no longer holds
+        if known is not None:             # it changed: its new result will replace this one
             del self.known[relative]
-            self.inbox.remove_results(relative)
         elif self.inbox.current(relative, st):
             self.known[relative] = now_signature
             return False
@@ -354,7 +378,8 @@ class Daemon:
                 continue                  # a stale entry: the file was rescheduled
             st = self.inbox.stat(relative)
             if st is None:
-                del self.waiting[relative]  # gone before it settled: nothing to do
+                del self.waiting[relative]  # gone before it settled
+                self.gone(relative)
                 continue
             if signature(st) != seen:
                 self.wait(relative, signature(st), now + self.args.settle)
@@ -437,10 +462,16 @@ class Daemon:
                 self.wait(relative, signature(st), time.monotonic() + delay)
             return
         self.backoff.pop(relative, None)
-        if kind == "gone":
+        if outcome.changes is not None:   # a result or an error result was written
+            self.published(relative, outcome)
+        if kind == "gone" or outcome.moved:
             self.known.pop(relative, None)
         elif outcome.signature is not None:
             self.known[relative] = outcome.signature
+        if kind == "gone" and self.inbox.stat(relative) is None:
+            self.gone(relative)
+        elif kind == "skipped":           # what is there now is not taken: no result holds
+            self.remove(relative, outcome.message)
         if kind in ("processed", "error"):
             self.counts[kind] += 1
         if kind == "processed":
@@ -451,6 +482,94 @@ class Daemon:
         else:
             level = {"gone": logging.INFO, "error": logging.ERROR}.get(kind, logging.WARNING)
             self.report(relative, level, f"{kind} {name}: {outcome.message}", outcome)
+
+    # --- what changed in the results -------------------------------------------------
+
+    def published(self, relative: str, outcome: Outcome) -> None:
+        """A worker wrote a result (or an error result) for ``relative``: say so."""
+        assert outcome.changes is not None and outcome.result is not None, "a result was written"
+        fields: dict[str, object] = {"result": name_value(outcome.result),
+                                     "sha256": outcome.sha256}
+        if outcome.kind == "error":
+            fields["error"] = outcome.message
+        self.changed("chunked" if outcome.kind == "processed" else "error", relative,
+                     outcome.changes, outcome.result, fields)
+
+    def gone(self, relative: str) -> None:
+        """The input left (deleted, renamed away): its results go too, unless kept."""
+        if not self.keep_results:
+            self.remove(relative, "its input is gone")
+
+    def remove(self, relative: str, why: str) -> None:
+        """Remove an input's results (if it has any) and say which ids left."""
+        changes = self.inbox.remove_results(relative)
+        if changes is not None:
+            log.info("removed the results of %s: %s", display_name(relative), why)
+            self.changed("removed", relative, changes, None, {})
+
+    def changed(self, event: str, relative: str, changes: Changes, result: str | None,
+                fields: dict[str, object]) -> None:
+        """The one place where a change of the results, made and durable on disk, is
+        handed on: to the journal, and to whatever else must follow the results (a
+        store's sink goes here, after the journal's line); ``event`` is chunked, error
+        or removed; ``result`` the result file's path in the output folder (None when
+        removed)."""
+        if self.journal is not None:
+            if result is not None:
+                fields["result_stat"] = self.inbox.result_stat(result)
+            self.journal.append(event, relative, changes, **fields)
+
+    def reconcile(self) -> None:
+        """At start, before any file is chunked: remove the results of inputs that are
+        no longer there or no longer taken (unless kept), and append to the journal
+        what it lacks to tell the results as they are (a daemon killed between a
+        result and its line)."""
+        journal = self.journal
+        seen: set[str] = set()
+        present: set[str] = set()
+        for relative, suffix in self.inbox.results():
+            if relative in seen:
+                continue
+            seen.add(relative)
+            if not self.keep_results and not self.takes(relative):
+                # Said below with the ids the journal has: the result may be newer
+                # than its last line.
+                if self.inbox.remove_results(relative) is not None:
+                    log.info("removed the results of %s: its input is gone or no longer "
+                             "taken", display_name(relative))
+                continue
+            present.add(relative)
+            if journal is not None:
+                self.reconcile_one(journal, relative, suffix)
+        if journal is not None:
+            for replayed in list(journal.state.values()):
+                if replayed.relative not in present:
+                    self.changed("removed", replayed.relative,
+                                 Changes(removed=b"".join(replayed.ids)), None, {})
+            journal.forget()
+
+    def reconcile_one(self, journal: Journal, relative: str, suffix: str) -> None:
+        """Append a line for a result the journal does not describe."""
+        result = relative + suffix
+        replayed = journal.replayed(relative)
+        if replayed is not None and replayed.result_stat == self.inbox.result_stat(result):
+            return
+        current = b"".join(self.inbox.previous_ids(relative))
+        changes = Changes.between(dict(replayed.ids) if replayed else {}, current)
+        recorded = self.inbox.recorded(relative, suffix) or {}
+        fields: dict[str, object] = {"result": name_value(result),
+                                     "sha256": recorded.get("sha256")}
+        if suffix == ERROR_SUFFIX:
+            fields["error"] = recorded.get("error")
+        self.changed("error" if suffix == ERROR_SUFFIX else "chunked", relative, changes,
+                     result, fields)
+
+    def takes(self, relative: str) -> bool:
+        """Whether the input at ``relative`` is there and one the daemon takes."""
+        if not self.inbox.wants(relative):
+            return False
+        st = self.inbox.stat(relative)
+        return st is not None and self.inbox.unchunkable(st, relative) is None
 
     def report(self, relative: str, level: int, line: str, outcome: Outcome) -> None:
         """Log a problem once per file state and message, however often it recurs."""
@@ -485,6 +604,7 @@ class Daemon:
         for path in stranded:
             log.warning("an input left under a hidden name by a run stopped while moving it "
                         "to --move-done: %s; give it its name back", display_name(path))
+        self.reconcile()
         self.start_pool()
         self.start_observer()
         self.rescan("start")
@@ -655,6 +775,7 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         requests.install()
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
+    settings = settings.replace(ids=True)  # results always carry ids: changes are told by them
     durations = [args.settle, args.rescan] + ([] if args.poll is None else [args.poll])
     if not all(math.isfinite(seconds) for seconds in durations) or args.settle < 0 \
             or args.rescan <= 0 or (args.poll is not None and args.poll <= 0):
@@ -702,8 +823,28 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         log.error("chunkd watch: %s", refused)
         return EXIT_CONFIG
     daemon = Daemon(inbox, args, Notifier(), requests)
+    if args.journal is not None:
+        journal_path = args.journal.resolve()
+        inside = inbox.relative(str(journal_path))
+        if inside is not None and inbox.wants(inside):
+            log.error("chunkd watch: the journal %s is a name the inbox takes; put it "
+                      "elsewhere or name it so that --include does not match it",
+                      display_name(str(journal_path)))
+            return EXIT_CONFIG
+        try:
+            daemon.journal = Journal(str(journal_path))
+        except JournalError as error:
+            log.error("chunkd watch: %s", error)
+            return EXIT_CONFIG
+        if daemon.journal.cut:
+            log.warning("cut a partial last line (%d bytes) off the journal: a crash in "
+                        "the middle of writing it", daemon.journal.cut)
     try:
         return daemon.run()
+    except JournalError as error:
+        log.error("chunkd watch: %s; stopping (a restart appends what the journal lacks)",
+                  error)
+        return EXIT_FAILURE
     except BrokenProcessPool:
         log.error("chunkd watch: the worker processes could not start or keep running "
                   "(their error, if any, is above)")

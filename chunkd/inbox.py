@@ -36,11 +36,13 @@ from typing import BinaryIO
 import orjson
 
 from chunkd import __version__
+from chunkd.changes import Changes, result_ids
+from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
 from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
-from chunkd.ids import ChunkIds
+from chunkd.ids import ChunkIds, id_bytes
 from chunkd.documents import (DEFAULT_SECONDS, HEAD_BYTES, KINDS, MEDIA_TYPES, Extracted,
                               Limits, detect, extract, holds_docx)
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
@@ -97,17 +99,26 @@ class Outcome:
     file is at fault); ``current``: its result was already current; ``skipped``: not a
     regular file, a link, or a name no result can be written for; ``gone``: vanished;
     ``changed``: written to while read; ``failed``: the environment is at fault (a full
-    disk, an unwritable output folder): try again later; ``abandoned``: stopping."""
+    disk, an unwritable output folder): try again later; ``abandoned``: stopping.
+
+    A result or error result written also says what it changed (``changes``), the
+    input's ``sha256`` and the result's file name; ``moved``: the input went to
+    --move-done."""
 
     kind: str
     message: str = ""
     signature: Signature | None = None
+    changes: Changes | None = None
+    sha256: str | None = None
+    result: str | None = None
+    moved: bool = False
 
 
 @dataclass(frozen=True)
 class InboxOptions:
     """An inbox folder and how its files are chunked; picklable, for worker processes.
-    Folders are absolute paths, resolved once at start."""
+    Folders are absolute paths, resolved once at start. Results carry ids whatever
+    ``settings.ids`` says (their ``changes`` are told by ids)."""
 
     root: str
     settings: Settings
@@ -293,6 +304,8 @@ class Inbox:
         so these are trusted without reading the input)."""
         for suffix in (self.result_suffix, ERROR_SUFFIX):
             recorded = self.recorded(relative, suffix)
+            if recorded is not None and recorded.get("cause") == "environment":
+                continue  # a missing extra may be installed now: tried again
             if recorded is not None and recorded.get("size") == st.st_size \
                     and recorded.get("chunker") == CHUNKER \
                     and recorded.get("settings") == self.recorded_settings \
@@ -300,19 +313,79 @@ class Inbox:
                 return True
         return False
 
-    def remove_results(self, relative: str) -> None:
-        """Remove the input's results, in every format: they belong to a file that is
-        no longer there (or was chunked with other settings)."""
+    def previous_ids(self, relative: str) -> dict[bytes, None]:
+        """The ids of the input's result now (in this format or the other), in order:
+        what a new result replaces; none for an error result or none at all."""
         parts, name = _split(relative)
+        suffixes = sorted(RESULT_SUFFIX.items(), key=lambda item: item[1] != self.result_suffix)
+        try:
+            with subfolder(self.output, parts) as folder:
+                for format, suffix in suffixes:
+                    try:
+                        fd = os.open(name + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                                     | os.O_CLOEXEC, dir_fd=folder)
+                    except FileNotFoundError:
+                        continue
+                    with open(fd, "rb", buffering=0) as stream:
+                        if not stat.S_ISREG(os.fstat(fd).st_mode):
+                            continue
+                        return dict.fromkeys(result_ids(stream, format))
+        except Exception:  # unreadable or not chunkd's: nothing it holds is known
+            return {}
+        return {}
+
+    def remove_results(self, relative: str) -> Changes | None:
+        """Remove the input's results, in every format: they belong to a file that is
+        no longer there (or no longer taken); the ids that left with them, or None when
+        there was no result to remove."""
+        parts, name = _split(relative)
+        previous = self.previous_ids(relative)
+        removed = False
         try:
             with subfolder(self.output, parts) as folder:
                 for suffix in (*RESULT_SUFFIX.values(), ERROR_SUFFIX):
                     try:
                         os.unlink(name + suffix, dir_fd=folder)
+                        removed = True
                     except FileNotFoundError:
                         pass
         except OSError:
             pass
+        return Changes.between(previous, b"") if removed else None
+
+    def result_stat(self, result: str) -> tuple[int, int, int] | None:
+        """A result file's identity (inode, size, mtime ns), by its path in the output
+        folder; None if it is not there."""
+        parts, name = _split(result)
+        try:
+            with subfolder(self.output, parts) as folder:
+                st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def results(self) -> Iterator[tuple[str, str]]:
+        """Every result in the output folder (its subfolders too with --recursive,
+        never hidden ones, never through links): its input's relative path and its
+        suffix."""
+        suffixes = (*RESULT_SUFFIX.values(), ERROR_SUFFIX)
+        folders: list[list[str]] = [[]]
+        while folders:
+            parts = folders.pop()
+            try:
+                with subfolder(self.output, parts) as folder:
+                    for entry in list(os.scandir(folder)):
+                        if entry.name.startswith("."):
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            if self.options.recursive:
+                                folders.append(parts + [entry.name])
+                            continue
+                        for suffix in suffixes:
+                            if entry.name.endswith(suffix) and len(entry.name) > len(suffix):
+                                yield "/".join([*parts, entry.name[:-len(suffix)]]), suffix
+            except OSError:
+                continue
 
     def remove_stale_temporaries(self) -> tuple[int, list[str]]:
         """Delete the temporary files a killed run left (only chunkd's own); and the
@@ -372,15 +445,15 @@ class Inbox:
         except FileNotFoundError:
             return Outcome("gone", "vanished before it was read")
         unchunkable = self.unchunkable(st, relative)
-        if unchunkable is not None:
-            self.remove_results(relative)  # a result must belong to what is there now
+        if unchunkable is not None:  # the daemon removes its results (and says so)
             return Outcome("skipped", unchunkable, signature(st))
         if st.st_size > self.options.max_bytes:
             return self.fail(relative, st, f"file is {st.st_size} bytes, over --max-bytes "
                                            f"{self.options.max_bytes}; raise the limit to chunk it")
         if self.current(relative, st):
             return Outcome("current", "result is current", signature(st))
-        self.remove_results(relative)  # stale: no reader may take it for this file
+        # A stale result stays until the new one (or an error result) replaces it,
+        # which then says what changed.
         return self.chunk_file(folder, relative, name, st, stopping, beat)
 
     def chunk_file(self, folder: int, relative: str, name: str, st: os.stat_result,
@@ -425,7 +498,8 @@ class Inbox:
             digest.update(data)
             beat()
 
-        identify = ChunkIds(relative) if self.settings.ids else None
+        identify = ChunkIds(relative)
+        made_ids = bytearray()   # the new result's ids, 16 bytes each
         if self.chunker is None:
             self.chunker = build(self.settings)
         where = display_name(relative)
@@ -446,11 +520,16 @@ class Inbox:
             if text is None:
                 text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
             for made in chunk_blocks(self.chunker, source, text):
-                records.add(identify(made) if identify else made)
+                finished = self.finish(made, identify)
+                for chunk in finished:
+                    assert chunk.chunk_id is not None, "finish() gives every record its id"
+                    made_ids += id_bytes(chunk.chunk_id)
+                records.add(finished)
         except InputError as error:
             self.chunker = None  # its state is the failed document's
             reason = str(error).removeprefix(f"{where}: ")
-            return self.fail(relative, before, reason, folder)
+            return self.fail(relative, before, reason, folder,
+                             environment=_environment_caused(error))
         except OSError as error:
             self.chunker = None
             return self.fail(relative, before, f"read failed: {error.strerror}")
@@ -478,16 +557,26 @@ class Inbox:
             return Outcome("abandoned")
         if not self._in_inbox(folder, relative):
             return Outcome("gone", "its folder left the inbox while it was read")
-        header = self.header(relative, after, digest.hexdigest()) | extracted_fields(extracted)
+        sha256 = digest.hexdigest()
+        header = self.header(relative, after, sha256) | extracted_fields(extracted)
+        changes = Changes.between(self.previous_ids(relative), bytes(made_ids))
+        trailer = [("changes", partial(changes.write, format=self.options.format))]
         written = self.write_result(relative, self.result_suffix,
-                                    lambda write: records.write(write, header))
+                                    lambda write: records.write(write, header, trailer))
         if written is not None:
             return written
         message = (f"{records.count} chunks, {after.st_size} bytes, "
                    f"{time.monotonic() - started:.3f} s")
+        moved = ""
         if self.done is not None:
-            message += self.move_to_done(folder, relative, name, after)
-        return Outcome("processed", message, signature(after))
+            moved = self.move_to_done(folder, relative, name, after)
+        return Outcome("processed", message + moved, signature(after), changes, sha256,
+                       relative + self.result_suffix, moved == MOVED)
+
+    def finish(self, chunks: list[Chunk], identify: ChunkIds) -> list[Chunk]:
+        """A document's next chunks as its result's records: the one place where a
+        record is completed (its id here) before it is spooled and written."""
+        return identify(chunks)
 
     @staticmethod
     def _may_be_document(fd: int, name: str) -> bool:
@@ -552,9 +641,11 @@ class Inbox:
                 "stat": _stat_record(st) if st is not None else None}
 
     def fail(self, relative: str, st: os.stat_result, reason: str,
-             folder: int | None = None) -> Outcome:
-        """Write ``NAME.error.json`` with the reason, the input's size and state and,
-        when ``folder`` is given to read it from, its sha256; the daemon goes on."""
+             folder: int | None = None, environment: bool = False) -> Outcome:
+        """Write ``NAME.error.json`` with the reason, the input's size and state,
+        when ``folder`` is given to read it from, its sha256, and the ids that left
+        with the result it replaces; the daemon goes on. An error of the
+        ``environment`` (a missing extra) says so, and is tried again at start."""
         sha256 = None
         if folder is not None:
             try:
@@ -562,23 +653,33 @@ class Inbox:
             except (OSError, Grown):
                 pass
         document = self.header(relative, st, sha256) | {"error": reason}
-        data = orjson.dumps(document)
-        written = self.write_result(relative, ERROR_SUFFIX, lambda write: write(data))
-        return written or Outcome("error", reason, signature(st))
+        if environment:
+            document["cause"] = "environment"
+        changes = Changes.between(self.previous_ids(relative), b"")
+
+        def compose(write: Write) -> None:
+            write(orjson.dumps(document)[:-1] + b',"changes":')
+            changes.write(write, "json")
+            write(b"}")
+
+        written = self.write_result(relative, ERROR_SUFFIX, compose)
+        return written or Outcome("error", reason, signature(st), changes, sha256,
+                                  relative + ERROR_SUFFIX)
 
     def write_result(self, relative: str, suffix: str,
                      compose: Callable[[Write], object]) -> Outcome | None:
         """Write one result, which ``compose`` writes a piece at a time (and remove the
-        other kind, which no longer holds); None on success, else the environment's
-        failure."""
+        other kinds, an error result or a result in the other format, which no longer
+        hold); None on success, else the environment's failure."""
         parts, name = _split(relative)
-        other = ERROR_SUFFIX if suffix != ERROR_SUFFIX else self.result_suffix
+        others = [other for other in (*RESULT_SUFFIX.values(), ERROR_SUFFIX) if other != suffix]
         try:
             with subfolder(self.output, parts, create=True) as folder:
-                try:
-                    os.unlink(name + other, dir_fd=folder)
-                except FileNotFoundError:
-                    pass
+                for other in others:
+                    try:
+                        os.unlink(name + other, dir_fd=folder)
+                    except FileNotFoundError:
+                        pass
                 write_atomically(folder, name + suffix, compose)
         except OutputError as error:  # reading the spool back
             return Outcome("failed", f"cannot write its result: {error}")
@@ -632,7 +733,7 @@ class Inbox:
         except OSError as error:
             return (f"; not moved to --move-done: {error.strerror}"
                     + self._put_back(folder, hidden, name))
-        return "; moved to --move-done"
+        return MOVED
 
     @staticmethod
     def _put_back(folder: int, hidden: str, name: str) -> str:
@@ -662,6 +763,21 @@ class Inbox:
         return digest.hexdigest()
 
 
+#: What ``move_to_done`` says when the input was moved.
+MOVED = "; moved to --move-done"
+
+
+def _environment_caused(error: BaseException) -> bool:
+    """Whether an input's error comes from this installation, not the file: a module
+    missing somewhere in the chain of errors that led to it (an extra not installed)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ImportError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 #: The most of a result's head read to find its metadata: results write their chunks
 #: last, and an error result is small; a larger head is not chunkd's.
 HEADER_BYTES = 1 << 16
@@ -680,12 +796,13 @@ def _read_header(stream, suffix: str) -> object:
         header = {}
         for _ in range(unpacker.read_map_header()):
             key = unpacker.unpack()
-            if key in ("text", "chunks"):
+            if key in ("text", "parents", "chunks"):
                 break
             header[key] = unpacker.unpack()
         return header
     head = stream.read(HEADER_BYTES + 1)
-    cuts = [cut for cut in (head.find(b',"text":'), head.find(b',"chunks":')) if cut >= 0]
+    cuts = [cut for cut in (head.find(b',"text":'), head.find(b',"parents":'),
+                            head.find(b',"chunks":')) if cut >= 0]
     if cuts:
         cut = min(cuts)
         return orjson.loads(head[:cut] + b"}")

@@ -348,8 +348,8 @@ class Settings:
     #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
     ids = Option[bool](
         False, "add chunk_id", check=switch, fields=("chunk_id",), flags=(
-            Flag("--ids", "add \"chunk_id\": each chunk's stable UUID, from its document, "
-                          "offsets and text, for vector-store upserts"),))
+            Flag("--ids", "add \"chunk_id\": each chunk's stable UUID, from its document and "
+                          "text (not its offsets), for vector-store upserts"),))
     #: Invalid UTF-8 in the input: "strict" (an error naming the byte) or "replace".
     errors = Option[str](
         "strict", "invalid UTF-8", record=Record.ALWAYS, request=True, check=choice(*ERRORS),

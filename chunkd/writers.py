@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -250,12 +250,16 @@ class DocumentRecords:
                                            self.parent_count > 0)
         self.count += write_batches(self.chunks.write, records, separator, self.count > 0)
 
-    def write(self, write: Write, header: dict) -> None:
-        """Write the document: ``header``'s keys, ``parents`` if any, then ``chunks``."""
+    def write(self, write: Write, header: dict,
+              trailer: Sequence[tuple[str, Callable[[Write], object]]] = ()) -> None:
+        """Write the document: ``header``'s keys, ``parents`` if any, ``chunks``, then
+        each key of ``trailer`` with the value its function writes (encoded in the
+        document's format: values too large to build whole, known once the chunks are)."""
         if self.format == "msgpack":
             import msgpack
             packer = msgpack.Packer()
-            write(packer.pack_map_header(len(header) + (self.parent_count > 0) + 1)
+            write(packer.pack_map_header(len(header) + (self.parent_count > 0) + 1
+                                         + len(trailer))
                   + b"".join(packer.pack(key) + packer.pack(value)
                              for key, value in header.items()))
             if self.parent_count:
@@ -263,6 +267,9 @@ class DocumentRecords:
                 self.parents.copy_to(write)
             write(packer.pack("chunks") + packer.pack_array_header(self.count))
             self.chunks.copy_to(write)
+            for key, write_value in trailer:
+                write(packer.pack(key))
+                write_value(write)
             return
         opening = orjson.dumps(header)[:-1]
         write(opening + b"," if header else opening)
@@ -272,7 +279,11 @@ class DocumentRecords:
             write(b"],")
         write(b'"chunks":[')
         self.chunks.copy_to(write)
-        write(b"]}")
+        write(b"]")
+        for key, write_value in trailer:
+            write(b"," + orjson.dumps(key) + b":")
+            write_value(write)
+        write(b"}")
 
     def close(self) -> None:
         """Remove the spools' files."""

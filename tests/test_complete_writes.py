@@ -231,7 +231,7 @@ def test_a_parquet_output_cut_short_is_an_error_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("words,reason", [
-    (80_000, "File too large"),  # about 800 KB: the result file fails
+    (50_000, "File too large"),  # about 800 KB of records with ids: the result file fails
     (300_000, "the temporary file of a document's records: File too large"),  # 3 MB
 ])
 def test_a_daemon_result_cut_short_is_a_failure_and_no_partial_result(inbox, watch, words,

@@ -77,7 +77,8 @@ def test_a_file_near_max_bytes_in_small_chunks_is_chunked_in_bounded_memory(tmp_
     data = (inbox / f"big.txt.chunks.{format}").read_bytes()
     if format == "json":
         assert data.count(b'{"index":') == count
-        assert data.endswith(b"]}")
+        changes = orjson.loads(data[data.rindex(b'],"changes":') + len(b'],"changes":'):-1])
+        assert len(changes["added"]) == count and changes["kept"] == 0  # a first result
         header = orjson.loads(data[:data.index(b',"chunks":')] + b"}")
     else:
         unpacker = msgpack.Unpacker()
@@ -85,5 +86,6 @@ def test_a_file_near_max_bytes_in_small_chunks_is_chunked_in_bounded_memory(tmp_
         result = unpacker.unpack()
         assert len(result["chunks"]) == count
         assert result["chunks"][-1]["index"] == count - 1
+        assert len(result["changes"]["added"]) == count
         header = result
     assert header["sha256"] == hashlib.sha256((inbox / "big.txt").read_bytes()).hexdigest()

@@ -171,7 +171,7 @@ def test_the_daemon_gives_a_dropped_pdf_its_result_and_a_bad_one_an_error(made, 
             assert ("pages" in chunk) == name.endswith(".pdf")
     # The same chunks as the filter's, and the restart finds every result current.
     for name, result in found.items():
-        filtered = run_chunkd("--format", "json", "--chars", "400", str(inbox / name))
+        filtered = run_chunkd("--format", "json", "--chars", "400", "--ids", name, cwd=inbox)
         assert orjson.loads(filtered.stdout)["chunks"] == result["chunks"]
     assert watcher.stop() == 0
     again = watch(inbox, "--chars", "400", "-v")

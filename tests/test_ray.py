@@ -60,7 +60,8 @@ def in_order(rows: list[dict]) -> list[dict]:
      ["--tokens", "200", "--overlap", "20", "--count-tokens"]),
     # The model folder's tokenizer (filled in below): its limit, 254, is the size.
     ({"tokenizer": "MINILM", "count_tokens": True}, ["--tokenizer", "MINILM", "--count-tokens"]),
-], ids=["defaults", "tokens", "minilm"])
+    ({"ids": True}, ["--ids"]),  # the same chunk_id as the filter's
+], ids=["defaults", "tokens", "minilm", "chunk ids"])
 def test_the_corpus_through_ray_equals_the_filters_records(ray_cluster, corpus_parquet,
                                                            arguments, options):
     from chunkd.ray import chunk_dataset

@@ -114,8 +114,9 @@ def test_daemon_records_the_separator_settings_and_chunks_as_the_filter(inbox, w
     result = results(inbox)["fallback.md"]
     assert result["settings"] == {"strategy": "recursive", "unit": "chars", "size": 250,
                                   "overlap": 25, "errors": "strict", "language": "python",
-                                  "keep_separator": "end"}
+                                  "keep_separator": "end", "ids": True}
     records = chunkd_records(source, *options)
-    assert result["chunks"] == [{k: r[k] for k in ("index", "start", "end", "length", "text")}
-                                for r in records]
+    assert [{k: c[k] for k in ("index", "start", "end", "length", "text")}
+            for c in result["chunks"]] == [{k: r[k] for k in ("index", "start", "end", "length",
+                                                              "text")} for r in records]
     assert watcher.stop() == 0

@@ -119,7 +119,7 @@ def test_the_daemon_records_the_strategy_and_equals_the_filter(inbox, watch):
     watcher.wait_for(lambda: "doc.md" in results(inbox), what="the result")
     result = results(inbox)["doc.md"]
     assert result["settings"] == {"strategy": "sections", "unit": "sections", "size": 2,
-                                  "overlap": 1, "errors": "strict"}
+                                  "overlap": 1, "errors": "strict", "ids": True}
     assert result["chunks"] == filter_chunks(inbox / "doc.md", *options)
     assert result["chunks"][0]["headings"] is not None
     assert watcher.stop() == 0

@@ -84,8 +84,13 @@ def results(folder: Path, pattern: str = "*.chunks.json") -> dict[str, dict]:
 
 
 def filter_documents(*paths: Path, options: tuple[str, ...] = ()) -> list[dict]:
-    """What the filter makes of the same files (--format json): the daemon must agree."""
-    result = run_chunkd("--format", "json", "--jobs", "2", *options, *map(str, paths))
+    """What the filter makes of the same files (--format json), with ids, named as
+    the daemon names them (from its inbox, the folder that holds its lock): the daemon
+    must agree, ids included."""
+    inbox = next((folder for folder in paths[0].parents if (folder / ".chunkd-lock").exists()),
+                 paths[0].parent)
+    names = [path.relative_to(inbox).as_posix() for path in paths]
+    result = run_chunkd("--format", "json", "--jobs", "2", "--ids", *options, *names, cwd=inbox)
     assert result.returncode == 0, result.stderr
     return ndjson(result.stdout)
 

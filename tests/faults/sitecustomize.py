@@ -19,7 +19,10 @@ and in each of its worker processes. Faults:
 - "missing_modules": module names that cannot be imported, as when their package is
   not installed (a tree-sitter grammar);
 - "slow_blocks": seconds; each block of an input the daemon chunks is read that much
-  later, so that a file takes a known least time whatever the machine's speed.
+  later, so that a file takes a known least time whatever the machine's speed;
+- "kill_before_journal": an event (chunked, error, removed); the daemon is killed
+  (SIGKILL) just before it appends its first journal line of that event, after the
+  change itself was made: the crash the journal's reconciliation at start repairs.
 """
 
 import errno
@@ -143,3 +146,15 @@ if faults.get("missing_modules"):
             return None
 
     sys.meta_path.insert(0, Uninstalled)
+
+if faults.get("kill_before_journal"):
+    import chunkd.journal
+
+    real_append = chunkd.journal.Journal.append
+
+    def killed_append(self, event, *args, **kwargs):
+        if event == faults["kill_before_journal"]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_append(self, event, *args, **kwargs)
+
+    chunkd.journal.Journal.append = killed_append
