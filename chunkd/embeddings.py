@@ -437,13 +437,14 @@ def _one_line(error: BaseException) -> str:
 def model_folder(spec: str) -> str:
     """The folder of the model ``spec`` names: a folder, or a name in the local Hugging
     Face cache (``sentence-transformers/all-MiniLM-L6-v2``); ``SettingsError`` if it is
-    on disk nowhere (chunkd never downloads one)."""
+    on disk nowhere (chunkd never downloads one), or if its JSON files are not what a
+    model's are (``check_model_folder``)."""
     if os.path.isdir(spec):
         if not any(os.path.exists(os.path.join(spec, name))
                    for name in ("modules.json", "config.json")):
             raise SettingsError(f"--embed {spec}: not a model folder (it has no modules.json "
                                 "or config.json)")
-        return os.path.abspath(spec)
+        return _checked(spec, os.path.abspath(spec))
     if os.path.exists(spec):
         raise SettingsError(f"--embed {spec}: not a folder: give a sentence-transformers "
                             "model folder or a model name in the Hugging Face cache")
@@ -453,12 +454,27 @@ def model_folder(spec: str) -> str:
         raise SettingsError(f"--embed needs sentence-transformers: {EXTRA}") from None
     for name in (spec, f"sentence-transformers/{spec}") if "/" not in spec else (spec,):
         try:
-            return snapshot_download(name, local_files_only=True)
+            return _checked(spec, snapshot_download(name, local_files_only=True))
+        except SettingsError:
+            raise
         except Exception:  # noqa: BLE001 (not cached, or not a valid name)
             continue
     raise SettingsError(f"--embed {spec}: no such model folder, and no model of that name "
                         "in the Hugging Face cache (chunkd downloads nothing: download it "
                         "once, or give its folder)")
+
+
+def _checked(spec: str, folder: str) -> str:
+    """``folder``, once its JSON files are checked (a message naming ``--embed spec``)."""
+    from pathlib import Path
+
+    from chunkd.units.huggingface import check_model_folder
+
+    try:
+        check_model_folder(Path(folder))
+    except SettingsError as error:
+        raise SettingsError(f"--embed {spec}: {error}") from None
+    return folder
 
 
 def folder_identity(folder: str) -> str:
