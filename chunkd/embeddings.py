@@ -399,7 +399,10 @@ def endpoint(url: str, name: str, limits: Limits | None = None) -> Cached:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a folder on disk, on ``device``."""
+    """A sentence-transformers model from a folder on disk, on ``device``. It embeds
+    one short text as it loads: a model that cannot run here (PyTorch's CPU kernels
+    under ``MemoryDenyWriteExecute=yes``, a device it cannot use) is a ``SettingsError``
+    before any input is read, not a failure on every document."""
 
     def __init__(self, folder: str, device: str, batch: int = BATCH) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download, even of a config
@@ -418,15 +421,45 @@ class SentenceTransformerEmbedder:
                                 f"{_one_line(error)}") from None
         self.name = folder_identity(folder)
         self.batch = batch
+        self.shown = f"--embed {folder}"
+        try:
+            self.embed(["chunkd"])
+        except EmbedError as error:
+            raise SettingsError(str(error)) from None
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        vectors = self.model.encode(list(texts), batch_size=self.batch, convert_to_numpy=True,
-                                    show_progress_bar=False)
+        try:
+            vectors = self.model.encode(list(texts), batch_size=self.batch,
+                                        convert_to_numpy=True, show_progress_bar=False)
+        except Exception as error:  # noqa: BLE001 (PyTorch's kernels raise anything)
+            denied = (" (this process may not make memory executable, which PyTorch's CPU "
+                      "kernels need: systemd's MemoryDenyWriteExecute=yes; for the daemon, "
+                      "add the drop-in systemd/embed.conf, docs/daemon.md)"
+                      if _executable_memory_denied() else "")
+            raise EmbedError(f"{self.shown}: the model cannot run: {_one_line(error)}"
+                             f"{denied}") from None
         return numpy.asarray(vectors, dtype=numpy.float32)
+
+
+def _executable_memory_denied() -> bool:
+    """Whether this process runs with memory-deny-write-execute (Linux's
+    ``PR_GET_MDWE``, which systemd's ``MemoryDenyWriteExecute=yes`` sets on kernels that
+    have it)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_GET_MDWE, 0, 0, 0, 0) > 0)
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False
+
+
+#: Linux's prctl option that reads the memory-deny-write-execute flags.
+PR_GET_MDWE = 66
 
 
 def _one_line(error: BaseException) -> str:
