@@ -230,6 +230,25 @@ def test_serve_answers_an_uploaded_pdf_with_its_pages_and_a_bad_one_with_a_reaso
         assert status == 400 and report["error"].startswith("upload.pdf: not a readable PDF")
 
 
+def test_serve_bounds_extracted_text_by_its_own_max_bytes(made):
+    """A DOCX of 24 KB whose text is 42 KB, posted to a server started with --max-bytes
+    30000: refused by that bound, with the filter's reason, not passed by a default the
+    user never set."""
+    from browser import Serve, request
+
+    docx = made[0].docx
+    body = docx.read_bytes()
+    text = extracted(docx).encode("utf-8")
+    assert len(body) < 30000 < len(text)
+    filtered = run_chunkd("--max-bytes", "30000", str(docx))
+    [reason] = filtered.stderr.decode().splitlines()
+    assert reason.startswith(f"chunkd: {docx}: ") and "--max-bytes" in reason, reason
+    with Serve("--max-bytes", "30000") as server:
+        status, _, data = request(server, "POST", "/api/split?chars=400&doc=a.docx", body,
+                                  host=f"127.0.0.1:{server.port}")
+    assert (status, orjson.loads(data)) == (400, {"error": "a.docx: " + reason.split(": ", 2)[2]})
+
+
 def test_an_arrow_column_of_files_gives_the_filters_records(made, tmp_path):
     import pyarrow as pa
 
