@@ -8,7 +8,7 @@ array, a row a text. Four kinds:
   Face cache (``--embed MODEL``): loaded once a process, offline (chunkd never
   downloads a model), on the CPU unless ``--embed-device`` says otherwise, batched;
 * any Python callable from a list of texts to vectors (``FunctionEmbedder``);
-* a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``);
+* a LangChain ``Embeddings`` object (``LangChainEmbedder``);
 * an OpenAI-compatible ``/v1/embeddings`` endpoint (``--embed-url URL --embed-model
   NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio),
   called with batches bounded by count and by tokens, a few requests in flight.
@@ -101,6 +101,23 @@ class FunctionEmbedder:
         if len({part.shape[1] for part in parts}) > 1:
             raise EmbedError(f"{self.name} returned vectors of different lengths")
         return numpy.concatenate(parts)
+
+
+class LangChainEmbedder:
+    """A LangChain ``Embeddings`` object as chunkd's embedding model: texts go through
+    its ``embed_documents`` (duck-typed: nothing of LangChain is imported, so the
+    semantic strategy takes one without ``langchain-text-splitters``)."""
+
+    def __init__(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        kind = type(embeddings)
+        model = next((getattr(embeddings, name) for name in ("model", "model_name")
+                      if isinstance(getattr(embeddings, name, None), str)), None)
+        self.name = f"langchain:{kind.__module__}.{kind.__qualname__}" + (
+            f"({model})" if model else "")
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        return as_matrix(self.embeddings.embed_documents(list(texts)), len(texts), self.name)
 
 
 class Cached:
