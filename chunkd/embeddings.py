@@ -8,7 +8,7 @@ array, a row a text. Four kinds:
   Face cache (``--embed MODEL``): loaded once a process, offline (chunkd never
   downloads a model), on the CPU unless ``--embed-device`` says otherwise, batched;
 * any Python callable from a list of texts to vectors (``FunctionEmbedder``);
-* a LangChain ``Embeddings`` object (``chunkd.langchain.embedder``);
+* a LangChain ``Embeddings`` object (``LangChainEmbedder``);
 * an OpenAI-compatible ``/v1/embeddings`` endpoint (``--embed-url URL --embed-model
   NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio),
   called with batches bounded by count and by tokens, a few requests in flight.
@@ -106,6 +106,23 @@ class FunctionEmbedder:
         if len({part.shape[1] for part in parts}) > 1:
             raise EmbedError(f"{self.name} returned vectors of different lengths")
         return numpy.concatenate(parts)
+
+
+class LangChainEmbedder:
+    """A LangChain ``Embeddings`` object as chunkd's embedding model: texts go through
+    its ``embed_documents`` (duck-typed: nothing of LangChain is imported, so the
+    semantic strategy takes one without ``langchain-text-splitters``)."""
+
+    def __init__(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        kind = type(embeddings)
+        model = next((getattr(embeddings, name) for name in ("model", "model_name")
+                      if isinstance(getattr(embeddings, name, None), str)), None)
+        self.name = f"langchain:{kind.__module__}.{kind.__qualname__}" + (
+            f"({model})" if model else "")
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        return as_matrix(self.embeddings.embed_documents(list(texts)), len(texts), self.name)
 
 
 class Cached:
@@ -485,7 +502,10 @@ def endpoint(url: str, name: str, limits: Limits | None = None) -> Cached:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a folder on disk, on ``device``."""
+    """A sentence-transformers model from a folder on disk, on ``device``. It embeds
+    one short text as it loads: a model that cannot run here (PyTorch's CPU kernels
+    under ``MemoryDenyWriteExecute=yes``, a device it cannot use) is a ``SettingsError``
+    before any input is read, not a failure on every document."""
 
     def __init__(self, folder: str, device: str, batch: int = BATCH) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download, even of a config
@@ -504,14 +524,27 @@ class SentenceTransformerEmbedder:
                                 f"{_one_line(error)}") from None
         self.name = folder_identity(folder)
         self.batch = batch
+        self.shown = f"--embed {folder}"
+        try:
+            self.embed(["chunkd"])
+        except EmbedError as error:
+            raise SettingsError(str(error)) from None
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        vectors = self.model.encode(list(texts), batch_size=self.batch, convert_to_numpy=True,
-                                    show_progress_bar=False)
+        try:
+            vectors = self.model.encode(list(texts), batch_size=self.batch,
+                                        convert_to_numpy=True, show_progress_bar=False)
+        except Exception as error:  # noqa: BLE001 (PyTorch's kernels raise anything)
+            denied = (" (this process may not make memory executable, which PyTorch's CPU "
+                      "kernels need: systemd's MemoryDenyWriteExecute=yes; for the daemon, "
+                      "add the drop-in systemd/embed.conf, docs/daemon.md)"
+                      if _executable_memory_denied() else "")
+            raise EmbedError(f"{self.shown}: the model cannot run: {_one_line(error)}"
+                             f"{denied}") from None
         return numpy.asarray(vectors, dtype=numpy.float32)
 
 
@@ -524,6 +557,23 @@ def _status(code: int) -> str:
         return f"HTTP {code}"
 
 
+def _executable_memory_denied() -> bool:
+    """Whether this process runs with memory-deny-write-execute (Linux's
+    ``PR_GET_MDWE``, which systemd's ``MemoryDenyWriteExecute=yes`` sets on kernels that
+    have it)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_GET_MDWE, 0, 0, 0, 0) > 0)
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False
+
+
+#: Linux's prctl option that reads the memory-deny-write-execute flags.
+PR_GET_MDWE = 66
+
+
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= 200 else text[:200] + "..."
@@ -532,13 +582,14 @@ def _one_line(error: BaseException) -> str:
 def model_folder(spec: str) -> str:
     """The folder of the model ``spec`` names: a folder, or a name in the local Hugging
     Face cache (``sentence-transformers/all-MiniLM-L6-v2``); ``SettingsError`` if it is
-    on disk nowhere (chunkd never downloads one)."""
+    on disk nowhere (chunkd never downloads one), or if its JSON files are not what a
+    model's are (``check_model_folder``)."""
     if os.path.isdir(spec):
         if not any(os.path.exists(os.path.join(spec, name))
                    for name in ("modules.json", "config.json")):
             raise SettingsError(f"--embed {spec}: not a model folder (it has no modules.json "
                                 "or config.json)")
-        return os.path.abspath(spec)
+        return _checked(spec, os.path.abspath(spec))
     if os.path.exists(spec):
         raise SettingsError(f"--embed {spec}: not a folder: give a sentence-transformers "
                             "model folder or a model name in the Hugging Face cache")
@@ -548,12 +599,27 @@ def model_folder(spec: str) -> str:
         raise SettingsError(f"--embed needs sentence-transformers: {EXTRA}") from None
     for name in (spec, f"sentence-transformers/{spec}") if "/" not in spec else (spec,):
         try:
-            return snapshot_download(name, local_files_only=True)
+            return _checked(spec, snapshot_download(name, local_files_only=True))
+        except SettingsError:
+            raise
         except Exception:  # noqa: BLE001 (not cached, or not a valid name)
             continue
     raise SettingsError(f"--embed {spec}: no such model folder, and no model of that name "
                         "in the Hugging Face cache (chunkd downloads nothing: download it "
                         "once, or give its folder)")
+
+
+def _checked(spec: str, folder: str) -> str:
+    """``folder``, once its JSON files are checked (a message naming ``--embed spec``)."""
+    from pathlib import Path
+
+    from chunkd.units.huggingface import check_model_folder
+
+    try:
+        check_model_folder(Path(folder))
+    except SettingsError as error:
+        raise SettingsError(f"--embed {spec}: {error}") from None
+    return folder
 
 
 def folder_identity(folder: str) -> str:

@@ -43,6 +43,8 @@ from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.writers import FORMATS, Writer, make_writer
 
 if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
     from chunkd.parquet import ParquetFiles, ParquetWriter
 
 
@@ -164,7 +166,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
 
     build(settings)  # load the tokenizer once, before the workers fork
-    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool, _Wake() as wake:
+    with ProcessPoolExecutor(jobs, mp_context=worker_start_method(settings),
+                             initializer=_worker_start) as pool, _Wake() as wake:
         pending: deque = deque()
         batch: list[Document | InputError] = []
         batch_bytes = 0
@@ -258,6 +261,19 @@ class _Wake:
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
         os.close(self._write)
+
+
+def worker_start_method(settings: Settings) -> BaseContext | None:
+    """How ``--jobs`` workers start: forked (None, the default), sharing what the main
+    process loaded; spawned afresh where the embedding model runs on an accelerator,
+    which a process forked after it started cannot use (CUDA: "Cannot re-initialize
+    CUDA in forked subprocess"), and the main process has started it: settings are
+    checked, and so the model loaded and tried on its device, before any worker."""
+    import multiprocessing
+
+    from chunkd.strategies.semantic import EMBED_DEVICE
+
+    return None if settings[EMBED_DEVICE] == "cpu" else multiprocessing.get_context("spawn")
 
 
 def _worker_start() -> None:

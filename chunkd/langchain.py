@@ -36,6 +36,7 @@ except ImportError as error:  # the optional extra is missing
                       "pip install 'langchain-text-splitters>=1.1,<1.2'") from error
 
 from chunkd.chunk import Chunk
+from chunkd.embeddings import LangChainEmbedder
 from chunkd.errors import SettingsError
 from chunkd.units import LengthUnit
 
@@ -288,24 +289,6 @@ class CharacterTextSplitter(_Kernel, _langchain.CharacterTextSplitter):
         return {"separators": [re.compile(separator) if regex and separator else separator],
                 "keep_separator": _keep(self._keep_separator), "merge_long": True,
                 "join": "" if lookaround else None}
-
-
-class LangChainEmbedder:
-    """A LangChain ``Embeddings`` object as chunkd's embedding model
-    (``chunkd.embeddings.Embedder``): texts go through its ``embed_documents``."""
-
-    def __init__(self, embeddings: Any) -> None:
-        self.embeddings = embeddings
-        kind = type(embeddings)
-        model = next((getattr(embeddings, name) for name in ("model", "model_name")
-                      if isinstance(getattr(embeddings, name, None), str)), None)
-        self.name = f"langchain:{kind.__module__}.{kind.__qualname__}" + (
-            f"({model})" if model else "")
-
-    def embed(self, texts: Any) -> Any:
-        from chunkd.embeddings import as_matrix
-
-        return as_matrix(self.embeddings.embed_documents(list(texts)), len(texts), self.name)
 
 
 def embedder(embeddings: Any) -> LangChainEmbedder:

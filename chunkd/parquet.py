@@ -200,24 +200,26 @@ class ParquetFiles:
         row's error. With ``files``, a value that is a PDF, HTML or DOCX file is
         extracted when it is chunked."""
         text = _utf8_bytes(texts, index)
+        name = row if ids is None else ids[1](ids[0], index)
+        named = name.as_py() if isinstance(name, pa.Scalar) else name
+        kind = file_kind(text, named) if files and text is not None else None
+        if kind in KINDS:  # named by its file's name
+            where += f" ({display_name(named)})" if isinstance(named, str) else ""
+        elif ids is not None and named is not NOT_UTF8 and named is not None:
+            where += f" (id {display_name(named) if isinstance(named, str) else named})"
         if text is None:
             return InputError(f"{where}: the text is null")
-        name = row if ids is None else ids[1](ids[0], index)
         fields = {column: read(values, index) for column, values, read in carried}
         bad = next((column for column, held in [("the id column", name), *fields.items()]
                     if held is NOT_UTF8), None)
         if bad is not None:
             return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
-        if files:
-            named = name.as_py() if isinstance(name, pa.Scalar) else name
-            kind = file_kind(text, named)
-            if kind in KINDS:
-                where += f" ({display_name(named)})" if isinstance(named, str) else ""
-                if kind == "pdf" and self.to_parquet and not self.pages:
-                    return InputError(f"{where}: a PDF, whose pages the output has no column "
-                                      "for (the first file's text column holds strings)")
-                return Document(name, RowFile(text, kind, where, self.limits), fields,
-                                size=len(text), media_type=MEDIA_TYPES[kind])
+        if kind in KINDS:
+            if kind == "pdf" and self.to_parquet and not self.pages:
+                return InputError(f"{where}: a PDF, whose pages the output has no column "
+                                  "for (the first file's text column holds strings)")
+            return Document(name, RowFile(text, kind, where, self.limits), fields,
+                            size=len(text), media_type=MEDIA_TYPES[kind])
         return Document(name, BytesBlocks(text, where, self.errors), fields, size=len(text))
 
     def _carried(self, batch: pa.RecordBatch, name: str) -> tuple[pa.Array, Reader]:

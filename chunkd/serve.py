@@ -219,9 +219,10 @@ class Splits:
     chunks) can hold the server: the process is killed at the time limit, its memory
     is bounded, and the server goes on answering and stops at once on SIGTERM."""
 
-    def __init__(self, time_limit: float, max_chunks: int) -> None:
+    def __init__(self, time_limit: float, max_chunks: int, max_bytes: int) -> None:
         self.time_limit = time_limit
         self.max_chunks = max_chunks
+        self.max_bytes = max_bytes
         self.slots = threading.BoundedSemaphore(SPLITS_AT_ONCE)
         self.running: set[int] = set()
         self.lock = threading.Lock()
@@ -240,7 +241,7 @@ class Splits:
             if pid == 0:
                 os.close(read_end)
                 _split_in_child(write_end, settings, body, name, self.max_chunks,
-                                self.time_limit)
+                                self.max_bytes, self.time_limit)
             self.running.add(pid)
         os.close(write_end)
         try:
@@ -270,7 +271,7 @@ class Splits:
 
 
 def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
-                    max_chunks: int, time_limit: float) -> NoReturn:
+                    max_chunks: int, max_bytes: int, time_limit: float) -> NoReturn:
     """A split's process: write the status (two bytes) and the answer to ``out``."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the server kills it
@@ -281,7 +282,7 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         os.closerange(3, out)
         os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         limit_memory(SPLIT_MEMORY)
-        status, answer = _split(settings, body, name, max_chunks)
+        status, answer = _split(settings, body, name, max_chunks, max_bytes)
         view = memoryview(status.to_bytes(2, "big") + answer)
         while view:
             view = view[os.write(out, view):]
@@ -289,11 +290,11 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         os._exit(0)
 
 
-def _split(settings: Settings, body: bytes, name: str | None,
-           max_chunks: int) -> tuple[int, bytes]:
+def _split(settings: Settings, body: bytes, name: str | None, max_chunks: int,
+           max_bytes: int) -> tuple[int, bytes]:
     """The status and JSON answer of one split (in its own process)."""
     try:
-        text, source = _document(body, name, settings)
+        text, source = _document(body, name, settings, max_bytes)
         data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
                                    max_points=REPEAT_BOUND * len(text) + 2**20,
                                    source=source))
@@ -314,17 +315,18 @@ def _split(settings: Settings, body: bytes, name: str | None,
     return 200, data
 
 
-def _document(body: bytes, name: str | None,
-              settings: Settings) -> tuple[str, Source | None]:
+def _document(body: bytes, name: str | None, settings: Settings,
+              max_bytes: int) -> tuple[str, Source | None]:
     """The text of a posted document and what is known of it: a PDF, HTML or DOCX
     file (by its content, then its name) is extracted here, in the split's bounded
-    process; anything else is UTF-8 text."""
+    process, its text at most ``max_bytes`` (the server's ``--max-bytes``); anything
+    else is UTF-8 text."""
     where = name or "the document"
     kind = detect(body[:HEAD_BYTES], name, lambda: holds_docx(body))
     if kind not in KINDS:
         return "".join(decode_blocks([body], where, settings.errors)), None
     try:
-        extracted = extract_checked(body, kind, DEFAULT_MAX_BYTES)
+        extracted = extract_checked(body, kind, max_bytes)
     except DocumentError as error:
         raise InputError(f"{where}: {error}") from None
     return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
@@ -352,7 +354,7 @@ class PageServer(ThreadingHTTPServer):
         self.address_family = family
         self.max_bytes = max_bytes
         self.settings = settings or Settings()  # those the page has no control for
-        self.splits = Splits(time_limit, max_chunks)
+        self.splits = Splits(time_limit, max_chunks, max_bytes)
         self.idle_timeout = idle_timeout
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.closing: list[tuple[float, socket.socket]] = []  # turned away, closing

@@ -42,12 +42,30 @@ def extracted(path) -> str:
 
 def on(line: str, pages: str) -> bool:
     """Whether a line of a chunk is in a stretch of poppler's pages' text (squeezed):
-    whole, or word by word (two extractors may read a table's cells in other orders)."""
-    return squeezed(line) in pages or all(squeezed(word) in pages for word in line.split())
+    whole, or word by word, words as either tool gives them (white space and hyphens
+    apart). Two extractors may read a table's cells in other orders, and one may
+    break a cell's word where the other does not (PDFium's "Architecture-dependent",
+    poppler's "Architecture-" and "dependent" lines apart, as the fonts set them)."""
+    return squeezed(line) in pages or all(word in pages for word in WORD_BREAK.split(line)
+                                          if word)
+
+
+#: What parts words as both tools give them: white space, hyphens, soft hyphens.
+WORD_BREAK = re.compile(r"[\s\-\u00ad]+")
+
+
+def placed(chunk: dict, pages: list[str]) -> bool:
+    """Whether a chunk is on the pages it names (poppler's, squeezed): every line on
+    them, its first line on its first page and its last on its last (no page named
+    that holds none of it)."""
+    first, last = chunk["pages"]
+    lines = [line for line in chunk["text"].splitlines() if squeezed(line)]
+    return (all(on(line, "".join(pages[first - 1:last])) for line in lines)
+            and on(lines[0], pages[first - 1]) and on(lines[-1], pages[last - 1]))
 
 
 def test_every_pdf_chunk_is_on_the_pages_it_names_and_starts_and_ends_there(made):
-    spanning = 0
+    spanning = misplaced = elsewhere = 0
     for document in made:
         pages = [squeezed(page) for page in poppler_pages(document.pdf)]
         [result] = json_documents("--chars", "300", str(document.pdf))
@@ -56,15 +74,16 @@ def test_every_pdf_chunk_is_on_the_pages_it_names_and_starts_and_ends_there(made
         for chunk in result["chunks"]:
             first, last = chunk["pages"]
             assert 1 <= first <= last <= len(pages)
-            lines = [line for line in chunk["text"].splitlines() if squeezed(line)]
-            named = "".join(pages[first - 1:last])
-            assert all(on(line, named) for line in lines), (document.pdf.name, chunk)
-            # Its first and last lines are on its first and last page: no page named
-            # that holds none of it.
-            assert on(lines[0], pages[first - 1]), (document.pdf.name, chunk)
-            assert on(lines[-1], pages[last - 1]), (document.pdf.name, chunk)
+            assert placed(chunk, pages), (document.pdf.name, chunk)
             spanning += first < last
+            # The same chunk said to be on another page (one it does not touch) fails
+            # the check: words alone still tell pages apart.
+            other = next((n for n in (last + 1, first - 1) if 1 <= n <= len(pages)), None)
+            if other is not None:
+                elsewhere += 1
+                misplaced += placed({**chunk, "pages": [other, other]}, pages)
     assert spanning, "some chunk must cross a page break for the test to mean anything"
+    assert elsewhere > 100 and misplaced <= elsewhere // 50, (misplaced, elsewhere)
 
 
 def test_a_chunk_across_a_page_break_names_both_pages(made):
@@ -211,6 +230,25 @@ def test_serve_answers_an_uploaded_pdf_with_its_pages_and_a_bad_one_with_a_reaso
         assert status == 400 and report["error"].startswith("upload.pdf: not a readable PDF")
 
 
+def test_serve_bounds_extracted_text_by_its_own_max_bytes(made):
+    """A DOCX of 24 KB whose text is 42 KB, posted to a server started with --max-bytes
+    30000: refused by that bound, with the filter's reason, not passed by a default the
+    user never set."""
+    from browser import Serve, request
+
+    docx = made[0].docx
+    body = docx.read_bytes()
+    text = extracted(docx).encode("utf-8")
+    assert len(body) < 30000 < len(text)
+    filtered = run_chunkd("--max-bytes", "30000", str(docx))
+    [reason] = filtered.stderr.decode().splitlines()
+    assert reason.startswith(f"chunkd: {docx}: ") and "--max-bytes" in reason, reason
+    with Serve("--max-bytes", "30000") as server:
+        status, _, data = request(server, "POST", "/api/split?chars=400&doc=a.docx", body,
+                                  host=f"127.0.0.1:{server.port}")
+    assert (status, orjson.loads(data)) == (400, {"error": "a.docx: " + reason.split(": ", 2)[2]})
+
+
 def test_an_arrow_column_of_files_gives_the_filters_records(made, tmp_path):
     import pyarrow as pa
 
@@ -259,9 +297,7 @@ def pdf_pages_check(pdf, chunks) -> None:
     for chunk in chunks:
         first, last = chunk["pages"]
         assert 1 <= first <= last <= len(pages)
-        lines = [line for line in chunk["text"].splitlines() if squeezed(line)]
-        assert all(on(line, "".join(pages[first - 1:last])) for line in lines), chunk
-        assert on(lines[0], pages[first - 1]) and on(lines[-1], pages[last - 1]), chunk
+        assert placed(chunk, pages), chunk
 
 
 @pytest.mark.parametrize("kind", ["binary", "large_binary"])

@@ -120,8 +120,8 @@ def test_bad_rows_and_files_are_named_and_the_rest_is_chunked(tmp_path):
         f"chunkd: {not_parquet}: Parquet magic bytes not found in footer. Either the file is "
         "corrupted or this is not a parquet file.",
         f"chunkd: {tmp_path}: Is a directory",
-        f"chunkd: {rows}: row 1: the text is null",
-        f"chunkd: {rows}: row 2: invalid UTF-8 at byte 4 (use --errors replace "
+        f"chunkd: {rows}: row 1 (id b): the text is null",
+        f"chunkd: {rows}: row 2 (id c): invalid UTF-8 at byte 4 (use --errors replace "
         "to substitute U+FFFD)",
         f"chunkd: {other}: its columns differ from the first file's, which the output follows "
         "(doc string, not doc string, extra int64)",
@@ -150,10 +150,10 @@ def test_strings_that_are_not_utf8_are_the_rows_errors(tmp_path, jobs):
     result = run_chunkd("--jobs", jobs, "--input", "parquet", str(path), str(good))
     assert result.returncode == 1
     assert result.stderr.decode().splitlines() == [
-        f"chunkd: {path}: row 1: invalid UTF-8 at byte 4 (use --errors replace "
+        f"chunkd: {path}: row 1 (id b): invalid UTF-8 at byte 4 (use --errors replace "
         "to substitute U+FFFD)",
         f"chunkd: {path}: row 2: the id column holds a string that is not valid UTF-8",
-        f"chunkd: {path}: row 3: url holds a string that is not valid UTF-8",
+        f"chunkd: {path}: row 3 (id d): url holds a string that is not valid UTF-8",
     ]
     assert [(r["doc"], r["text"]) for r in ndjson(result.stdout)] == [
         ("a", "good text"), ("g", "after")]
@@ -178,9 +178,9 @@ def test_strings_that_are_not_utf8_are_the_rows_errors_in_parquet_output(tmp_pat
                                          strings([b"t", b"t", b"t", b"t", b"t", b"t\xfe", b"t"])),
     }), path)
     errors = [f"chunkd: {path}: row 1: the id column holds a string that is not valid UTF-8",
-              f"chunkd: {path}: row 2: url holds a string that is not valid UTF-8",
-              f"chunkd: {path}: row 3: meta holds a string that is not valid UTF-8",
-              f"chunkd: {path}: row 4: tags holds a string that is not valid UTF-8"]
+              f"chunkd: {path}: row 2 (id c): url holds a string that is not valid UTF-8",
+              f"chunkd: {path}: row 3 (id d): meta holds a string that is not valid UTF-8",
+              f"chunkd: {path}: row 4 (id e): tags holds a string that is not valid UTF-8"]
     records = run_chunkd("--input", "parquet", str(path))
     assert (records.returncode, records.stderr.decode().splitlines()) == (1, errors)
     out = tmp_path / "out.parquet"
@@ -309,7 +309,7 @@ def test_every_text_type_gives_the_chunks_of_its_strings(tmp_path, kind):
     result = run_chunkd("--input", "parquet", str(path), "--chars", "300", "--overlap", "50")
     expected = run_chunkd("--input", "parquet", str(plain), "--chars", "300", "--overlap", "50")
     assert result.returncode == expected.returncode == 1
-    assert result.stderr.decode() == f"chunkd: {path}: row 1: the text is null\n"
+    assert result.stderr.decode() == f"chunkd: {path}: row 1 (id 1): the text is null\n"
     records = ndjson(result.stdout)
     assert records == ndjson(expected.stdout)
     assert {r["doc"] for r in records} == {0, 2, 4}

@@ -6,6 +6,7 @@ module cuts with o200k_base's own pattern, the counts that tiktoken gives."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import random
 
 import pytest
@@ -165,12 +166,38 @@ def test_loaded_from_tiktokens_cache(cache, monkeypatch, offline, o200k, encodin
 
 
 def test_missing_file_says_how_to_get_it_without_downloading(tmp_path, monkeypatch, offline):
+    """An encoding chunkd ships no copy of (r50k_base), not in the cache."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with pytest.raises(SettingsError) as error:
-        load("o200k_base")
+        load("r50k_base")
     message = str(error.value)
     assert "\n" not in message and str(tmp_path) in message
-    assert "tiktoken.get_encoding('o200k_base')" in message and "o200k_base.tiktoken" in message
+    assert "tiktoken.get_encoding('r50k_base')" in message and "r50k_base.tiktoken" in message
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "o200k_harmony"])
+def test_o200k_works_with_an_empty_cache(tmp_path, monkeypatch, offline, o200k, encoding):
+    """chunkd's own copy of o200k_base's ranks: no cache, no download, tiktoken's
+    counts."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    unit = load(encoding)
+    assert list(tmp_path.iterdir()) == []
+    text = corpus_documents()[5].read_text(encoding="utf-8")
+    assert unit.count(text) == len(o200k.encode_ordinary(text))
+    assert unit.encoding._mergeable_ranks == o200k._mergeable_ranks
+
+
+def test_the_shipped_ranks_are_tiktokens_file(o200k):
+    """Written back in tiktoken's format, chunkd's copy is the file tiktoken publishes,
+    byte for byte (its published SHA-256), whatever the copy's own packing."""
+    import base64
+    import hashlib
+
+    [(published, _)] = [(sha256, entry) for sha256, entry in tiktoken_encodings.SHIPPED.items()]
+    ranks = tiktoken_encodings.shipped_ranks(published)
+    text = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
+    assert hashlib.sha256(text).hexdigest() == published == hashlib.sha256(
+        O200K_FILE.read_bytes()).hexdigest()
 
 
 def test_default_cache_folder_is_tiktokens(monkeypatch, tmp_path, offline):
@@ -178,8 +205,7 @@ def test_default_cache_folder_is_tiktokens(monkeypatch, tmp_path, offline):
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
-    tiktoken_cache((tmp_path / "data-gym-cache"))
-    assert load("o200k_base").count("hello world") == 2
+    assert tiktoken_encodings.cache_dir() == tmp_path / "data-gym-cache"
 
 
 @pytest.fixture
@@ -201,11 +227,13 @@ def test_corrupted_cached_file_is_refused_and_kept(corrupted, tmp_path, monkeypa
     """tiktoken would delete it and download again; chunkd only refuses it."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    cached = cache / "fb374d419588a4632f3f557e76b4b70aebbca790"
+    # r50k_base's place in the cache (chunkd ships no copy of it, so the cache is read).
+    cached = cache / hashlib.sha1(
+        b"https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken").hexdigest()
     corrupted.rename(cached)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     with pytest.raises(SettingsError, match="SHA-256"):
-        load("o200k_base")
+        load("r50k_base")
     assert cached.exists()
 
 

@@ -195,6 +195,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
         problems.report(f"left out {message}")
     if not points:
         parser.error("no setting of the grid can work")
+    model = retriever_model(args, parser)  # a model that cannot load: before any input
     # Every setting reads the documents alike: --errors is not one eval varies.
     library = load_documents(args, points[0].settings.errors, problems)
     questions = load_questions(args.questions, library, problems)
@@ -204,7 +205,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     progress = GridProgress(len(points), enabled=not args.quiet)
     results = []
     started = time.perf_counter()
-    model = retriever_model(args, parser)
     search = retriever(args.retriever, model, args.query_prefix, args.document_prefix)
     try:
         for done, point in enumerate(points):

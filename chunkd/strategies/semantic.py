@@ -57,7 +57,7 @@ def _check_model(value: Any, name: str) -> Any:
     """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
     a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept
     behind the cache by content)."""
-    from chunkd.embeddings import Cached, FunctionEmbedder
+    from chunkd.embeddings import Cached, FunctionEmbedder, LangChainEmbedder
 
     if isinstance(value, str):
         if not value:
@@ -66,9 +66,7 @@ def _check_model(value: Any, name: str) -> Any:
     if isinstance(value, Cached):
         return value
     if hasattr(value, "embed_documents"):
-        from chunkd.langchain import embedder
-
-        return Cached(embedder(value))
+        return Cached(LangChainEmbedder(value))
     if hasattr(value, "embed") and isinstance(getattr(value, "name", None), str):
         return Cached(value)
     if callable(value):

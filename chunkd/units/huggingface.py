@@ -113,23 +113,55 @@ def _word_cuts(config: dict[str, Any], added: list[str]) -> tuple[str, bool] | N
     return (marks, ideographs) if marks or ideographs else None
 
 
+#: The JSON files of a model folder (and of its modules' folders) that chunkd,
+#: sentence-transformers or transformers read as objects.
+CONFIG_FILES = ("config.json", "sentence_bert_config.json", "tokenizer_config.json",
+                "config_sentence_transformers.json", "special_tokens_map.json")
+
+
 def model_file(spec: Path) -> Path:
     """The ``tokenizer.json`` of a file or model folder ``spec``."""
     if not spec.is_dir():
         return spec
     if (spec / TOKENIZER_FILE).is_file():
         return spec / TOKENIZER_FILE
-    for module in _json(spec / "modules.json", default=[]):
-        if isinstance(module, dict) and str(module.get("type", "")).endswith(".Transformer"):
-            candidate = spec / str(module.get("path", "")) / TOKENIZER_FILE
+    for module in modules(spec):
+        if module.get("type", "").endswith(".Transformer"):
+            candidate = spec / module.get("path", "") / TOKENIZER_FILE
             if candidate.is_file():
                 return candidate
     raise SettingsError(f"{spec}: no {TOKENIZER_FILE} in this model folder (nor in the "
                         f"Transformer module's folder that modules.json names)")
 
 
-def _json(path: Path, default: Any = None) -> Any:
-    """A JSON file's value; ``default`` when it does not exist."""
+def modules(folder: Path) -> list[dict[str, str]]:
+    """The modules a sentence-transformers folder's ``modules.json`` lists (none
+    without one), each an object whose ``path`` and ``type`` are strings."""
+    path = folder / "modules.json"
+    listed = read_json(path, list, default=[])
+    if not all(isinstance(module, dict) and all(isinstance(module.get(key, ""), str)
+                                                for key in ("path", "type"))
+               for module in listed):
+        raise SettingsError(f"{path}: not a list of modules (objects whose path and type "
+                            "are strings)")
+    return listed
+
+
+def check_model_folder(folder: Path) -> None:
+    """``SettingsError`` naming the file, in one line, if a JSON file of a model folder
+    (``modules.json``, ``CONFIG_FILES`` in it and in its modules' folders) is not JSON,
+    is nested too deeply to read, or is not what it must be, so that no library's
+    traceback (or its words for a wrong type) reaches the user."""
+    folders = [folder, *(folder / module.get("path", "") for module in modules(folder)
+                         if not Path(module.get("path", "")).is_absolute())]
+    for each in dict.fromkeys(folders):
+        for name in CONFIG_FILES:
+            read_json(each / name, dict)
+
+
+def read_json(path: Path, kind: type[Any], default: Any = None) -> Any:
+    """A JSON file's value, which must be a ``kind`` (``dict``: an object, ``list``: an
+    array); ``default`` when the file does not exist; else ``SettingsError``."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -138,21 +170,32 @@ def _json(path: Path, default: Any = None) -> Any:
         raise SettingsError(f"{path}: cannot read it: {getattr(error, 'strerror', None) or error}"
                             ) from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError as error:
         raise SettingsError(f"{path}: not JSON: {error}") from None
+    except RecursionError:  # Python's decoder recurses: a value nested thousands deep
+        raise SettingsError(f"{path}: nested too deeply to read") from None
+    if not isinstance(value, kind):
+        raise SettingsError(f"{path}: not a JSON {'object' if kind is dict else 'array'}")
+    return value
+
+
+def _positive(value: Any, below: int | None = None) -> int | None:
+    """``value`` if it is a whole number above 0 (and under ``below``), else None."""
+    whole = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if whole and (below is None or value < below) else None
 
 
 def _limit(folder: Path, transformer_folder: Path) -> int | None:
     """The model's maximum sequence length: sentence-transformers' ``max_seq_length``,
     else the tokenizer's ``model_max_length`` (None when neither says)."""
     for folder_ in dict.fromkeys((folder, transformer_folder)):
-        value = (_json(folder_ / "sentence_bert_config.json", default={}) or {}).get("max_seq_length")
-        if isinstance(value, int) and value > 0:
+        value = _positive(read_json(folder_ / "sentence_bert_config.json", dict, default={}
+                                    ).get("max_seq_length"))
+        if value is not None:
             return value
-    value = (_json(transformer_folder / "tokenizer_config.json", default={}) or {}).get(
-        "model_max_length")
-    return value if isinstance(value, int) and 0 < value < NO_LIMIT else None
+    return _positive(read_json(transformer_folder / "tokenizer_config.json", dict, default={}
+                               ).get("model_max_length"), below=NO_LIMIT)
 
 
 class HuggingFaceUnit:
