@@ -9,8 +9,11 @@ import io
 import re
 import zipfile
 
-from chunkd.documents.base import DocumentError
+from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
+
+#: A DOCX's parts may expand to this many times --max-bytes (a ZIP bomb expands more).
+DOCX_EXPANSION = 4
 
 _HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
 _CODE_STYLES = frozenset({"preformatted text", "html preformatted", "source code",
@@ -113,5 +116,30 @@ def _check_archive(data: bytes, most_expanded: int) -> None:
         expanded = sum(member.file_size for member in members)
         if expanded > most_expanded:
             raise DocumentError(f"its parts would expand to {expanded} bytes, over "
-                                f"{most_expanded} (4 times --max-bytes): a ZIP bomb, or "
+                                f"{most_expanded} ({DOCX_EXPANSION} times --max-bytes): a ZIP bomb, or "
                                 "raise --max-bytes")
+
+
+def holds_docx(data: bytes | str) -> bool:
+    """Whether ``data`` (a ZIP's bytes, or a file's path) holds ``word/document.xml``."""
+    try:
+        with zipfile.ZipFile(data if isinstance(data, str) else io.BytesIO(data)) as archive:
+            return "word/document.xml" in archive.NameToInfo
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+
+
+def _sniff(head: bytes, whole: Whole | None) -> bool:
+    """A ZIP archive that holds ``word/document.xml`` (without the whole file: any ZIP)."""
+    return head.startswith(b"PK\x03\x04") and (whole is None or holds_docx(whole()))
+
+
+def _parse(data: bytes, limits: Limits) -> Extracted:
+    return Extracted(docx_text(data, DOCX_EXPANSION * limits.max_bytes))
+
+
+register(Format(name="docx", label="DOCX",
+                media_type="application/vnd.openxmlformats-officedocument"
+                           ".wordprocessingml.document",
+                extensions=(".docx",), sniff=_sniff, parse=_parse, library="docx",
+                markdown=True, include=("*.docx",)))
