@@ -189,3 +189,43 @@ def test_a_forked_process_starts_its_own_worker(faults):
     os.waitpid(child, 0)
     assert childs not in (parents, child) and gone(childs)
     assert worker_pid() == parents  # the parent's own is untouched
+
+
+# --- DOCX paragraphs read from the XML --------------------------------------------------
+
+def test_docx_paragraph_text_is_python_docx_s_on_every_paragraph_and_cell():
+    """The fast reading of a paragraph's text against python-docx's ``Paragraph.text``
+    (the oracle), on the DOCX files LibreOffice makes from the corpus (links, code,
+    tables) and on one with tabs, line, page and column breaks."""
+    import io
+
+    import docx
+    from docx.enum.text import WD_BREAK
+    from document_files import made_documents
+
+    from chunkd.documents.docx import paragraph_text
+
+    made = docx.Document()
+    paragraph = made.add_paragraph("one")
+    run = paragraph.add_run("two")
+    run.add_tab()
+    run.add_text("three")
+    for kind in (WD_BREAK.LINE, WD_BREAK.PAGE, WD_BREAK.COLUMN):
+        run.add_break(kind)
+        run.add_text("after")
+    made.add_table(rows=2, cols=2).cell(1, 1).text = "cell\nlines"
+    stream = io.BytesIO()
+    made.save(stream)
+    documents = [docx.Document(stream)] + [docx.Document(str(document.docx))
+                                          for document in made_documents()]
+    checked = 0
+    for document in documents:
+        paragraphs = list(document.paragraphs)
+        for table in document.tables:
+            for row in table.rows:
+                for cell in row.cells:
+                    paragraphs += cell.paragraphs
+        for paragraph in paragraphs:
+            assert paragraph_text(paragraph._p) == paragraph.text
+            checked += bool(paragraph.text)
+    assert checked > 500

@@ -29,7 +29,6 @@ def docx_text(data: bytes, most_expanded: int) -> str:
     from docx.enum.style import WD_STYLE_TYPE
     from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
-    from docx.text.paragraph import Paragraph
 
     try:
         document = docx.Document(io.BytesIO(data))
@@ -52,44 +51,75 @@ def docx_text(data: bytes, most_expanded: int) -> str:
         if tag == "tbl":
             end_code()
             table = Table(element, document)
-            out.table([[cell.text for cell in row.cells] for row in table.rows])
+            out.table([["\n".join(map(paragraph_text, cell._tc.iterchildren(_P)))
+                         for cell in row.cells] for row in table.rows])
         elif tag == "p":
-            paragraph = Paragraph(element, document)
-            style = names.get(element.style, default_name)
+            style = names.get(_style_id(element), default_name)
             if style.lower() in _CODE_STYLES:
-                code.append(paragraph.text)
+                code.append(paragraph_text(element))
                 continue
             end_code()
-            _paragraph(out, paragraph, style)
+            _paragraph(out, element, style)
     end_code()
     return out.text()
 
 
+def paragraph_text(paragraph) -> str:
+    """A ``w:p`` element's text, as python-docx's ``Paragraph.text`` gives it (its runs
+    and its hyperlinks' runs: text, tabs, line breaks, non-breaking hyphens), read
+    from the XML directly: python-docx asks XPath for each run, the most of its time."""
+    parts: list[str] = []
+    for child in paragraph:
+        if child.tag == _RUN:
+            runs = (child,)
+        elif child.tag == _HYPERLINK:
+            runs = child.iterchildren(_RUN)
+        else:
+            continue
+        for run in runs:
+            for item in run:
+                tag = item.tag
+                if tag == _TEXT:
+                    parts.append(item.text or "")
+                elif tag == _BREAK:
+                    parts.append("\n" if item.get(_TYPE, "textWrapping") == "textWrapping" else "")
+                elif tag in _SIGNS:
+                    parts.append(_SIGNS[tag])
+    return "".join(parts)
+
+
+def _style_id(paragraph) -> str | None:
+    properties = paragraph.find(_PROPERTIES)
+    style = properties.find(_STYLE) if properties is not None else None
+    return style.get(_VALUE) if style is not None else None
+
+
 def _paragraph(out: MarkdownText, paragraph, style: str) -> None:
-    text = paragraph.text
-    level = _heading_level(paragraph, style)
+    text = paragraph_text(paragraph)
+    properties = paragraph.find(_PROPERTIES)
+    level = _heading_level(properties, style)
     if level is not None:
         out.heading(level, text)
         return
-    properties = paragraph._p.pPr
-    numbering = properties.numPr if properties is not None else None
+    numbering = properties.find(_NUMBERING) if properties is not None else None
     if numbering is not None or style.lower().startswith("list"):
         depth = 0
-        if numbering is not None and numbering.ilvl is not None:
-            depth = int(numbering.ilvl.val)
+        level_element = numbering.find(_LEVEL) if numbering is not None else None
+        if level_element is not None:
+            depth = int(level_element.get(_VALUE))
         out.item(depth, text)
         return
     out.paragraph(text)
 
 
-def _heading_level(paragraph, style: str) -> int | None:
-    """A heading's level (1 for the Title), or None for another paragraph."""
+def _heading_level(properties, style: str) -> int | None:
+    """A heading's level (1 for the Title), or None for another paragraph (its
+    ``w:pPr`` element ``properties``, if any)."""
     if style.lower() == "title":
         return 1
     match = _HEADING_STYLE.fullmatch(style.strip())
     if match:
         return min(int(match.group(1)), 6)
-    properties = paragraph._p.pPr
     outline = properties.find(_OUTLINE_LEVEL) if properties is not None else None
     if outline is not None:
         value = outline.get(_VALUE)
@@ -100,6 +130,11 @@ def _heading_level(paragraph, style: str) -> int | None:
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OUTLINE_LEVEL, _VALUE = _W + "outlineLvl", _W + "val"
+_P, _PROPERTIES, _STYLE = _W + "p", _W + "pPr", _W + "pStyle"
+_NUMBERING, _LEVEL = _W + "numPr", _W + "ilvl"
+_RUN, _HYPERLINK, _TEXT, _BREAK, _TYPE = _W + "r", _W + "hyperlink", _W + "t", _W + "br", _W + "type"
+#: What a run's other text elements stand for (python-docx's ``str`` of each).
+_SIGNS = {_W + "tab": "\t", _W + "ptab": "\t", _W + "cr": "\n", _W + "noBreakHyphen": "-"}
 
 
 def _check_archive(data: bytes, most_expanded: int) -> None:
