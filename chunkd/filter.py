@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(parser)
     parser.add_argument("--input", choices=("auto", "text", *kinds(), "ndjson", "parquet"),
                         default="auto",
-                        help=f"auto: each FILE is a {labels()} or text document as its "
+                        help=f"auto: each FILE is a {labels('or', 'text')} document as its "
                              "content, then its name, says, and stdin is text (default); "
                              f"{', '.join(('text', *kinds()))}: each input is one document "
                              "of that kind; "

@@ -75,7 +75,8 @@ def test_a_format_registered_in_one_module_is_told_extracted_and_chunked_by_the_
     # The filter's help names it among the kinds --input takes.
     with pytest.raises(SystemExit):
         chunkd_filter.main(["--help"])
-    assert "PDF, HTML, DOCX or TOY" in " ".join(capfd.readouterr().out.split())
+    assert "each FILE is a PDF, HTML, DOCX, TOY or text document" in " ".join(
+        capfd.readouterr().out.split())
 
 
 def test_without_the_format_the_same_file_is_text(tmp_path, capfd):

@@ -52,9 +52,10 @@ def kinds() -> tuple[str, ...]:
     return tuple(FORMATS)
 
 
-def labels(conjunction: str = "or") -> str:
-    """The formats as messages and help name them: "PDF, HTML or DOCX"."""
-    names = [form.label for form in FORMATS.values()]
+def labels(conjunction: str = "or", *more: str) -> str:
+    """The formats as messages and help name them, and ``more`` after them:
+    "PDF, HTML or DOCX", "PDF, HTML, DOCX or text"."""
+    names = [*(form.label for form in FORMATS.values()), *more]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 

@@ -303,10 +303,11 @@ def _detach(requests: int, answers: int) -> None:
         os.dup2(null, fd)
     os.close(null)
     keep = {0, 1, 2, requests, answers}
-    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
-        if int(fd) not in keep:
+    opened = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []
+    for fd in map(int, opened):
+        if fd not in keep:
             try:
-                os.close(int(fd))
+                os.close(fd)
             except OSError:
                 pass
 

@@ -17,7 +17,7 @@ from chunkd.strategies.markdown import Markdown
 from chunkd.strategies.recursive import Recursive
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
 
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
 
