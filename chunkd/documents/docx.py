@@ -25,36 +25,40 @@ def docx_text(data: bytes, most_expanded: int) -> str:
     uncompressed, as its ZIP directory declares them (a ZIP reader never expands a
     part past its declared size)."""
     _check_archive(data, most_expanded)
-    import docx
-    from docx.enum.style import WD_STYLE_TYPE
-    from docx.opc.exceptions import PackageNotFoundError
+    # python-docx's XML parser (no entities resolved, nothing fetched) and its element
+    # classes, for its tables' grid of cells; the two parts read are parsed directly,
+    # not the whole package as docx.Document does (a third of the time a document).
+    from docx.oxml.parser import parse_xml
     from docx.table import Table
+    from lxml.etree import XMLSyntaxError
 
     try:
-        document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, KeyError, ValueError) as error:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            body = parse_xml(archive.read("word/document.xml")).find(_BODY)
+            styles = (parse_xml(archive.read("word/styles.xml"))
+                      if "word/styles.xml" in archive.NameToInfo else None)
+    except (XMLSyntaxError, zipfile.BadZipFile, KeyError, ValueError) as error:
         raise DocumentError(f"not a readable DOCX ({error})") from None
+    if body is None:
+        raise DocumentError("not a readable DOCX (its document has no body)")
     out = MarkdownText()
     code: list[str] = []
-    # Style names by id, read once: python-docx looks a paragraph's style up each time.
-    names = {style.style_id: style.name or "" for style in document.styles}
-    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
-    default_name = (default.name or "") if default is not None else ""
+    names, default_name = _style_names(styles)
 
     def end_code() -> None:
         if code:
             out.code("\n".join(code))
             code.clear()
 
-    for element in document.element.body.iterchildren():
+    for element in body.iterchildren():
         tag = element.tag.rpartition("}")[2]
         if tag == "tbl":
             end_code()
-            table = Table(element, document)
+            table = Table(element, None)  # type: ignore[arg-type]  # cells need no package
             out.table([["\n".join(map(paragraph_text, cell._tc.iterchildren(_P)))
                          for cell in row.cells] for row in table.rows])
         elif tag == "p":
-            style = names.get(_style_id(element), default_name)
+            style = names.get(_style_id(element) or "", default_name)
             if style.lower() in _CODE_STYLES:
                 code.append(paragraph_text(element))
                 continue
@@ -62,6 +66,22 @@ def docx_text(data: bytes, most_expanded: int) -> str:
             _paragraph(out, element, style)
     end_code()
     return out.text()
+
+
+def _style_names(styles) -> tuple[dict[str, str], str]:
+    """The paragraph styles' names by id, and the default paragraph style's name, from
+    the ``w:styles`` element ``styles`` (as python-docx's ``Styles`` gives them, but
+    for letter case, which is not compared)."""
+    names: dict[str, str] = {}
+    default = ""
+    for style in styles.iterchildren(_W + "style") if styles is not None else ():
+        named = style.find(_W + "name")
+        name = (named.get(_VALUE) or "") if named is not None else ""
+        names[style.get(_W + "styleId") or ""] = name
+        if (style.get(_W + "type", "paragraph") == "paragraph"
+                and style.get(_W + "default") in ("1", "true", "on")):
+            default = name  # the last default one, as the specification says
+    return names, default
 
 
 def paragraph_text(paragraph) -> str:
@@ -130,7 +150,7 @@ def _heading_level(properties, style: str) -> int | None:
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OUTLINE_LEVEL, _VALUE = _W + "outlineLvl", _W + "val"
-_P, _PROPERTIES, _STYLE = _W + "p", _W + "pPr", _W + "pStyle"
+_BODY, _P, _PROPERTIES, _STYLE = _W + "body", _W + "p", _W + "pPr", _W + "pStyle"
 _NUMBERING, _LEVEL = _W + "numPr", _W + "ilvl"
 _RUN, _HYPERLINK, _TEXT, _BREAK, _TYPE = _W + "r", _W + "hyperlink", _W + "t", _W + "br", _W + "type"
 #: What a run's other text elements stand for (python-docx's ``str`` of each).
