@@ -168,6 +168,14 @@ def test_a_hung_a_crashing_and_a_memory_hungry_document_in_a_row_leave_the_next_
     assert worker_pid(limits) == after
 
 
+def test_a_worker_killed_while_idle_is_replaced_at_the_next_document(faults):
+    first = worker_pid()
+    os.kill(first, signal.SIGKILL)
+    assert gone(first)
+    second = worker_pid()
+    assert second != first and worker_pid() == second
+
+
 def test_the_worker_is_replaced_after_its_share_of_documents(faults, monkeypatch):
     monkeypatch.setattr(worker, "MOST_DOCUMENTS", 3)
     pids = [worker_pid() for _ in range(7)]

@@ -92,8 +92,11 @@ class Worker:
 
     def usable(self, form: Format) -> bool:
         """Whether this worker may take the next document, of ``form``."""
-        if self.ended is None and os.waitpid(self.pid, os.WNOHANG) != (0, 0):
-            self.stop()  # it ended (killed from outside): reaped now
+        if self.ended is None:
+            pid, status = _reaped(self.pid, os.WNOHANG)
+            if pid:  # it ended (killed from outside): reaped now, not to be killed
+                self.forget()
+                self.ended = _how(status)
         return (self.ended is None and self.formats.get(form.name) is form
                 and self.documents < MOST_DOCUMENTS)
 
@@ -133,9 +136,7 @@ class Worker:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            _, status = os.waitpid(self.pid, 0)
-            self.ended = (f"signal {signal.Signals(os.WTERMSIG(status)).name}"
-                          if os.WIFSIGNALED(status) else f"status {os.WEXITSTATUS(status)}")
+            self.ended = _how(_reaped(self.pid, 0)[1])
         return self.ended
 
     def forget(self) -> None:
@@ -145,6 +146,21 @@ class Worker:
             os.close(self.requests)
             os.close(self.answers)
             self.ended = "closed"
+
+
+def _how(status: int) -> str:
+    """How a process with wait status ``status`` ended, in words."""
+    if os.WIFSIGNALED(status):
+        return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"status {os.WEXITSTATUS(status)}"
+
+
+def _reaped(pid: int, options: int) -> tuple[int, int]:
+    """``os.waitpid``; a child already reaped by someone else counts as ended (status 0)."""
+    try:
+        return os.waitpid(pid, options)
+    except ChildProcessError:
+        return pid, 0
 
 
 class Deadline(Exception):
