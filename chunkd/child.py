@@ -1,7 +1,7 @@
-"""Work in a process forked for it, bounded: what ``chunkd serve``'s splits and the
-extraction of PDF, HTML and DOCX documents share. The parent reads the child's answer
-from a pipe until the child ends, or gives up at a deadline (and kills it); the child
-may grow its memory by a fixed amount, no further."""
+"""Work in another process, bounded: what ``chunkd serve``'s splits (a process forked
+for each) and the documents' extraction worker share. The parent reads a child's
+answer from a pipe until the child ends, or gives up at a deadline (and kills it); a
+child may grow its memory by a fixed amount, no further."""
 
 from __future__ import annotations
 
@@ -9,20 +9,11 @@ import os
 import resource
 import selectors
 import time
-from collections.abc import Callable
 
 
-class TooLong(Exception):
-    """The child wrote more than the reader takes."""
-
-
-def read_until_end(fd: int, deadline: float, most: int | None = None,
-                   beat: Callable[[], None] | None = None) -> bytes | None:
-    """What a child writes to ``fd`` until it ends; None at the deadline. ``most``:
-    more bytes than this raise ``TooLong``; ``beat`` is called at least every second
-    while it waits (a sign of life for a watchdog)."""
+def read_until_end(fd: int, deadline: float) -> bytes | None:
+    """What a child writes to ``fd`` until it ends; None at the deadline."""
     parts: list[bytes] = []
-    size = 0
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
@@ -30,15 +21,10 @@ def read_until_end(fd: int, deadline: float, most: int | None = None,
             if left <= 0:
                 return None
             if not selector.select(min(left, 1.0)):
-                if beat is not None:
-                    beat()
                 continue
             data = os.read(fd, 1 << 20)
             if not data:
                 return b"".join(parts)
-            size += len(data)
-            if most is not None and size > most:
-                raise TooLong()
             parts.append(data)
 
 

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
                         help="larger files get an error result, and so does a PDF, HTML or "
                              "DOCX file whose text is larger (default: 67108864, 64 MiB)")
-    add_document_options(parser, max_bytes=False)
+    add_document_options(parser, max_bytes=False, ocr=False)
     parser.add_argument("--workers", type=int, default=2, metavar="N",
                         help="files chunked at once, each by a process (default: 2)")
     parser.add_argument("--follow-symlinks", action="store_true",

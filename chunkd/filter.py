@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
-from chunkd.documents import (KINDS, Limits, add_document_options, check_limits,
-                              document_source, file_opener)
+from chunkd.documents import (Limits, add_document_options, check_limits, document_source,
+                              file_opener, kinds, labels)
 from chunkd.embeddings import EmbedError
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
@@ -67,11 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="documents to chunk; none or '-' reads stdin")
     add_settings_options(parser)
-    parser.add_argument("--input", choices=("auto", "text", *KINDS, "ndjson", "parquet"),
+    parser.add_argument("--input", choices=("auto", "text", *kinds(), "ndjson", "parquet"),
                         default="auto",
-                        help="auto: each FILE is a PDF, HTML, DOCX or text document as its "
+                        help=f"auto: each FILE is a {labels('or', 'text')} document as its "
                              "content, then its name, says, and stdin is text (default); "
-                             "text, pdf, html, docx: each input is one document of that kind; "
+                             f"{', '.join(('text', *kinds()))}: each input is one document "
+                             "of that kind; "
                              'ndjson: one JSON object a line, {"text": ..., "id": ...}; other '
                              "fields are copied into each chunk record; parquet: a document "
                              "a row")
@@ -394,7 +395,7 @@ def main(argv: list[str]) -> int:
     many = (args.input in ("ndjson", "parquet")
             or (len(args.files) > 1 and "-" not in args.files))
     job = Job(args.files, args.input, args.format, args.jobs, args.quiet, settings,
-              check_limits(parser, args.max_bytes, args.extract_timeout), parquet,
+              check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr), parquet,
               parallel=many and args.jobs > 1 and args.format != "parquet")
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")

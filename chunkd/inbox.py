@@ -43,13 +43,13 @@ from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds, id_bytes
-from chunkd.documents import (DEFAULT_SECONDS, HEAD_BYTES, KINDS, MEDIA_TYPES, Extracted,
-                              Limits, detect, extract, holds_docx)
+from chunkd.documents import (DEFAULT_SECONDS, FORMATS, HEAD_BYTES, Extracted, Limits,
+                              default_include, detect, extract_source)
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.writers import DocumentRecords, Write, extracted_fields, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org",
-                   "*.pdf", "*.html", "*.htm", "*.docx")
+                   *default_include())
 #: Never taken, whatever --include says: hidden files, partial downloads, editor files.
 IGNORED = (".*", "*.tmp", "*.part", "*.crdownload", "*.swp", "*~")
 RESULT_SUFFIX = {"json": ".chunks.json", "msgpack": ".chunks.msgpack"}
@@ -508,12 +508,12 @@ class Inbox:
             source, text = Source(relative), None
             if self._may_be_document(stream.fileno(), name):
                 data = b"".join(read_blocks(stream, on_bytes))
-                kind = detect(data[:HEAD_BYTES], name, lambda: holds_docx(data))
-                if kind in KINDS:
-                    extracted = extract(data, kind, where,
-                                        Limits(self.options.max_bytes, self.options.extract_seconds),
-                                        partial(self._waiting, stopping, beat))
-                    source = Source(relative, MEDIA_TYPES[kind], extracted.page_starts)
+                document = extract_source(
+                    data, relative, where,
+                    Limits(self.options.max_bytes, self.options.extract_seconds),
+                    partial(self._waiting, stopping, beat))
+                if document is not None:
+                    source, extracted = document
                     text = iter([extracted.text])
                 else:
                     text = decode_blocks([data], where, self.settings.errors)
@@ -583,7 +583,7 @@ class Inbox:
         """Whether the open input may be a PDF, HTML or DOCX file (then it is read whole,
         at most --max-bytes, to tell): by its head or its name."""
         head = os.pread(fd, HEAD_BYTES, 0)
-        return detect(head, name, lambda: True) in KINDS
+        return detect(head, name, None) in FORMATS
 
     @staticmethod
     def _waiting(stopping: Callable[[], bool], beat: Callable[[], None]) -> None:

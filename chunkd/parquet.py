@@ -7,8 +7,9 @@
 its id column names it (``doc``; without an id column, the row's number from 0), and
 every other column is copied into each of its chunk records, as the fields of an
 NDJSON line are. A text column of strings holds text; one of bytes holds files, each
-told and read as the filter tells a FILE under ``--input auto`` (``chunkd.arrow``'s
-``file_kind``): a PDF, HTML or DOCX file is extracted within ``--max-bytes`` and
+told and read as the filter tells a FILE under ``--input auto``
+(``chunkd.documents.detect_bytes``): a file of a registered format (PDF, HTML, DOCX)
+is extracted within ``--max-bytes`` and
 ``--extract-timeout`` (by the ``--jobs`` worker that takes its row), anything else is
 UTF-8 text. Rows are read about a MiB of text (at most ``BATCH_ROWS`` rows) at a
 time, streaming within row groups, and go to Python one at a time, their text left in
@@ -58,9 +59,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
                       name=error.name) from None
 
 from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
-                          chunk_schema, file_kind, is_bytes_type, to_arrow, with_pages)
+                          chunk_schema, is_bytes_type, to_arrow, with_pages)
 from chunkd.chunk import Chunk  # noqa: E402
-from chunkd.documents import KINDS, MEDIA_TYPES, DocumentFile, Limits, extract  # noqa: E402
+from chunkd.documents import (FORMATS, DocumentFile, Limits, detect_bytes,  # noqa: E402
+                              extract)
 from chunkd.output import OutputError  # noqa: E402
 from chunkd.readers import (RESERVED_KEYS, BytesBlocks, Document, InputError,  # noqa: E402
                             display_name)
@@ -197,13 +199,13 @@ class ParquetFiles:
         """Row ``index`` of a batch (``row`` of its file) as a document. Its text is
         decoded as it is chunked, as ``--errors`` says (Parquet readers do not check
         that strings are UTF-8); a string that is not UTF-8 in another column is the
-        row's error. With ``files``, a value that is a PDF, HTML or DOCX file is
+        row's error. With ``files``, a value that is a file of a registered format is
         extracted when it is chunked."""
         text = _utf8_bytes(texts, index)
         name = row if ids is None else ids[1](ids[0], index)
         named = name.as_py() if isinstance(name, pa.Scalar) else name
-        kind = file_kind(text, named) if files and text is not None else None
-        if kind in KINDS:  # named by its file's name
+        kind = detect_bytes(text, named) if files and text is not None else None
+        if kind in FORMATS:  # named by its file's name
             where += f" ({display_name(named)})" if isinstance(named, str) else ""
         elif ids is not None and named is not NOT_UTF8 and named is not None:
             where += f" (id {display_name(named) if isinstance(named, str) else named})"
@@ -214,12 +216,13 @@ class ParquetFiles:
                     if held is NOT_UTF8), None)
         if bad is not None:
             return InputError(f"{where}: {bad} holds a string that is not valid UTF-8")
-        if kind in KINDS:
-            if kind == "pdf" and self.to_parquet and not self.pages:
-                return InputError(f"{where}: a PDF, whose pages the output has no column "
-                                  "for (the first file's text column holds strings)")
+        if kind in FORMATS:
+            form = FORMATS[kind]
+            if form.paged and self.to_parquet and not self.pages:
+                return InputError(f"{where}: a {form.label}, whose pages the output has no "
+                                  "column for (the first file's text column holds strings)")
             return Document(name, RowFile(text, kind, where, self.limits), fields,
-                            size=len(text), media_type=MEDIA_TYPES[kind])
+                            size=len(text), media_type=form.media_type)
         return Document(name, BytesBlocks(text, where, self.errors), fields, size=len(text))
 
     def _carried(self, batch: pa.RecordBatch, name: str) -> tuple[pa.Array, Reader]:
@@ -279,7 +282,7 @@ class ParquetFiles:
 
 
 class RowFile(DocumentFile):
-    """A PDF, HTML or DOCX file that a row holds, as a document's text blocks: extracted
+    """A file of a registered format that a row holds, as a document's text blocks: extracted
     as a FILE is (``chunkd.documents.extract``), when first asked. Picklable, as bytes,
     for ``--jobs`` workers."""
 

@@ -14,7 +14,8 @@ import argparse
 import sys
 
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
-from chunkd.documents import add_document_options, check_limits, document_source, file_opener
+from chunkd.documents import (add_document_options, check_limits, document_source, file_opener,
+                              labels)
 from chunkd.readers import Document, InputError, display_name, documents
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 written, 1 the document could not be read or the report "
                "not written, 2 usage error.")
     parser.add_argument("file", metavar="FILE",
-                        help="the document: text, or a PDF, HTML or DOCX file as its content, "
+                        help=f"the document: text, or a {labels()} file as its content, "
                              "then its name, says ('-' reads stdin, as text)")
     parser.add_argument("-o", "--output", metavar="HTML", default="-",
                         help="where to write the page (default: stdout)")
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> int:
     args, settings = parse_with_settings(parser, argv)
     settings = with_token_counts(settings)
     name = None if args.file == "-" else args.file
-    limits = check_limits(parser, args.max_bytes, args.extract_timeout)
+    limits = check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
     [document] = documents([args.file], "auto", settings.errors,
                            open_file=file_opener("auto", limits))
     try:

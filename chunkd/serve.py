@@ -63,8 +63,7 @@ import orjson
 
 from chunkd import __version__
 from chunkd.child import limit_memory, read_until_end
-from chunkd.documents import (HEAD_BYTES, KINDS, MEDIA_TYPES, DocumentError, detect,
-                              extract_checked, holds_docx)
+from chunkd.documents import Limits, extract_source
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
@@ -317,19 +316,16 @@ def _split(settings: Settings, body: bytes, name: str | None, max_chunks: int,
 
 def _document(body: bytes, name: str | None, settings: Settings,
               max_bytes: int) -> tuple[str, Source | None]:
-    """The text of a posted document and what is known of it: a PDF, HTML or DOCX
-    file (by its content, then its name) is extracted here, in the split's bounded
-    process, its text at most ``max_bytes`` (the server's ``--max-bytes``); anything
-    else is UTF-8 text."""
+    """The text of a posted document and what is known of it: a document of a
+    registered format (by its content, then its name) is extracted here, in the split's
+    bounded process, its text at most ``max_bytes`` (the server's ``--max-bytes``);
+    anything else is UTF-8 text."""
     where = name or "the document"
-    kind = detect(body[:HEAD_BYTES], name, lambda: holds_docx(body))
-    if kind not in KINDS:
+    document = extract_source(body, name, where, Limits(max_bytes), here=True)
+    if document is None:
         return "".join(decode_blocks([body], where, settings.errors)), None
-    try:
-        extracted = extract_checked(body, kind, max_bytes)
-    except DocumentError as error:
-        raise InputError(f"{where}: {error}") from None
-    return extracted.text, Source(name, MEDIA_TYPES[kind], extracted.page_starts)
+    source, extracted = document
+    return extracted.text, source
 
 
 def _error(message: str) -> bytes:

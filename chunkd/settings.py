@@ -25,12 +25,13 @@ from chunkd.errors import SettingsError as SettingsError  # reached from here to
 
 from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
                             overlap_value, percent_of, switch, whole)
+# Below the settings: the strategies register their options when imported.
+from chunkd.strategies import REGISTRY, Strategy, strategy_class
 from chunkd.units import measure, resolve
 from chunkd.units.huggingface import HuggingFaceUnit
 
 if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
-    from chunkd.strategies.base import Strategy
 
 T = TypeVar("T")
 ERRORS = ("strict", "replace")
@@ -46,8 +47,6 @@ def options() -> list[Option[Any]]:
     """Every option in declaration order, whatever was imported first: those declared on
     ``Settings``, then the strategies' own (registered when they are imported), each
     placed after the option it names, if any."""
-    import chunkd.strategies  # noqa: F401  (the strategies register their options)
-
     ordered = [value for value in vars(Settings).values() if isinstance(value, Option)]
     for option in OPTIONS.values():
         if option not in ordered:
@@ -74,14 +73,10 @@ class Draft:
 
     @property
     def kind(self) -> type[Strategy]:
-        from chunkd.strategies import strategy_class
-
         return strategy_class(self.strategy)
 
 
 def set_strategy(draft: Draft, name: str) -> None:
-    from chunkd.strategies import REGISTRY
-
     if name not in REGISTRY:
         raise SettingsError(f"--strategy {name}: unknown; choose one of {', '.join(REGISTRY)}")
     draft.values["strategy"] = name
@@ -219,8 +214,6 @@ def always_shown(option: str) -> Callable[[Settings], list[str]]:
 def size_shown(unit: str | None) -> Callable[[Settings], list[str]]:
     """``--chars``/``--tokens``/``--size`` N, whichever gives the settings' size."""
     def arguments(settings: Settings) -> list[str]:
-        from chunkd.strategies import strategy_class
-
         window = strategy_class(settings.strategy).window
         if (unit is None) == window and unit in (None, settings.unit):
             return [f"--{unit or 'size'}", str(settings.size)]
@@ -229,15 +222,11 @@ def size_shown(unit: str | None) -> Callable[[Settings], list[str]]:
 
 
 def _strategies_help() -> str:
-    from chunkd.strategies import REGISTRY
-
     return (f"{', '.join(REGISTRY)} (default: recursive, LangChain's "
             "RecursiveCharacterTextSplitter)")
 
 
 def _window_sizes_help() -> str:
-    from chunkd.strategies import REGISTRY
-
     window = ", ".join(f"{name} {kind.default_size}" for name, kind in REGISTRY.items()
                        if kind.window)
     return f"window strategies: N units a window (default: {window})"
@@ -463,7 +452,6 @@ class Settings:
     def record_fields(self) -> tuple[str, ...]:
         """The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records carry."""
         from chunkd.chunk import OPTIONAL_FIELDS
-        from chunkd.strategies import strategy_class
 
         extra = set(strategy_class(self.strategy).fields)
         for option in options():
@@ -512,8 +500,6 @@ def _default_shown(option: Option[Any], flag: Flag, values: Mapping[str, Any]) -
 def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> dict[str, Any]:
     """Every option's value, checked and resolved from ``given`` (by name); messages
     name an option as ``spell`` does (its flag on the command line, else its name)."""
-    from chunkd.strategies import strategy_class
-
     declared = options()
     unknown = set(given) - {option.name for option in declared}
     if unknown:

@@ -294,12 +294,16 @@ class DocumentRecords:
 def extracted_fields(extracted: Extracted | None) -> dict:
     """What a whole-document result says of the text a document became, so that each
     chunk's ``text[start:end]`` can be checked from the result alone: ``text`` and, for a
-    PDF, ``page_starts`` (the offset where each page starts)."""
+    PDF, ``page_starts`` (the offset where each page starts); and ``warnings``, what the
+    reader should know of it (a PDF's pages without text), if any."""
     if extracted is None:
         return {}
-    if extracted.page_starts is None:
-        return {"text": extracted.text}
-    return {"text": extracted.text, "page_starts": list(extracted.page_starts)}
+    fields: dict = {"text": extracted.text}
+    if extracted.page_starts is not None:
+        fields["page_starts"] = list(extracted.page_starts)
+    if extracted.warnings:
+        fields["warnings"] = list(extracted.warnings)
+    return fields
 
 
 class JsonWriter(Writer):

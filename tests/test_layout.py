@@ -1,7 +1,8 @@
 """The package's shape: no module imports, at run time, a module that imports it back.
 
 Every import statement of every module is read (lazy imports inside functions too);
-imports under ``if TYPE_CHECKING:`` are left out, as they never run."""
+imports under ``if TYPE_CHECKING:`` are left out, as they never run, except where a
+layer must not even name the one above it for types."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ def module_names() -> dict[str, pathlib.Path]:
     return names
 
 
-def imported(name: str, path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
-    """The package's modules that ``name`` imports when it runs."""
+def imported(name: str, path: pathlib.Path, modules: dict[str, pathlib.Path],
+             typing: bool = False) -> set[str]:
+    """The package's modules that ``name`` imports when it runs (``typing``: and those
+    it imports for types only)."""
     found: set[str] = set()
     if path.suffix == ".pyx":  # Cython: its Python-level imports are whole lines
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -30,7 +33,8 @@ def imported(name: str, path: pathlib.Path, modules: dict[str, pathlib.Path]) ->
         return found & set(modules)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if (not typing and isinstance(node, ast.If)
+                and "TYPE_CHECKING" in ast.unparse(node.test)):
             node.body = []
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -67,3 +71,16 @@ def test_no_import_cycles():
         if name not in done:
             visit(name, [name])
     assert cycles == []
+
+
+def test_the_strategies_sit_below_the_settings():
+    """``chunkd.settings`` imports the strategies (their registry, their options); no
+    strategy imports ``chunkd.settings``, not even for types (what a strategy reads
+    of its settings is ``chunkd.strategies.base``'s protocol)."""
+    modules = module_names()
+    strategies = {name for name in modules if name.split(".")[:2] == ["chunkd", "strategies"]}
+    assert len(strategies) > 5, "the scan reads the strategies"
+    upward = {name for name in strategies
+              if "chunkd.settings" in imported(name, modules[name], modules, typing=True)}
+    assert upward == set()
+    assert "chunkd.strategies" in imported("chunkd.settings", modules["chunkd.settings"], modules)

@@ -4,7 +4,7 @@ without running a script, loading a resource or following a link."""
 
 from __future__ import annotations
 
-from chunkd.documents.base import DocumentError
+from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
 
 #: Elements whose content is not the document's text.
@@ -127,3 +127,18 @@ def rows_of(node) -> list[list[str]]:
         elif child.tag in ("thead", "tbody", "tfoot"):
             rows.extend(rows_of(child))
     return rows
+
+
+def _sniff(head: bytes, whole: Whole | None) -> bool:
+    """An HTML doctype or ``<html>`` first (after a BOM and white space)."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith((b"<!doctype html", b"<html"))
+
+
+def _parse(data: bytes, limits: Limits) -> Extracted:
+    return Extracted(html_text(data))
+
+
+register(Format(name="html", label="HTML", media_type="text/html",
+                extensions=(".html", ".htm", ".xhtml"), sniff=_sniff, parse=_parse,
+                library="selectolax.lexbor", markdown=True,
+                include=("*.html", "*.htm")))

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 
 from chunkd import __version__
-from chunkd.documents import add_document_options, check_limits
+from chunkd.documents import add_document_options, check_limits, labels
 from chunkd.embeddings import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "as given, its file name (with or without suffix) or its NDJSON id")
     add_settings_options(parser, grid=True)
     parser.add_argument("--input", choices=("text", "ndjson"), default="text",
-                        help='text: each FILE is one document, a PDF, HTML or DOCX file '
+                        help=f'text: each FILE is one document, a {labels()} file '
                              'as the text "chunkd extract" prints (default); ndjson: one '
                              '{"id": ..., "text": ...} a line')
     add_document_options(parser)
@@ -135,9 +135,9 @@ def load_documents(args: argparse.Namespace, errors: str, problems: Problems):
     from chunkd.readers import InputError, Paused, documents
 
     library = Documents()
-    # A PDF, HTML or DOCX file is its extracted text: the offsets questions give refer
+    # A document of a registered format is its extracted text: the offsets questions give refer
     # to it, as they do to the chunks' offsets.
-    opener = file_opener("auto", Limits(args.max_bytes, args.extract_timeout))
+    opener = file_opener("auto", Limits(args.max_bytes, args.extract_timeout, args.ocr))
     for document in documents(args.files, args.input, errors, open_file=opener):
         if isinstance(document, InputError):
             problems.report(document)
@@ -262,7 +262,7 @@ def main(argv: Sequence[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
-    check_limits(parser, args.max_bytes, args.extract_timeout)
+    check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
     if args.k < 1:
         parser.error(f"-k must be at least 1, got {args.k}")
     if args.budget is not None and args.budget < 1:

@@ -28,7 +28,7 @@ __all__ = ["REGISTRY", "Chunker", "Source", "Strategy", "begin", "build", "chunk
            "register", "strategy_class"]
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
 
 

@@ -1,5 +1,5 @@
 """The auto strategy: a strategy chosen per document, for a mixed inbox. Markdown files,
-and HTML and DOCX documents (whose text is Markdown-like: ``chunkd.documents``), go to
+and documents whose text is Markdown-like (HTML, DOCX: ``chunkd.documents``), go to
 the markdown strategy, code files to the ``code`` strategy when it is registered,
 everything else (text, PDF) to the recursive strategy; each at the same size and
 overlap. The choice is made at ``begin`` from the document's ``Source``: its media
@@ -17,19 +17,21 @@ from chunkd.strategies.markdown import Markdown
 from chunkd.strategies.recursive import Recursive
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
 
-MARKDOWN_MEDIA_TYPES = frozenset({
-    "text/markdown", "text/html",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document"})
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
 
 
 def chosen(source: Source, code_files: tuple[str, ...]) -> str:
     """The strategy for a document: "markdown", "code" (a name that matches one of
     ``code_files``, the code strategy's ``include`` patterns) or "recursive"."""
-    if source.media_type in MARKDOWN_MEDIA_TYPES:
+    if source.media_type == "text/markdown":
         return "markdown"
+    if source.media_type is not None:
+        from chunkd.documents import markdown_like  # the formats' registry: only when asked
+
+        if markdown_like(source.media_type):
+            return "markdown"
     if source.media_type is None and isinstance(source.name, str):
         extension = os.path.splitext(source.name)[1].lower()
         if extension in MARKDOWN_EXTENSIONS:

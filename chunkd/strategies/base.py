@@ -1,17 +1,72 @@
-"""What a strategy is: the ``Strategy`` base class, the ``Chunker`` it builds, and the
-registry from a name to its class. The strategies' modules import this one, never the
-package, so that the package can import them without a circle."""
+"""What a strategy is: the ``Strategy`` base class, the ``Chunker`` it builds, the
+registry from a name to its class, and what a strategy reads of its settings
+(``Settings``, ``Draft``: protocols that ``chunkd.settings`` fulfils). The strategies
+sit below ``chunkd.settings``, which imports them and never the other way, not even
+for types; their modules import this one, never the package, so that the package can
+import them without a circle."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.options import Option
+    from chunkd.units.base import LengthUnit
+
+T = TypeVar("T")
+
+
+class Settings(Protocol):
+    """What a strategy reads of ``chunkd.settings.Settings``."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def overlap(self) -> int: ...
+    @property
+    def tokenizer(self) -> str: ...
+    @property
+    def parent_size(self) -> int | None: ...
+    @property
+    def embed_text(self) -> bool: ...
+    @property
+    def count_tokens(self) -> bool: ...
+    @property
+    def chunk_size(self) -> int: ...
+    @property
+    def chunk_overlap(self) -> int: ...
+    @property
+    def length_unit(self) -> str: ...
+    @property
+    def measure(self) -> LengthUnit: ...
+    @property
+    def token_measure(self) -> LengthUnit: ...
+    def __getitem__(self, option: Option[T]) -> T: ...
+    def set_options(self) -> list[Option[Any]]: ...
+    def replace(self, **changes: Any) -> Settings: ...
+    def parent_settings(self) -> Settings: ...
+
+
+class Draft(Protocol):
+    """What a strategy's option reads and updates of ``chunkd.settings.Draft``, the
+    settings being made from flags."""
+
+    given: Mapping[str, Any]
+    values: dict[str, Any]
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def kind(self) -> type[Strategy]: ...
 
 
 @dataclass(frozen=True)

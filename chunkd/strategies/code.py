@@ -44,7 +44,7 @@ from chunkd.units import CHARS
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
 
 

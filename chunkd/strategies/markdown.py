@@ -32,7 +32,7 @@ from chunkd.units import CHARS
 
 if TYPE_CHECKING:
     from chunkd.core import RecursiveSplitter
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
 
 #: Between the heading path and the chunk's text in ``embed_text``.
 PATH_JOIN, TEXT_JOIN = " > ", "\n\n"

@@ -14,7 +14,7 @@ from chunkd.options import Flag, Option, choice, not_unicode, register_option, s
 from chunkd.strategies.base import Chunker, Strategy, register
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
 
 #: ``keep_separator`` -> the kernel's (LangChain's) ``keep_separator``: at the "end" of the
 #: piece before it, at the "start" of the piece after it, or nowhere ("none").

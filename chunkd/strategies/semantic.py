@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy
 
     from chunkd.embeddings import Embedder
-    from chunkd.settings import Draft, Settings
+    from chunkd.strategies.base import Draft, Settings
     from chunkd.units.base import LengthUnit
 
 #: LangChain's thresholds and their default amounts (``BREAKPOINT_DEFAULTS``).

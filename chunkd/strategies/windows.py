@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from chunkd.strategies.base import Chunker, Strategy, register
 
 if TYPE_CHECKING:
-    from chunkd.settings import Settings
+    from chunkd.strategies.base import Settings
 
 
 class WindowStrategy(Strategy):
