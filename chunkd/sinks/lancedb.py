@@ -61,11 +61,12 @@ class LanceSink:
                 self.database = lancedb.connect(self.path,
                                                 read_consistency_interval=timedelta(0))
             if self.table is None:
-                if self.collection in self.database.table_names():
+                try:
                     self.table = self.database.open_table(self.collection)
-                elif dimension is not None:
-                    self.table = self.database.create_table(
-                        self.collection, schema=self.schema(dimension), exist_ok=True)
+                except ValueError:  # no such table (yet)
+                    if dimension is not None:
+                        self.table = self.database.create_table(
+                            self.collection, schema=self.schema(dimension), exist_ok=True)
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
         return self.table
