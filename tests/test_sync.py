@@ -260,23 +260,27 @@ def test_kill_9_at_random_points_never_leaves_half_a_file(store, tmp_path, endpo
         (folder / f"{number:02}.md").write_text(paragraphs(100 + number, chance.randint(2, 6)))
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
     endpoint.delay = 0.1  # each file's request takes a while: the kills land among them
+    versions: dict[str, list[set[str]]] = {}  # every version of each file so far
+    for source, ids in ids_by_source(folder).items():
+        versions.setdefault(source, []).append(ids)
     for round in range(4):
-        before = ids_by_source(folder)
         for path in chance.sample(sorted(folder.iterdir()), 8):  # edits, deletions, adds
             if chance.random() < 0.3:
                 path.unlink()
             else:
                 path.write_text(paragraphs(chance.randint(0, 10**6), chance.randint(1, 6)))
         (folder / f"new{round}.md").write_text(paragraphs(chance.randint(0, 10**6), 3))
-        after = ids_by_source(folder)
+        for source, ids in ids_by_source(folder).items():
+            versions.setdefault(source, []).append(ids)
         process = start_sync(folder, url, endpoint, "--collection", collection)
         applying(process)
         time.sleep(chance.uniform(0.0, 1.0))
         process.send_signal(signal.SIGKILL)
         process.wait()
-        # Each source the store holds is one whole version of its file, before or after.
+        # Each source the store holds is one whole version of its file (the killed
+        # syncs before may have left an older one, never a mix).
         for source, held in sources_in(rows(collection)).items():
-            assert held in (before.get(source), after.get(source)), source
+            assert held in versions[source], source
     endpoint.delay = 0.0
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
     assert_equal(folder, url, endpoint, rows, collection)
@@ -477,3 +481,38 @@ def test_public_url_hides_the_password_and_the_query():
     assert public_url("postgresql://me:secret@db.example:5432/rag?sslmode=require") \
         == "postgresql://me@db.example:5432/rag"
     assert public_url("/var/lib/chunkd/lance") == "/var/lib/chunkd/lance"
+
+
+# --- the real model, read by LangChain's LanceDB vector store -------------------------
+
+@pytest.mark.slow
+def test_minilm_vectors_that_langchains_lancedb_store_searches(tmp_path):
+    import lancedb
+    import numpy
+    from embedding import SentenceTransformerEmbeddings, model_folder
+    from langchain_community.vectorstores import LanceDB
+    from sentence_transformers import SentenceTransformer
+
+    folder, path = tmp_path / "docs", str(tmp_path / "lance")
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.md")
+    (folder / "b.md").write_text(paragraphs(600, 3))
+    done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, *CHUNKING,
+                           "--embed", model_folder()], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = expected_chunks(folder, *CHUNKING[:2])
+    rows = lance_rows(path, "chunkd")
+    assert set(rows) == set(expected)
+    model = SentenceTransformer(model_folder(), device="cpu")
+    ids = list(expected)
+    vectors = model.encode([expected[chunk_id][1] for chunk_id in ids], show_progress_bar=False)
+    for chunk_id, vector in zip(ids, vectors):
+        numpy.testing.assert_allclose(rows[chunk_id][1], vector, atol=1e-5)
+    store = LanceDB(connection=lancedb.connect(path), embedding=SentenceTransformerEmbeddings(model),
+                    table_name="chunkd")
+    for chunk_id in ids:
+        source, text = expected[chunk_id]
+        # Its dict filters name top-level columns: the metadata's are filtered in SQL.
+        found = store.similarity_search(text, k=1, filter=f"metadata.source = '{source}'")
+        assert [(document.page_content, document.metadata["source"])
+                for document in found] == [(text, source)]
