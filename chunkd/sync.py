@@ -9,7 +9,8 @@ down, is caught up by the next one: a file whose SHA-256 and fingerprint (chunkd
 version, the settings, the model) the store records, with every id in its rows, is
 current and not even chunked; any other file is chunked, the texts of its new chunk ids
 embedded (a chunk whose id the store holds keeps its vector: same id, same text), and
-applied in one transaction; a source no longer in the folder is removed.
+applied in one transaction with a group of others (each file whole: a store never
+holds half a file); a source no longer in the folder is removed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -35,8 +36,9 @@ from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
 from chunkd.readers import InputError, display_name, read_blocks
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
-from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Sink, StoreDown, StoreRefused,
-                          Stored, fingerprint, open_sink, public_url, retrying)
+from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
+                          StoreRefused, Stored, fingerprint, open_sink, public_url, removal,
+                          retrying)
 from chunkd.strategies import Chunker, build, chunk_blocks, strategy_class
 from chunkd.writers import chunk_record, name_value
 
@@ -177,6 +179,21 @@ def chunk_settings(args: argparse.Namespace) -> Settings:
 
 # --- syncing --------------------------------------------------------------------------
 
+#: A transaction holds at most this many files, or about this many records: their new
+#: texts go to the model in one call, and the store commits once.
+GROUP_FILES, GROUP_RECORDS = 64, 4096
+
+
+@dataclass
+class Pending:
+    """A file's change on its way to the store, and the ids whose vectors it keeps."""
+
+    name: str
+    where: str
+    change: Change
+    kept: set[str] = field(default_factory=set)
+
+
 @dataclass
 class Tally:
     applied: int = 0
@@ -239,71 +256,101 @@ class Sync:
         if metrics:
             for name, _, st in files:
                 metrics.queue.add(name, st.st_mtime)
+        group: list[Pending] = []
         for name, relative, st in files:
-            try:
-                self.sync_file(name, relative, st, stored.get(name), rows.get(name, set()))
-            finally:
-                if metrics:
-                    metrics.queue.done(name)
-        names = {name for name, _, _ in files}
-        for name in sorted((stored.keys() | rows.keys()) - names):
-            self.store(lambda: self.sink.remove(name))
-            self.tally.removed += 1
+            pending = self.prepare(name, relative, st, stored.get(name), rows.get(name, set()))
             if metrics:
-                metrics.sink_transactions.labels("remove").inc()
-            log.info("removed %s: no longer in the folder", name)
+                metrics.queue.done(name)
+            if pending is not None:
+                group.append(pending)
+            if len(group) >= GROUP_FILES \
+                    or sum(len(item.change.records) for item in group) >= GROUP_RECORDS:
+                self.flush(group)
+                group = []
+        self.flush(group)
+        names = {name for name, _, _ in files}
+        gone = [Pending(name, name, removal(name)) for name in sorted(
+            (stored.keys() | rows.keys()) - names)]
+        for start in range(0, len(gone), GROUP_FILES):
+            self.commit(gone[start:start + GROUP_FILES])
         return EXIT_FAILED if self.tally.failed else EXIT_OK
 
-    def sync_file(self, name: str, relative: str, st: os.stat_result, known: Stored | None,
-                  held: set[str]) -> None:
-        where = display_name(relative)
+    def prepare(self, name: str, relative: str, st: os.stat_result, known: Stored | None,
+                held: set[str]) -> Pending | None:
+        """The change the file needs (chunked), or None when the store holds it as it is
+        (or it cannot be read: the store keeps what it has)."""
         try:
             sha256 = file_sha256(self.path(relative), self.args.max_bytes,
                                  self.args.follow_symlinks)
         except InputError as error:
             self.fail(str(error))
-            return
+            return None
         if known is not None and known.sha256 == sha256 \
                 and known.fingerprint == self.fingerprint and known.ids == held:
             self.tally.current += 1
-            return
+            return None
         if self.metrics:
             self.metrics.sink_waiting.add(name, st.st_mtime)
+        where = display_name(relative)
         try:
             sha256, records = chunk_file(self.path(relative), relative, self.chunker,
                                          self.settings, self.limits)
         except InputError as error:
             self.chunker = build(self.settings)  # its state is the failed file's
             self.fail(f"{error}; the store keeps no chunks of it")
-            if known is not None or held:
-                self.store(lambda: self.sink.remove(name))
-            if self.metrics:
-                self.metrics.sink_waiting.done(name)
-            return
+            return Pending(name, where, removal(name)) if known is not None or held else None
         if self.metrics:
             self.metrics.files_chunked.inc()
         kept = held if known is not None and known.fingerprint == self.fingerprint else set()
-        try:
-            self.add_vectors(records, kept)
-        except EmbedError as error:
-            self.fail(f"{where}: embedding failed: {error}; the store keeps its previous "
-                      "state")
-            return
-        try:
-            self.store(lambda: self.sink.apply(name, sha256, self.fingerprint, records))
-        except StoreRefused as error:
-            self.fail(f"{error}; the store keeps its previous state of {where}")
-            return
-        self.tally.applied += 1
-        if self.metrics:
-            self.metrics.sink_transactions.labels("apply").inc()
-            self.metrics.sink_waiting.done(name)
-        log.info("applied %s: %d chunk%s", where, len(records), "" if len(records) == 1 else "s")
+        return Pending(name, where, Change(name, sha256, self.fingerprint, records), kept)
 
-    def add_vectors(self, records: list[dict], kept: set[str]) -> None:
+    def flush(self, group: list[Pending]) -> None:
+        """Embed a group's new texts (one call) and apply it (one transaction)."""
+        if not group:
+            return
+        try:
+            self.add_vectors(group)
+        except EmbedError as error:
+            for item in group:
+                self.fail(f"{item.where}: embedding failed: {error}; the store keeps its "
+                          "previous state")
+            return
+        self.commit(group)
+
+    def commit(self, group: list[Pending]) -> None:
+        """Apply a group in one transaction; a group the store refuses is applied a
+        source at a time, so that only the source at fault is left out."""
+        if not group:
+            return
+        try:
+            self.store(lambda: self.sink.apply([item.change for item in group]))
+        except StoreRefused as error:
+            if len(group) > 1:
+                for item in group:
+                    self.commit([item])
+            else:
+                self.fail(f"{error}; the store keeps its previous state of {group[0].where}")
+            return
+        if self.metrics:
+            kind = "remove" if all(item.change.sha256 is None for item in group) else "apply"
+            self.metrics.sink_transactions.labels(kind).inc()
+        for item in group:
+            if self.metrics:
+                self.metrics.sink_waiting.done(item.name)
+            count = len(item.change.records)
+            if item.change.sha256 is None:
+                self.tally.removed += 1
+                log.info("removed %s", item.where)
+            else:
+                self.tally.applied += 1
+                log.info("applied %s: %d chunk%s", item.where, count, "" if count == 1 else "s")
+
+    def add_vectors(self, group: list[Pending]) -> None:
         """Give each record its vector: the store's for an id it holds (same id, same
-        text), else the model's."""
-        reuse = [record["chunk_id"] for record in records if record["chunk_id"] in kept]
+        text), else the model's (the group's texts in one call)."""
+        records = [record for item in group for record in item.change.records]
+        reuse = [record["chunk_id"] for item in group for record in item.change.records
+                 if record["chunk_id"] in item.kept]
         known = self.store(lambda: self.sink.vectors(reuse)) if reuse else {}
         missing = [record for record in records if record["chunk_id"] not in known]
         if missing:

@@ -226,15 +226,6 @@ def test_two_folders_into_one_collection_keep_to_their_own(store, tmp_path, endp
 
 # --- faults --------------------------------------------------------------------------
 
-def applying(process: subprocess.Popen) -> None:
-    """Wait until the sync has applied its first file."""
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.startswith(b"applied "):
-            return
-    raise AssertionError("the sync ended before applying a file")
-
-
 def sources_in(rows: dict) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for chunk_id, (_, _, metadata) in rows.items():
@@ -258,8 +249,9 @@ def test_kill_9_at_random_points_never_leaves_half_a_file(store, tmp_path, endpo
     chance = random.Random(request.node.name)
     for number in range(24):
         (folder / f"{number:02}.md").write_text(paragraphs(100 + number, chance.randint(2, 6)))
+    started = time.monotonic()
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
-    endpoint.delay = 0.1  # each file's request takes a while: the kills land among them
+    whole = time.monotonic() - started  # a sync of every file: the kills land within
     versions: dict[str, list[set[str]]] = {}  # every version of each file so far
     for source, ids in ids_by_source(folder).items():
         versions.setdefault(source, []).append(ids)
@@ -273,15 +265,13 @@ def test_kill_9_at_random_points_never_leaves_half_a_file(store, tmp_path, endpo
         for source, ids in ids_by_source(folder).items():
             versions.setdefault(source, []).append(ids)
         process = start_sync(folder, url, endpoint, "--collection", collection)
-        applying(process)
-        time.sleep(chance.uniform(0.0, 1.0))
+        time.sleep(chance.uniform(0.2, 1.0) * whole)
         process.send_signal(signal.SIGKILL)
         process.wait()
         # Each source the store holds is one whole version of its file (the killed
         # syncs before may have left an older one, never a mix).
         for source, held in sources_in(rows(collection)).items():
             assert held in versions[source], source
-    endpoint.delay = 0.0
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
     assert_equal(folder, url, endpoint, rows, collection)
 
@@ -314,15 +304,21 @@ def test_a_store_down_then_back(postgres, tmp_path, endpoint):
     # Lost in the middle of a sync (the server stopped, its connections cut): retried.
     for number in range(6):
         (folder / f"{number}.md").write_text(paragraphs(300 + number, 4))
-    endpoint.delay = 0.2
+    endpoint.faults = ["slow"]  # the embedding call waits for the test
+    asked = len(endpoint.requests)
     process = start_sync(folder, postgres.url, endpoint, "--collection", "down", "--retries", "8")
-    applying(process)
-    postgres.stop()
-    time.sleep(1.0)
-    postgres.start()
+    while len(endpoint.requests) == asked:  # it has read the store, and is embedding
+        assert process.poll() is None
+        time.sleep(0.05)
+    try:
+        postgres.stop()
+        endpoint.release.set()
+        time.sleep(1.0)
+    finally:
+        postgres.start()
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
-    endpoint.delay = 0.0
+    assert b"trying again in" in stderr
     assert_equal(folder, postgres.url, endpoint,
                  lambda collection: pgvector_rows(postgres.url, collection), "down")
 
@@ -385,11 +381,13 @@ def test_metrics_while_syncing(tmp_path, endpoint):
     values = {sample.name: sample.value
               for family in text_string_to_metric_families(samples) for sample in family.samples
               if not sample.labels}
-    assert values["chunkd_queue_depth"] == 3
-    assert values["chunkd_queue_oldest_seconds"] > 0
-    assert values["chunkd_sink_pending"] == 1
-    assert values["chunkd_files_chunked_total"] == 1
+    # The three files are chunked, their texts at the model, none in the store yet.
+    assert values["chunkd_queue_depth"] == 0
+    assert values["chunkd_files_chunked_total"] == 3
+    assert values["chunkd_sink_pending"] == 3
+    assert values["chunkd_sink_lag_seconds"] > 0
     assert values["chunkd_texts_embedded_total"] == 0
+    assert values["chunkd_files_failed_total"] == 0
     endpoint.release.set()
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
@@ -410,7 +408,7 @@ class socket_port:
 
 
 def scrape(url: str, process: subprocess.Popen) -> str:
-    """The metrics page once the first request is held (the endpoint's slow answer)."""
+    """The metrics page once the files are chunked (the endpoint holds their texts)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
@@ -419,7 +417,7 @@ def scrape(url: str, process: subprocess.Popen) -> str:
         except OSError:
             time.sleep(0.2)
             continue
-        if "chunkd_files_chunked_total 1.0" in text:
+        if "chunkd_files_chunked_total 3.0" in text:
             return text
         time.sleep(0.2)
     raise AssertionError("the metrics never showed a file chunked")

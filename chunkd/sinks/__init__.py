@@ -2,11 +2,12 @@
 
 A store is one module with a ``Sink``: per source (a file of the folder, by its path
 relative to the folder), ``apply`` replaces what the store holds of it by its current
-records, in ONE transaction (or one atomic commit) together with chunkd's bookkeeping
-of it (its SHA-256, the fingerprint of how it was chunked and embedded, its chunk
-ids), so that no reader ever sees half a file or a file twice; ``remove`` deletes a
-source; ``sources`` reads the bookkeeping back (to know what changed, after a restart
-too) and ``rows`` the ids the store actually holds (to check that it equals the folder).
+records (a ``Change``; or removes it), in ONE transaction (or one atomic commit)
+together with chunkd's bookkeeping of it (its SHA-256, the fingerprint of how it was
+chunked and embedded, its chunk ids), so that no reader ever sees half a file or a
+file twice; several sources' changes may share the transaction, each whole.
+``sources`` reads the bookkeeping back (to know what changed, after a restart too) and
+``rows`` the ids the store actually holds (to check that it equals the folder).
 
 A sink keeps to its own sources: those of its ``origin`` (a name for the folder) in its
 collection; others may write the same store. Every call is bounded in time. A store
@@ -21,8 +22,8 @@ import hashlib
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -59,6 +60,22 @@ class Stored:
     ids: frozenset[str]
 
 
+@dataclass(frozen=True)
+class Change:
+    """A source's new state: its records, the SHA-256 of the bytes they were made from
+    and the fingerprint of how; ``sha256`` None: the source is removed."""
+
+    source: str
+    sha256: str | None
+    fingerprint: str = ""
+    records: list[dict] = field(default_factory=list)
+
+
+def removal(source: str) -> Change:
+    """The change that removes ``source``."""
+    return Change(source, None)
+
+
 class Sink(Protocol):
     """A vector store's side of ``chunkd sync`` (see the module's docstring)."""
 
@@ -78,14 +95,12 @@ class Sink(Protocol):
         """The stored vectors of these ids (of this origin), for records that keep one."""
         ...
 
-    def apply(self, source: str, sha256: str, fingerprint: str, records: list[dict]) -> None:
-        """Make the store hold exactly ``records`` for ``source`` (every current chunk,
-        each with ``chunk_id``, ``text``, ``vector`` and the ``METADATA`` fields it has)
-        and its bookkeeping, in one transaction."""
-        ...
-
-    def remove(self, source: str) -> None:
-        """Delete the source's rows and bookkeeping, in one transaction."""
+    def apply(self, changes: Sequence[Change]) -> None:
+        """Make the store hold exactly each change's records for its source (every
+        current chunk, each with ``chunk_id``, ``text``, ``vector`` and the ``METADATA``
+        fields it has) and its bookkeeping, or nothing of a removed source: all the
+        changes in one transaction (each source whole; a group is cheaper to commit
+        than its sources one by one)."""
         ...
 
     def close(self) -> None:

@@ -8,7 +8,9 @@ is in the rows themselves: each row carries its source's SHA-256 and fingerprint
 a source's bookkeeping is its rows (``sources`` reads them back). A source is applied
 with ONE ``merge_insert`` on ``id`` (insert the new rows, update the kept ones, delete
 the source's rows that are not in the new data: ``when_not_matched_by_source_delete``
-restricted to the source), which Lance commits as one new version of the table: a
+restricted to the sources of the change), which Lance commits as one new version of
+the table (a group of sources is one merge too: each whole, and one commit instead of
+many, which matters: each merge reads the table's ids): a
 reader sees the version before it or the one after it, never half a file, and a
 process killed before the commit leaves only unreferenced data files. A source with no
 chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by each sync
@@ -17,13 +19,14 @@ chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by ea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import RECORD_FIELDS
 from chunkd.errors import SettingsError
-from chunkd.sinks import METADATA, StoreDown, StoreRefused, Stored, metadata
+from chunkd.sinks import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
+                          removal)
 
 if TYPE_CHECKING:
     import pyarrow
@@ -88,10 +91,9 @@ class LanceSink:
             pyarrow.field("metadata", pyarrow.struct(fields)),
         ])
 
-    def _mine(self, source: str | None = None) -> str:
-        """The filter of this origin's rows (of one source)."""
-        where = f"metadata.origin = {_literal(self.origin)}"
-        return where if source is None else f"{where} AND metadata.source = {_literal(source)}"
+    def _mine(self) -> str:
+        """The filter of this origin's rows."""
+        return f"metadata.origin = {_literal(self.origin)}"
 
     def _read(self, columns: list[str], where: str) -> pyarrow.Table:
         table = self._table()
@@ -125,43 +127,44 @@ class LanceSink:
                            + ", ".join(map(_literal, wanted)) + ")")
         return dict(zip(found["id"].to_pylist(), found["vector"].to_pylist()))
 
-    def apply(self, source: str, sha256: str, fingerprint: str, records: list[dict]) -> None:
+    def apply(self, changes: Sequence[Change]) -> None:
         import pyarrow
 
-        if not records:
-            self.remove(source)
+        records = [(change, record) for change in changes if change.sha256 is not None
+                   for record in change.records]
+        table = self._table(len(records[0][1]["vector"]) if records else None)
+        if table is None:  # nothing stored yet, and nothing to store
             return
-        dimension = len(records[0]["vector"])
-        table = self._table(dimension)
-        schema = table.schema
+        sources = "metadata.source IN (" + ", ".join(
+            _literal(change.source) for change in changes) + ")"
         try:
+            if not records:
+                table.delete(f"{self._mine()} AND {sources}")
+                return
             data = pyarrow.Table.from_pylist([
                 {"id": record["chunk_id"], "text": record["text"],
                  "vector": [float(value) for value in record["vector"]],
-                 "metadata": metadata(record, source, self.origin, sha256, fingerprint)}
-                for record in records], schema=schema)
+                 "metadata": metadata(record, change.source, self.origin,
+                                      change.sha256 or "", change.fingerprint)}
+                for change, record in records], schema=table.schema)
         except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError) as error:
-            raise StoreRefused(f"{self.where}: {source}: {error}") from None
+            raise StoreRefused(f"{self.where}: {error}") from None
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
         try:
             # A row of another origin with the same id is never taken over: it stays, and
             # this source then lacks it (--check says so).
             (table.merge_insert("id")
              .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
              .when_not_matched_insert_all()
-             .when_not_matched_by_source_delete(self._mine(source)).execute(data))
+             .when_not_matched_by_source_delete(f"{self._mine()} AND {sources}").execute(data))
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
         except (RuntimeError, ValueError) as error:
-            raise StoreRefused(f"{self.where}: {source}: {error}") from None
+            raise StoreRefused(f"{self.where}: {error}") from None
 
     def remove(self, source: str) -> None:
-        table = self._table()
-        if table is None:
-            return
-        try:
-            table.delete(self._mine(source))
-        except OSError as error:
-            raise StoreDown(f"{self.where}: {error}") from None
+        self.apply([removal(source)])
 
     def close(self) -> None:
         self.table = self.database = None

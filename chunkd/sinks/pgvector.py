@@ -24,13 +24,14 @@ The connection's settings come from the URL and libpq's environment (``PGPASSWOR
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from chunkd.errors import SettingsError
-from chunkd.sinks import StoreDown, StoreRefused, Stored, metadata, public_url
+from chunkd.sinks import (Change, StoreDown, StoreRefused, Stored, metadata, public_url,
+                          removal)
 
 if TYPE_CHECKING:
     import psycopg
@@ -228,55 +229,57 @@ class PgvectorSink:
 
     # --- writing ---------------------------------------------------------------------
 
-    def apply(self, source: str, sha256: str, fingerprint: str, records: list[dict]) -> None:
-        ids = [record["chunk_id"] for record in records]
-        if len(set(ids)) != len(ids):
-            raise StoreRefused(f"{self.where}: {source} has two chunks with one id")
-        dimension = len(records[0]["vector"]) if records else None
-        rows = [(record["chunk_id"], None, _vector_text(record["vector"]),
-                 record["text"], _json(metadata(record, source, self.origin, sha256, fingerprint)))
-                for record in records]
+    def apply(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            ids = [record["chunk_id"] for record in change.records]
+            if len(set(ids)) != len(ids):
+                raise StoreRefused(f"{self.where}: {change.source} has two chunks with one id")
+        dimension = next((len(change.records[0]["vector"]) for change in changes
+                          if change.records), None)
 
         def write(cursor: psycopg.Cursor) -> None:
             collection = self._tables(cursor, dimension)
-            self._lock(cursor, collection, source)
-            if self.dimension:  # the rows' table exists
-                cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
-                               "AND cmetadata ->> 'origin' = %s AND cmetadata ->> 'source' = %s "
-                               "AND NOT id = ANY(%s)", (collection, self.origin, source, ids))
-            if rows:
-                cursor.executemany(UPSERT, [(row[0], collection, *row[2:]) for row in rows])
-                cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
-                               "collection_id = %s AND id = ANY(%s) AND cmetadata ->> "
-                               "'origin' = %s AND cmetadata ->> 'source' = %s",
-                               (collection, ids, self.origin, source))
-                held = _one(cursor)
-                if held != len(ids):
-                    raise StoreRefused(
-                        f"{self.where}: {source}: {len(ids) - held} of its chunk ids are "
-                        "held by another collection or folder (langchain_pg_embedding's "
-                        "id is unique across collections)")
-            cursor.execute(
-                "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
-                "fingerprint, ids) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT "
-                "(collection_id, origin, source) DO UPDATE SET sha256 = EXCLUDED.sha256, "
-                "fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, applied = now()",
-                (collection, self.origin, source, sha256, fingerprint, ids))
+            # In name order: two syncs lock sources in the same order, never in a cycle.
+            for change in sorted(changes, key=lambda change: change.source):
+                self._write(cursor, collection, change)
         self._run(write)
 
-    def remove(self, source: str) -> None:
-        def write(cursor: psycopg.Cursor) -> None:
-            collection = self._collection(cursor, create=False)
-            if collection is None:
-                return
-            self._lock(cursor, collection, source)
-            if _exists(cursor, "langchain_pg_embedding"):
-                cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
-                               "AND cmetadata ->> 'origin' = %s AND cmetadata ->> 'source' "
-                               "= %s", (collection, self.origin, source))
+    def _write(self, cursor: psycopg.Cursor, collection: uuid.UUID, change: Change) -> None:
+        source = change.source
+        ids = [record["chunk_id"] for record in change.records]
+        self._lock(cursor, collection, source)
+        if self.dimension:  # the rows' table exists
+            cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
+                           "AND cmetadata ->> 'origin' = %s AND cmetadata ->> 'source' = %s "
+                           "AND NOT id = ANY(%s)", (collection, self.origin, source, ids))
+        if change.sha256 is None:
             cursor.execute("DELETE FROM chunkd_sources WHERE collection_id = %s AND "
                            "origin = %s AND source = %s", (collection, self.origin, source))
-        self._run(write)
+            return
+        if ids:
+            cursor.executemany(UPSERT, [
+                (record["chunk_id"], collection, _vector_text(record["vector"]), record["text"],
+                 _json(metadata(record, source, self.origin, change.sha256, change.fingerprint)))
+                for record in change.records])
+            cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
+                           "collection_id = %s AND id = ANY(%s) AND cmetadata ->> "
+                           "'origin' = %s AND cmetadata ->> 'source' = %s",
+                           (collection, ids, self.origin, source))
+            held = _one(cursor)
+            if held != len(ids):
+                raise StoreRefused(
+                    f"{self.where}: {source}: {len(ids) - held} of its chunk ids are "
+                    "held by another collection or folder (langchain_pg_embedding's "
+                    "id is unique across collections)")
+        cursor.execute(
+            "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
+            "fingerprint, ids) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT "
+            "(collection_id, origin, source) DO UPDATE SET sha256 = EXCLUDED.sha256, "
+            "fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, applied = now()",
+            (collection, self.origin, source, change.sha256, change.fingerprint, ids))
+
+    def remove(self, source: str) -> None:
+        self.apply([removal(source)])
 
     def _lock(self, cursor: psycopg.Cursor, collection: uuid.UUID, source: str) -> None:
         """One writer at a time per source (two syncs of one folder): a transaction
