@@ -248,10 +248,13 @@ class PgvectorSink:
         source = change.source
         ids = [record["chunk_id"] for record in change.records]
         self._lock(cursor, collection, source)
+        # The source's rows by containment, which LangChain's GIN index on the metadata
+        # answers (an equality on ->> would read the whole table for every source).
+        mine = orjson.dumps({"origin": self.origin, "source": source}).decode()
         if self.dimension:  # the rows' table exists
             cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
-                           "AND cmetadata ->> 'origin' = %s AND cmetadata ->> 'source' = %s "
-                           "AND NOT id = ANY(%s)", (collection, self.origin, source, ids))
+                           "AND cmetadata @> %s::jsonb AND NOT id = ANY(%s)",
+                           (collection, mine, ids))
         if change.sha256 is None:
             cursor.execute("DELETE FROM chunkd_sources WHERE collection_id = %s AND "
                            "origin = %s AND source = %s", (collection, self.origin, source))
@@ -262,9 +265,8 @@ class PgvectorSink:
                  _json(metadata(record, source, self.origin, change.sha256, change.fingerprint)))
                 for record in change.records])
             cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
-                           "collection_id = %s AND id = ANY(%s) AND cmetadata ->> "
-                           "'origin' = %s AND cmetadata ->> 'source' = %s",
-                           (collection, ids, self.origin, source))
+                           "collection_id = %s AND id = ANY(%s) AND cmetadata @> %s::jsonb",
+                           (collection, ids, mine))
             held = _one(cursor)
             if held != len(ids):
                 raise StoreRefused(
