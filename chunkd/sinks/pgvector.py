@@ -1,0 +1,328 @@
+"""PostgreSQL with pgvector, in langchain-postgres's tables, so that
+``langchain_postgres.PGVector(collection_name=...)`` reads and searches what chunkd
+wrote, as it is.
+
+Its layout (langchain-postgres's ``PGVector``, which creates the same tables if they
+are absent): ``langchain_pg_collection (uuid, name UNIQUE, cmetadata)`` and
+``langchain_pg_embedding (id PRIMARY KEY, collection_id, embedding vector, document,
+cmetadata JSONB)``. A chunk is a row: its ``chunk_id`` the row's id, its text the
+document, its vector the embedding, and ``source``, ``origin`` and the record's other
+fields (``chunkd.sinks.METADATA``) the metadata. chunkd's bookkeeping is one more
+table, ``chunkd_sources (collection_id, origin, source, sha256, fingerprint, ids)``,
+written in the same transaction as the rows.
+
+Created if absent (under langchain-postgres's own advisory lock, so that the two never
+race): the ``vector`` extension, the tables, LangChain's GIN index on the metadata and
+an HNSW index on the embedding for cosine distance (LangChain's default), which needs
+the column's dimension: chunkd creates the table with the dimension of its vectors; a
+table LangChain created without one gets no HNSW index (searches still work, exactly).
+
+The connection's settings come from the URL and libpq's environment (``PGPASSWORD``,
+``~/.pgpass``, ``PGSSLMODE``...); the password never appears in a message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+
+from chunkd.errors import SettingsError
+from chunkd.sinks import (Change, StoreDown, StoreRefused, Stored, metadata, public_url,
+                          removal)
+
+if TYPE_CHECKING:
+    import psycopg
+
+EXTRA = "pip install 'psycopg[binary]>=3.2'"
+#: langchain-postgres's lock around creating the extension (the same number, so that a
+#: PGVector starting at the same time waits for chunkd, and chunkd for it).
+SCHEMA_LOCK = 1573678846307946496
+#: The most seconds to connect, and the most any statement may take.
+CONNECT_SECONDS, STATEMENT_SECONDS = 10, 120
+
+BOOKKEEPING = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS langchain_pg_collection (
+    uuid UUID PRIMARY KEY, name VARCHAR NOT NULL UNIQUE, cmetadata JSON);
+CREATE TABLE IF NOT EXISTS chunkd_sources (
+    collection_id UUID NOT NULL REFERENCES langchain_pg_collection (uuid) ON DELETE CASCADE,
+    origin TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, ids TEXT[] NOT NULL,
+    applied TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (collection_id, origin, source));
+"""
+EMBEDDINGS = """
+CREATE TABLE IF NOT EXISTS langchain_pg_embedding (
+    id VARCHAR PRIMARY KEY,
+    collection_id UUID REFERENCES langchain_pg_collection (uuid) ON DELETE CASCADE,
+    embedding vector({dimension}), document VARCHAR, cmetadata JSONB);
+CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON langchain_pg_embedding
+    USING gin (cmetadata jsonb_path_ops);
+"""
+HNSW = ("CREATE INDEX IF NOT EXISTS chunkd_embedding_hnsw ON langchain_pg_embedding "
+        "USING hnsw (embedding vector_cosine_ops)")
+
+UPSERT = """
+INSERT INTO langchain_pg_embedding AS stored (id, collection_id, embedding, document, cmetadata)
+VALUES (%s, %s, %s::vector, %s, %s::jsonb)
+ON CONFLICT (id) DO UPDATE SET document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata,
+    embedding = EXCLUDED.embedding
+WHERE stored.collection_id = EXCLUDED.collection_id
+    AND stored.cmetadata ->> 'origin' = EXCLUDED.cmetadata ->> 'origin'
+"""
+
+T = TypeVar("T")
+
+
+class PgvectorSink:
+    """One collection of a PostgreSQL database, for one origin (``chunkd.sinks``)."""
+
+    def __init__(self, url: str, collection: str, origin: str) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise SettingsError(f"--sink postgresql://... needs psycopg: {EXTRA}") from None
+        self.url = url
+        self.collection = collection
+        self.origin = origin
+        self.where = f"{public_url(url)} collection {collection}"
+        self.password = _password(url)
+        self.connection: psycopg.Connection | None = None
+        self.collection_id: uuid.UUID | None = None
+        self.dimension: int | None = None  # once the tables are known to take it
+
+    # --- the connection --------------------------------------------------------------
+
+    def _connected(self) -> psycopg.Connection:
+        import psycopg
+
+        if self.connection is None or self.connection.closed or self.connection.broken:
+            self.connection = None
+            self.connection = psycopg.connect(
+                self.url, connect_timeout=CONNECT_SECONDS, autocommit=False,
+                options=f"-c statement_timeout={STATEMENT_SECONDS * 1000}",
+                application_name="chunkd")
+        return self.connection
+
+    def _run(self, work: Callable[[psycopg.Cursor], T]) -> T:
+        """``work`` in one transaction, committed; a driver error as the sink's."""
+        import psycopg
+
+        try:
+            connection = self._connected()
+            try:
+                with connection.transaction(), connection.cursor() as cursor:
+                    return work(cursor)
+            except BaseException:  # what it learnt may have been rolled back
+                self.collection_id, self.dimension = None, None
+                raise
+        # Operational: the connection, a timeout, a full disk, a deadlock or a
+        # serialization failure: each worth another try.
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            self._drop()
+            raise StoreDown(self._message(error)) from None
+        except psycopg.Error as error:
+            raise StoreRefused(self._message(error)) from None
+
+    def _drop(self) -> None:
+        if self.connection is not None:
+            try:
+                self.connection.close()
+            except Exception:  # noqa: BLE001 (a broken connection closes as it can)
+                pass
+        self.connection = None
+        self.collection_id = None
+        self.dimension = None
+
+    def _message(self, error: BaseException) -> str:
+        text = " ".join(str(error).split()) or type(error).__name__
+        if self.password:
+            text = text.replace(self.password, "***")
+        return f"{self.where}: {text}"
+
+    # --- the tables ------------------------------------------------------------------
+
+    def _collection(self, cursor: psycopg.Cursor, create: bool) -> uuid.UUID | None:
+        """The collection's uuid (made if ``create``), or None if it has none yet."""
+        if self.collection_id is None:
+            if create:
+                cursor.execute("INSERT INTO langchain_pg_collection (uuid, name) "
+                               "VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+                               (uuid.uuid4(), self.collection))
+            else:
+                if not _exists(cursor, "chunkd_sources"):
+                    return None
+            cursor.execute("SELECT uuid FROM langchain_pg_collection WHERE name = %s",
+                           (self.collection,))
+            row = cursor.fetchone()
+            self.collection_id = row[0] if row else None
+        return self.collection_id
+
+    def _tables(self, cursor: psycopg.Cursor, dimension: int | None) -> uuid.UUID:
+        """Create what is absent (the rows' table only once vectors of ``dimension``
+        come); the collection's uuid."""
+        if self.dimension is None or (dimension is not None and self.dimension != dimension):
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            cursor.execute(BOOKKEEPING)
+            if dimension is not None:
+                cursor.execute(EMBEDDINGS.format(dimension=int(dimension)))
+            cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = "
+                           "to_regclass('langchain_pg_embedding') AND attname = 'embedding'")
+            declared = _one(cursor)
+            if declared is None:
+                self.dimension = 0  # no rows' table yet: nothing to delete from
+            elif declared > 0 and dimension is not None and declared != dimension:
+                raise StoreRefused(f"{self.where}: its embedding column takes vectors of "
+                                   f"{declared} dimensions, the model makes {dimension}")
+            else:
+                if declared > 0:
+                    cursor.execute(HNSW)
+                self.dimension = dimension or declared
+        collection = self._collection(cursor, create=True)
+        assert collection is not None, "the collection was just made"
+        return collection
+
+    # --- reading ---------------------------------------------------------------------
+
+    def sources(self) -> dict[str, Stored]:
+        def read(cursor: psycopg.Cursor) -> dict[str, Stored]:
+            collection = self._collection(cursor, create=False)
+            if collection is None:
+                return {}
+            cursor.execute("SELECT source, sha256, fingerprint, ids FROM chunkd_sources "
+                           "WHERE collection_id = %s AND origin = %s",
+                           (collection, self.origin))
+            return {source: Stored(sha256, made, frozenset(ids))
+                    for source, sha256, made, ids in cursor}
+        return self._run(read)
+
+    def rows(self) -> dict[str, set[str]]:
+        def read(cursor: psycopg.Cursor) -> dict[str, set[str]]:
+            collection = self._collection(cursor, create=False)
+            if collection is None or not _exists(cursor, "langchain_pg_embedding"):
+                return {}
+            cursor.execute("SELECT cmetadata ->> 'source', id FROM langchain_pg_embedding "
+                           "WHERE collection_id = %s AND cmetadata ->> 'origin' = %s "
+                           "AND embedding IS NOT NULL", (collection, self.origin))
+            found: dict[str, set[str]] = {}
+            for source, row in cursor:
+                found.setdefault(source, set()).add(row)
+            return found
+        return self._run(read)
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        wanted = list(ids)
+
+        def read(cursor: psycopg.Cursor) -> dict[str, list[float]]:
+            collection = self._collection(cursor, create=False)
+            if collection is None or not wanted \
+                    or not _exists(cursor, "langchain_pg_embedding"):
+                return {}
+            cursor.execute("SELECT id, embedding::text FROM langchain_pg_embedding WHERE "
+                           "collection_id = %s AND id = ANY(%s) AND cmetadata ->> 'origin' = %s",
+                           (collection, wanted, self.origin))
+            return {row: orjson.loads(text) for row, text in cursor if text is not None}
+        return self._run(read)
+
+    # --- writing ---------------------------------------------------------------------
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            ids = [record["chunk_id"] for record in change.records]
+            if len(set(ids)) != len(ids):
+                raise StoreRefused(f"{self.where}: {change.source} has two chunks with one id")
+        dimension = next((len(change.records[0]["vector"]) for change in changes
+                          if change.records), None)
+
+        def write(cursor: psycopg.Cursor) -> None:
+            collection = self._tables(cursor, dimension)
+            # In name order: two syncs lock sources in the same order, never in a cycle.
+            for change in sorted(changes, key=lambda change: change.source):
+                self._write(cursor, collection, change)
+        self._run(write)
+
+    def _write(self, cursor: psycopg.Cursor, collection: uuid.UUID, change: Change) -> None:
+        source = change.source
+        ids = [record["chunk_id"] for record in change.records]
+        self._lock(cursor, collection, source)
+        # The source's rows by containment, which LangChain's GIN index on the metadata
+        # answers (an equality on ->> would read the whole table for every source).
+        mine = orjson.dumps({"origin": self.origin, "source": source}).decode()
+        if self.dimension:  # the rows' table exists
+            cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
+                           "AND cmetadata @> %s::jsonb AND NOT id = ANY(%s)",
+                           (collection, mine, ids))
+        if change.sha256 is None:
+            cursor.execute("DELETE FROM chunkd_sources WHERE collection_id = %s AND "
+                           "origin = %s AND source = %s", (collection, self.origin, source))
+            return
+        if ids:
+            cursor.executemany(UPSERT, [
+                (record["chunk_id"], collection, _vector_text(record["vector"]), record["text"],
+                 _json(metadata(record, source, self.origin, change.sha256, change.fingerprint)))
+                for record in change.records])
+            cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
+                           "collection_id = %s AND id = ANY(%s) AND cmetadata @> %s::jsonb",
+                           (collection, ids, mine))
+            held = _one(cursor)
+            if held != len(ids):
+                raise StoreRefused(
+                    f"{self.where}: {source}: {len(ids) - held} of its chunk ids are "
+                    "held by another collection or folder (langchain_pg_embedding's "
+                    "id is unique across collections)")
+        cursor.execute(
+            "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
+            "fingerprint, ids) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT "
+            "(collection_id, origin, source) DO UPDATE SET sha256 = EXCLUDED.sha256, "
+            "fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, applied = now()",
+            (collection, self.origin, source, change.sha256, change.fingerprint, ids))
+
+    def remove(self, source: str) -> None:
+        self.apply([removal(source)])
+
+    def _lock(self, cursor: psycopg.Cursor, collection: uuid.UUID, source: str) -> None:
+        """One writer at a time per source (two syncs of one folder): a transaction
+        lock on the source's key."""
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                       (f"{collection}\n{self.origin}\n{source}",))
+
+    def close(self) -> None:
+        self._drop()
+
+
+def _one(cursor: Any) -> Any:
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _json(values: dict[str, Any]) -> str:
+    """Metadata as JSON, without the fields a chunk does not have."""
+    return orjson.dumps({key: value for key, value in values.items()
+                         if value is not None}).decode()
+
+
+def _exists(cursor: Any, table: str) -> bool:
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
+    return bool(_one(cursor))
+
+
+def _vector_text(vector: Any) -> str | None:
+    """A vector as pgvector's text form (float32 values round-trip exactly: the
+    shortest decimal of each, as a double, parses back to the same float32)."""
+    if vector is None:
+        return None
+    values = vector.tolist() if hasattr(vector, "tolist") else vector
+    return "[" + ",".join(map(repr, values)) + "]"
+
+
+def _password(url: str) -> str | None:
+    """The password the URL holds, if any (never shown in a message)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return str(conninfo_to_dict(url).get("password") or "") or None
+    except Exception:  # noqa: BLE001 (a malformed URL: connect says what is wrong)
+        return None

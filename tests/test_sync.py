@@ -1,0 +1,516 @@
+"""``chunkd sync FOLDER --sink URL``: the installed command against a real PostgreSQL
+with pgvector and a real LanceDB folder, checked by readers chunkd did not write
+(langchain-postgres's PGVector, LanceDB's client) against the filter's chunks."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from command import chunkd_command
+from stores import (CHUNKING, Postgres, assert_store_holds, embedded_texts, expected_chunks,
+                    lance_rows, pgvector_rows, start_endpoint, stop_endpoint)
+
+from chunkd.sinks import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
+
+SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sample.md")
+
+
+def paragraphs(seed: int, count: int) -> str:
+    """A text of ``count`` paragraphs, different for each seed."""
+    chance = random.Random(seed)
+    words = ("river sea mountain snow bread oven yeast delta rope boot salt deep "
+             "winter plain climber flour").split()
+    return "\n\n".join(" ".join(chance.choice(words) for _ in range(chance.randint(20, 60)))
+                       + "." for _ in range(count)) + "\n"
+
+
+# --- fixtures ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def postgres():
+    server = Postgres()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def endpoint():
+    server = start_endpoint()
+    yield server
+    stop_endpoint(server)
+
+
+@pytest.fixture(params=["pgvector", "lancedb"])
+def store(request, tmp_path):
+    """(kind, URL, reader of a collection's rows)."""
+    if request.param == "pgvector":
+        server = request.getfixturevalue("postgres")
+        return "pgvector", server.url, lambda collection: pgvector_rows(server.url, collection)
+    path = str(tmp_path / "lance")
+    return "lancedb", path, lambda collection: lance_rows(path, collection)
+
+
+def sync(folder, url, endpoint, *options, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
+         endpoint.url, "--embed-model", "hashed", *options],
+        capture_output=True, timeout=300, env=env)
+
+
+def start_sync(folder, url, endpoint, *options) -> subprocess.Popen:
+    return subprocess.Popen(
+        [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
+         endpoint.url, "--embed-model", "hashed", *options],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def assert_equal(folder, url, endpoint, rows, collection="chunkd", *options) -> None:
+    """``--check`` passes and the reader finds exactly the filter's chunks."""
+    checked = sync(folder, url, endpoint, "--check", "--collection", collection, *options)
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
+    assert_store_holds(rows(collection), expected_chunks(folder, *CHUNKING[:2]))
+
+
+def collection_name(request) -> str:
+    return "c_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")
+
+
+# --- the sequence --------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_adds_edits_renames_and_deletions(store, tmp_path, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    shutil.copy(SAMPLE, folder / "a.md")
+    (folder / "b.txt").write_text(paragraphs(1, 5))
+    (folder / "sub" / "c.md").write_text(paragraphs(2, 4))
+    (folder / "notes.tmp").write_text("never taken")
+
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+    assert_equal(folder, url, endpoint, rows, collection)
+
+    # An edit: only the chunks with new ids are embedded; the others keep their vectors.
+    before = set(expected_chunks(folder, *CHUNKING[:2]))
+    with open(folder / "b.txt", "a") as stream:
+        stream.write("\n" + paragraphs(3, 1))
+    new = set(expected_chunks(folder, *CHUNKING[:2])) - before
+    asked = embedded_texts(endpoint)
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+    assert embedded_texts(endpoint) - asked == len(new) > 0
+    assert_equal(folder, url, endpoint, rows, collection)
+
+    # A rename is a deletion and an addition; then a deletion and a new subfolder file.
+    (folder / "b.txt").rename(folder / "b2.txt")
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+    assert_equal(folder, url, endpoint, rows, collection)
+    (folder / "sub" / "c.md").unlink()
+    (folder / "sub" / "d.md").write_text(paragraphs(4, 3))
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+    assert b"1 applied, 1 removed, 2 current" in done.stderr
+    assert_equal(folder, url, endpoint, rows, collection)
+    assert {metadata["source"] for _, _, metadata in rows(collection).values()} \
+        == {"a.md", "b2.txt", "sub/d.md"}
+
+    # Nothing changed: nothing chunked, embedded or written.
+    asked = embedded_texts(endpoint)
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert b"0 applied, 0 removed, 3 current" in done.stderr
+    assert embedded_texts(endpoint) == asked
+
+
+@pytest.mark.slow
+def test_check_lists_what_differs_and_changes_nothing(store, tmp_path, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"{number}.md").write_text(paragraphs(number, 3))
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    (folder / "0.md").write_text(paragraphs(10, 3))   # stale
+    (folder / "1.md").unlink()                         # orphaned
+    (folder / "3.md").write_text(paragraphs(11, 2))   # missing
+    held = rows(collection)
+    checked = sync(folder, url, endpoint, "--collection", collection, "--check")
+    assert checked.returncode == 1
+    assert checked.stdout.decode().splitlines() == ["stale 0.md", "missing 3.md",
+                                                    "orphaned 1.md"]
+    assert rows(collection).keys() == held.keys()     # changed nothing
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    assert_equal(folder, url, endpoint, rows, collection)
+
+
+@pytest.mark.slow
+def test_check_finds_a_row_deleted_behind_its_back(postgres, tmp_path, endpoint):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(5, 4))
+    assert sync(folder, postgres.url, endpoint, "--collection", "behind").returncode == 0
+    victim = next(iter(pgvector_rows(postgres.url, "behind")))
+    with postgres.connect() as connection:
+        connection.execute("DELETE FROM langchain_pg_embedding WHERE id = %s", (victim,))
+    checked = sync(folder, postgres.url, endpoint, "--collection", "behind", "--check")
+    assert checked.returncode == 1
+    assert checked.stdout == b"ids a.md: 1 of the folder's not in the store, 0 in the " \
+                             b"store not of the folder\n"
+    # The next sync sees it too (the rows, not only the bookkeeping) and repairs it.
+    assert sync(folder, postgres.url, endpoint, "--collection", "behind").returncode == 0
+    assert_equal(folder, postgres.url, endpoint,
+                 lambda collection: pgvector_rows(postgres.url, collection), "behind")
+
+
+# --- the store and its neighbours ----------------------------------------------------
+
+@pytest.mark.slow
+def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgres, tmp_path,
+                                                                         endpoint):
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_postgres import PGVector
+
+    connection = postgres.url.replace("postgresql://", "postgresql+psycopg://")
+    theirs = PGVector(FakeEmbeddings(size=8), collection_name="theirs", connection=connection)
+    theirs.add_texts(["someone else's text"], ids=["theirs-1"])
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.md")
+    assert sync(folder, postgres.url, endpoint, "--collection", "searched").returncode == 0
+    ours = PGVector(FakeEmbeddings(size=8), collection_name="searched", connection=connection)
+    for chunk_id, (source, text) in expected_chunks(folder, *CHUNKING[:2]).items():
+        from test_embed_url import hashed
+
+        found = ours.similarity_search_with_score_by_vector(hashed([text])[0], k=1)
+        assert [(document.id, document.page_content, document.metadata["source"])
+                for document, _ in found] == [(chunk_id, text, source)]
+    (folder / "a.md").unlink()
+    assert sync(folder, postgres.url, endpoint, "--collection", "searched").returncode == 0
+    assert pgvector_rows(postgres.url, "searched") == {}
+    assert [document.page_content for document in theirs.get_by_ids(["theirs-1"])] \
+        == ["someone else's text"]
+
+
+@pytest.mark.slow
+def test_two_folders_into_one_collection_keep_to_their_own(store, tmp_path, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "a.md").write_text(paragraphs(20, 3))
+    (one / "b.md").write_text(paragraphs(21, 3))
+    (two / "c.md").write_text(paragraphs(22, 3))
+    first = start_sync(one, url, endpoint, "--collection", collection)
+    second = start_sync(two, url, endpoint, "--collection", collection)
+    assert (first.wait(300), second.wait(300)) == (0, 0)
+    (one / "b.md").unlink()
+    assert sync(one, url, endpoint, "--collection", collection).returncode == 0
+    for folder in (one, two):
+        checked = sync(folder, url, endpoint, "--collection", collection, "--check")
+        assert (checked.returncode, checked.stdout) == (0, b"")
+    expected = expected_chunks(one, *CHUNKING[:2]) | expected_chunks(two, *CHUNKING[:2])
+    assert_store_holds(rows(collection), expected)
+
+
+# --- faults --------------------------------------------------------------------------
+
+def sources_in(rows: dict) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for chunk_id, (_, _, metadata) in rows.items():
+        found.setdefault(metadata["source"], set()).add(chunk_id)
+    return found
+
+
+def ids_by_source(folder) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for chunk_id, (source, _) in expected_chunks(folder, *CHUNKING[:2]).items():
+        found.setdefault(source, set()).add(chunk_id)
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_points_never_leaves_half_a_file(store, tmp_path, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    chance = random.Random(request.node.name)
+    for number in range(24):
+        (folder / f"{number:02}.md").write_text(paragraphs(100 + number, chance.randint(2, 6)))
+    started = time.monotonic()
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    whole = time.monotonic() - started  # a sync of every file: the kills land within
+    versions: dict[str, list[set[str]]] = {}  # every version of each file so far
+    for source, ids in ids_by_source(folder).items():
+        versions.setdefault(source, []).append(ids)
+    for round in range(4):
+        for path in chance.sample(sorted(folder.iterdir()), 8):  # edits, deletions, adds
+            if chance.random() < 0.3:
+                path.unlink()
+            else:
+                path.write_text(paragraphs(chance.randint(0, 10**6), chance.randint(1, 6)))
+        (folder / f"new{round}.md").write_text(paragraphs(chance.randint(0, 10**6), 3))
+        for source, ids in ids_by_source(folder).items():
+            versions.setdefault(source, []).append(ids)
+        process = start_sync(folder, url, endpoint, "--collection", collection)
+        time.sleep(chance.uniform(0.2, 1.0) * whole)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        # Each source the store holds is one whole version of its file (the killed
+        # syncs before may have left an older one, never a mix).
+        for source, held in sources_in(rows(collection)).items():
+            assert held in versions[source], source
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    assert_equal(folder, url, endpoint, rows, collection)
+
+
+@pytest.mark.slow
+def test_a_store_down_then_back(postgres, tmp_path, endpoint):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(6):
+        (folder / f"{number}.md").write_text(paragraphs(200 + number, 4))
+    postgres.stop()
+    try:
+        refused = sync(folder, postgres.url, endpoint, "--collection", "down", "--retries", "0")
+        assert refused.returncode == 3
+        lines = refused.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("chunkd: postgresql://postgres@/postgres")
+        assert "Traceback" not in refused.stderr.decode()
+        # Down when the sync starts, back while it waits: it catches up.
+        process = start_sync(folder, postgres.url, endpoint, "--collection", "down",
+                             "--retries", "8")
+        time.sleep(2.0)
+    finally:
+        postgres.start()
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert b"trying again in" in stderr
+    assert_equal(folder, postgres.url, endpoint,
+                 lambda collection: pgvector_rows(postgres.url, collection), "down")
+
+    # Lost in the middle of a sync (the server stopped, its connections cut): retried.
+    for number in range(6):
+        (folder / f"{number}.md").write_text(paragraphs(300 + number, 4))
+    endpoint.faults = ["slow"]  # the embedding call waits for the test
+    asked = len(endpoint.requests)
+    process = start_sync(folder, postgres.url, endpoint, "--collection", "down", "--retries", "8")
+    while len(endpoint.requests) == asked:  # it has read the store, and is embedding
+        assert process.poll() is None
+        time.sleep(0.05)
+    try:
+        postgres.stop()
+        endpoint.release.set()
+        time.sleep(1.0)
+    finally:
+        postgres.start()
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert b"trying again in" in stderr
+    assert_equal(folder, postgres.url, endpoint,
+                 lambda collection: pgvector_rows(postgres.url, collection), "down")
+
+
+@pytest.mark.slow
+def test_a_refused_source_is_left_whole_and_the_others_applied(postgres, tmp_path, endpoint):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(400, 4))
+    (folder / "b.md").write_text(paragraphs(401, 4))
+    taken = next(chunk_id for chunk_id, (source, _) in
+                 expected_chunks(folder, *CHUNKING[:2]).items() if source == "b.md")
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_postgres import PGVector
+
+    other = PGVector(FakeEmbeddings(size=8), collection_name="holder",
+                     connection=postgres.url.replace("postgresql://", "postgresql+psycopg://"))
+    other.add_texts(["holds an id chunkd wants"], ids=[taken])
+    done = sync(folder, postgres.url, endpoint, "--collection", "refused")
+    assert done.returncode == 1
+    assert b"chunkd: postgresql://postgres@/postgres collection refused: b.md: 1 of its " \
+           b"chunk ids are held by another collection" in done.stderr
+    assert set(sources_in(pgvector_rows(postgres.url, "refused"))) == {"a.md"}
+    other.delete([taken])
+    assert sync(folder, postgres.url, endpoint, "--collection", "refused").returncode == 0
+    assert_equal(folder, postgres.url, endpoint,
+                 lambda collection: pgvector_rows(postgres.url, collection), "refused")
+
+
+@pytest.mark.slow
+def test_the_password_is_never_shown(tmp_path, endpoint):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("text")
+    env = dict(os.environ, CHUNKD_SINK_URL="postgresql://chunkd:S3cret-Pass@127.0.0.1:1/db")
+    done = subprocess.run(
+        [chunkd_command(), "sync", str(folder), "--embed-url", endpoint.url, "--embed-model",
+         "m", "--retries", "1"], capture_output=True, timeout=120, env=env)
+    assert done.returncode == 3
+    assert b"S3cret-Pass" not in done.stderr + done.stdout
+    assert b"chunkd: postgresql://chunkd@127.0.0.1:1/db collection chunkd:" in done.stderr
+    assert b"trying again in" in done.stderr
+
+
+# --- metrics -------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_metrics_while_syncing(tmp_path, endpoint):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"{number}.md").write_text(paragraphs(500 + number, 3))
+    endpoint.faults = ["slow"]  # the first request waits for the test
+    with socket_port() as port:
+        process = start_sync(folder, str(tmp_path / "lance"), endpoint, "--metrics",
+                             f"127.0.0.1:{port}")
+        samples = scrape(f"http://127.0.0.1:{port}/metrics", process)
+    values = {sample.name: sample.value
+              for family in text_string_to_metric_families(samples) for sample in family.samples
+              if not sample.labels}
+    # The three files are chunked, their texts at the model, none in the store yet.
+    assert values["chunkd_queue_depth"] == 0
+    assert values["chunkd_files_chunked_total"] == 3
+    assert values["chunkd_sink_pending"] == 3
+    assert values["chunkd_sink_lag_seconds"] > 0
+    assert values["chunkd_texts_embedded_total"] == 0
+    assert values["chunkd_files_failed_total"] == 0
+    endpoint.release.set()
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+
+
+class socket_port:
+    """A free TCP port on loopback (closed again for the command to take)."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return probe.getsockname()[1]
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def scrape(url: str, process: subprocess.Popen) -> str:
+    """The metrics page once the files are chunked (the endpoint holds their texts)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        try:
+            text = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            time.sleep(0.2)
+            continue
+        if "chunkd_files_chunked_total 3.0" in text:
+            return text
+        time.sleep(0.2)
+    raise AssertionError("the metrics never showed a file chunked")
+
+
+# --- usage and the retry rule ---------------------------------------------------------
+
+MODEL = ("--embed-url", "http://127.0.0.1:1", "--embed-model", "m")
+
+
+@pytest.mark.parametrize("options, message", [
+    (MODEL, b"give the store: --sink URL, or set CHUNKD_SINK_URL"),
+    (("--sink", "mysql://u:pw@h/db", *MODEL), b"--sink mysql://u@h/db: not a store chunkd writes"),
+    (("--sink", "x", "--embed", "a", "--embed-url", "http://127.0.0.1:1"),
+     b"--embed and --embed-url exclude each other"),
+    (("--sink", "x", "--retries", "-1", *MODEL), b"--retries must be 0 or more"),
+])
+def test_usage_errors_are_one_line(tmp_path, options, message):
+    env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
+    done = subprocess.run([chunkd_command(), "sync", str(tmp_path), *options],
+                          capture_output=True, timeout=60, env=env)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_model_is_required(tmp_path):
+    done = subprocess.run([chunkd_command(), "sync", str(tmp_path), "--sink", "x"],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 2
+    assert b"chunkd sync needs the model that embeds the chunks" in done.stderr
+
+
+def test_retries_back_off_doubling_to_a_bound_then_give_up():
+    waits: list[float] = []
+    calls = []
+
+    def down() -> None:
+        calls.append(1)
+        raise StoreDown("down")
+
+    with pytest.raises(StoreDown):
+        retrying(down, 10, sleep=waits.append)
+    assert len(calls) == 10 and len(waits) == 9
+    floors = [min(BACKOFF_FIRST * 2 ** number, BACKOFF_MOST) for number in range(9)]
+    assert all(floor <= wait <= 1.25 * floor for wait, floor in zip(waits, floors))
+    results = iter([StoreDown("once"), "done"])
+
+    def once() -> str:
+        result = next(results)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    assert retrying(once, 2, sleep=waits.append) == "done"
+
+
+def test_public_url_hides_the_password_and_the_query():
+    assert public_url("postgresql://me:secret@db.example:5432/rag?sslmode=require") \
+        == "postgresql://me@db.example:5432/rag"
+    assert public_url("/var/lib/chunkd/lance") == "/var/lib/chunkd/lance"
+
+
+# --- the real model, read by LangChain's LanceDB vector store -------------------------
+
+@pytest.mark.slow
+def test_minilm_vectors_that_langchains_lancedb_store_searches(tmp_path):
+    import lancedb
+    import numpy
+    from embedding import SentenceTransformerEmbeddings, model_folder
+    from langchain_community.vectorstores import LanceDB
+    from sentence_transformers import SentenceTransformer
+
+    folder, path = tmp_path / "docs", str(tmp_path / "lance")
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.md")
+    (folder / "b.md").write_text(paragraphs(600, 3))
+    done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, *CHUNKING,
+                           "--embed", model_folder()], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = expected_chunks(folder, *CHUNKING[:2])
+    rows = lance_rows(path, "chunkd")
+    assert set(rows) == set(expected)
+    model = SentenceTransformer(model_folder(), device="cpu")
+    ids = list(expected)
+    vectors = model.encode([expected[chunk_id][1] for chunk_id in ids], show_progress_bar=False)
+    for chunk_id, vector in zip(ids, vectors):
+        numpy.testing.assert_allclose(rows[chunk_id][1], vector, atol=1e-5)
+    store = LanceDB(connection=lancedb.connect(path), embedding=SentenceTransformerEmbeddings(model),
+                    table_name="chunkd")
+    for chunk_id in ids:
+        source, text = expected[chunk_id]
+        # Its dict filters name top-level columns: the metadata's are filtered in SQL.
+        found = store.similarity_search(text, k=1, filter=f"metadata.source = '{source}'")
+        assert [(document.page_content, document.metadata["source"])
+                for document in found] == [(text, source)]
