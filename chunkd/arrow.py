@@ -150,15 +150,18 @@ def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...],
 
 
 def vector_array(vectors: Sequence[object], dimension: int | None) -> pa.Array:
-    """Vectors (float32 arrays of ``dimension`` numbers) as a fixed-size list array,
-    laid from one buffer."""
+    """Vectors (float32 arrays of one length) as a list array laid from one buffer:
+    of fixed size where ``dimension`` is given (the model's)."""
     import numpy
 
-    kind = field_type("vector", dimension)
     if not vectors:
-        return pa.array([], kind)
+        return pa.array([], field_type("vector", dimension))
     flat = numpy.stack(cast("Sequence[numpy.ndarray]", vectors)).astype(numpy.float32)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), flat.shape[1])
+    values = pa.array(flat.ravel())
+    if dimension is None:
+        offsets = numpy.arange(0, flat.size + 1, flat.shape[1], dtype=numpy.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), values)
+    return pa.FixedSizeListArray.from_arrays(values, dimension)
 
 
 def _chunk_columns(fields: tuple[str, ...]) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from typing import Any
 from chunkd.embedder import MODEL_OPTIONS, takes_model
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
                              chunk_limit, settings_from_flags)
-from chunkd.strategies import strategy_class
+from chunkd.strategies import Strategy, strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
 #: Settings flags that eval's retriever reads too (the model): a strategy that does not
@@ -104,7 +104,7 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
     return points, problems
 
 
-def taken(flags: dict[str, Any], kind: type) -> dict[str, Any]:
-    """``flags`` less the retriever's that ``kind`` does not take."""
+def taken(flags: dict[str, Any], kind: type[Strategy]) -> dict[str, Any]:
+    """``flags`` less the retriever's model options, for a strategy that embeds nothing."""
     return {key: value for key, value in flags.items()
             if key not in RETRIEVER_FLAGS or takes_model({"strategy": kind.name})}
