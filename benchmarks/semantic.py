@@ -238,7 +238,7 @@ def compare(args: argparse.Namespace, folder: str) -> None:
     model.embed(["warm up"] * 64)
     gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") else "CPU"
     print(f"# Embedding at the model's speed\n\n{len(texts)} documents of the shared corpus "
-          f"({', '.join(ENGLISH)}), {megabytes:.2f} MB; {pathlib.Path(folder).name} on "
+          f"({', '.join(ENGLISH)}), {megabytes:.2f} MB; {args.model or 'all-MiniLM-L6-v2'} on "
           f"{device} ({gpu}), torch {torch.__version__}, batches of {BATCH}, float32. "
           f"Command: `python benchmarks/semantic.py --device {device}"
           f"{f' --limit-docs {args.limit_docs}' if args.limit_docs else ''}`.\n")
@@ -425,6 +425,7 @@ def main() -> None:
                         help="the mean batch a loopback endpoint receives instead")
     parser.add_argument("options", nargs="*", help="--eval: chunkd eval's options, after --")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # each row as it is measured
     if args.endpoint_batches:
         endpoint_batches(args.limit_docs)
         return
