@@ -33,9 +33,11 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, cast
 
 from chunkd.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.embedder import VECTORS, embedder
 from chunkd.ids import ChunkIds
 from chunkd.settings import Settings
 from chunkd.strategies import Source, begin, build
+from chunkd.vectors import embedded
 
 try:
     import pyarrow as pa
@@ -117,14 +119,25 @@ class Columns:
         return pa.schema(fields + [schema.field(name) for name in self.carried])
 
 
-def chunk_schema(header: pa.Schema, fields: tuple[str, ...]) -> pa.Schema:
+def chunk_schema(header: pa.Schema, fields: tuple[str, ...],
+                 dimension: int | None = None) -> pa.Schema:
     """A table of chunks' schema: ``header``, the chunk's fields and the optional
-    ``fields`` that the settings' records carry (``Settings.record_fields()``)."""
-    return pa.schema([*header, *(pa.field(name, FIELD_TYPES[name])
+    ``fields`` that the settings' records carry (``Settings.record_fields()``); a
+    ``vector`` holds ``dimension`` float32s."""
+    return pa.schema([*header, *(pa.field(name, field_type(name, dimension))
                                  for name in _chunk_columns(fields))])
 
 
-def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...]) -> list[pa.Array]:
+def field_type(name: str, dimension: int | None = None) -> pa.DataType:
+    """A chunk field's Arrow type: a vector is a fixed-size list of ``dimension``
+    float32s where the model's dimension is known."""
+    if name == "vector" and dimension is not None:
+        return pa.list_(pa.float32(), dimension)
+    return FIELD_TYPES[name]
+
+
+def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...],
+                 dimension: int | None = None) -> list[pa.Array]:
     """The columns of ``chunk_schema`` after the header, for these chunks."""
     values = list(zip(*chunks)) if chunks else [()] * len(Chunk._fields)
     columns: dict[str, Sequence[object]] = {
@@ -132,7 +145,23 @@ def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...]) -> list[pa.Array]
     if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
         parents = cast("Sequence[Parent | None]", columns["parent"])
         columns["parent"] = [None if parent is None else parent[:3] for parent in parents]
-    return [to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
+    return [vector_array(column, dimension) if name == "vector" else
+            to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
+
+
+def vector_array(vectors: Sequence[object], dimension: int | None) -> pa.Array:
+    """Vectors (float32 arrays of one length) as a list array laid from one buffer:
+    of fixed size where ``dimension`` is given (the model's)."""
+    import numpy
+
+    if not vectors:
+        return pa.array([], field_type("vector", dimension))
+    flat = numpy.stack(cast("Sequence[numpy.ndarray]", vectors)).astype(numpy.float32)
+    values = pa.array(flat.ravel())
+    if dimension is None:
+        offsets = numpy.arange(0, flat.size + 1, flat.shape[1], dtype=numpy.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), values)
+    return pa.FixedSizeListArray.from_arrays(values, dimension)
 
 
 def _chunk_columns(fields: tuple[str, ...]) -> tuple[str, ...]:
@@ -187,6 +216,8 @@ class Chunker:
         fields = self.settings.record_fields()
         self.fields = with_pages(fields) if self.documents else fields
         self._splitter: Splitter = build(self.settings)
+        self._model = embedder(self.settings) if self.settings[VECTORS] else None
+        self._dimension: int | None = None
 
     def columns(self, schema: pa.Schema) -> Columns:
         return Columns.of(schema, self.text_column, self.id_column)
@@ -194,7 +225,15 @@ class Chunker:
     def schema(self, input_schema: pa.Schema) -> pa.Schema:
         """The schema of the tables this returns for inputs of ``input_schema`` (for an
         engine that wants it up front, such as Spark's ``mapInArrow``)."""
-        return chunk_schema(self.columns(input_schema).header(input_schema), self.fields)
+        return chunk_schema(self.columns(input_schema).header(input_schema), self.fields,
+                            self.dimension())
+
+    def dimension(self) -> int | None:
+        """The numbers of a vector (None without ``vectors``): the model's, asked once
+        (through its caches) if no chunk has given it yet."""
+        if self._model is not None and self._dimension is None:
+            self._dimension = int(self._model.embed(["dimension"]).shape[1])
+        return self._dimension
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         """The chunks of every document in ``batch``, in order."""
@@ -214,10 +253,14 @@ class Chunker:
                     found = ChunkIds(docs[row] if docs is not None else None)(found)
                 chunks += found
                 owners += [row] * len(found)
+        if self._model is not None and chunks:  # the whole batch's in one call
+            chunks = embedded(chunks, self._model)
+            self._dimension = len(cast("Sequence[float]", chunks[0].vector))
         header = table.select([name for name in (columns.id, *columns.carried)
                                if name is not None]).take(to_arrow(owners, _INT))
-        schema = chunk_schema(columns.header(table.schema), self.fields)
-        return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields)],
+        schema = chunk_schema(columns.header(table.schema), self.fields, self.dimension())
+        return pa.Table.from_arrays([*header.columns, *chunk_arrays(chunks, self.fields,
+                                                                    self.dimension())],
                                     schema=schema)
 
     def _split(self, text: str, source: Source) -> list[Chunk]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ RECORD_FIELDS = (
                 "the cosine distance between the sentence windows at the chunk's end, "
                 "where the semantic strategy cut (none after the last chunk or inside a "
                 "group cut at the maximum size)"),
+    # A fixed-size list where the model's dimension is known (chunkd.arrow).
+    RecordField("vector", lambda pa: pa.list_(pa.float32()),
+                "the chunk's embedding (of embed_text, else text), float32 (vectors)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
 
@@ -91,6 +97,7 @@ class Chunk(NamedTuple):
       as text).
     * ``distance``: the semantic strategy's cosine distance between the sentence windows
       either side of the chunk's end, where it cut (``chunkd.strategies.semantic``).
+    * ``vector``: the chunk's embedding, a float32 array (``vectors``; ``chunkd.vectors``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
     ``document[start:end]``: ``start`` and ``end`` then bound the stretch it comes from.
@@ -113,6 +120,7 @@ class Chunk(NamedTuple):
     symbols: tuple[str, ...] | None = None
     language: str | None = None
     distance: float | None = None
+    vector: numpy.ndarray | None = None
 
 
 #: The optional fields' values of a chunk that has none (compiled code builds chunks

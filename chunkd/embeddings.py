@@ -13,9 +13,10 @@ array, a row a text. Four kinds:
   NAME``: OpenAI, Hugging Face TEI, vLLM, Ollama, llama.cpp's server, LM Studio),
   called with batches bounded by count and by tokens, a few requests in flight.
 
-Every front end reaches a model through ``model(spec, device)``, which wraps it in a
-cache by content (``Cached``): each distinct text is embedded once a process, so a grid
-of settings, the daemon and a text that recurs do not pay twice.
+Every front end reaches a model through ``chunkd.embedder.embedder(settings)``, which
+wraps it in a cache by content (``Cached``): each distinct text is embedded once a
+process, so a grid of settings, the daemon and a text that recurs do not pay twice (and,
+with ``--embed-cache``, once for good: ``chunkd.embedding_cache``).
 """
 
 from __future__ import annotations
@@ -125,24 +126,42 @@ class LangChainEmbedder:
         return as_matrix(self.embeddings.embed_documents(list(texts)), len(texts), self.name)
 
 
+#: The bytes of vectors and texts a ``Cached`` holds: past it, the oldest entries go
+#: (down to half), those of the call that passed it kept.
+MEMORY_BYTES = 512 << 20
+
+
 class Cached:
-    """An embedder that embeds each distinct text once, however often it is asked."""
+    """An embedder that embeds each distinct text once, however often it is asked,
+    within ``MEMORY_BYTES``; the texts it does not hold go to the model in one call,
+    longest first (a batch of like lengths pads least)."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.name = inner.name
-        self.vectors: dict[str, numpy.ndarray] = {}
+        self.vectors: dict[str, numpy.ndarray] = {}  # in order of use, the oldest first
+        self.held = 0  # bytes
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
 
-        missing = list(dict.fromkeys(text for text in texts if text not in self.vectors))
+        vectors = self.vectors
+        missing = list(dict.fromkeys(text for text in texts if text not in vectors))
         if missing:
+            missing.sort(key=len, reverse=True)
             for text, vector in zip(missing, self.inner.embed(missing)):
-                self.vectors[text] = vector
+                vectors[text] = vector
+                self.held += vector.nbytes + len(text)
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        return numpy.stack([self.vectors[text] for text in texts])
+        made = numpy.stack([vectors[text] for text in texts])
+        if self.held > MEMORY_BYTES:
+            for text in texts:  # used now: the last to go
+                vectors[text] = vectors.pop(text)
+            while self.held > MEMORY_BYTES // 2 and vectors:
+                text = next(iter(vectors))
+                self.held -= vectors.pop(text).nbytes + len(text)
+        return made
 
 
 #: The environment variable an endpoint's API key comes from (never the command line).
@@ -507,7 +526,8 @@ class SentenceTransformerEmbedder:
     under ``MemoryDenyWriteExecute=yes``, a device it cannot use) is a ``SettingsError``
     before any input is read, not a failure on every document."""
 
-    def __init__(self, folder: str, device: str, batch: int = BATCH) -> None:
+    def __init__(self, folder: str, device: str, batch: int = BATCH,
+                 dtype: str = "float32") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download, even of a config
         try:
             import transformers
@@ -522,7 +542,11 @@ class SentenceTransformerEmbedder:
         except Exception as error:  # noqa: BLE001 (a broken folder raises anything)
             raise SettingsError(f"--embed {folder}: cannot load the model: "
                                 f"{_one_line(error)}") from None
-        self.name = folder_identity(folder)
+        if dtype != "float32":  # half precision: other vectors, so another identity
+            import torch
+
+            self.model.to(getattr(torch, dtype))
+        self.name = folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
         self.batch = batch
         self.shown = f"--embed {folder}"
         try:
@@ -660,10 +684,11 @@ def _digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def model(spec: str, device: str = "cpu") -> Cached:
-    """The model ``spec`` names, loaded once a process, behind its content cache: a
-    folder or cached name (``model_folder``). ``SettingsError`` if it cannot be loaded."""
-    return Cached(SentenceTransformerEmbedder(model_folder(spec), device))
+def model(spec: str, device: str = "cpu", dtype: str = "float32") -> Cached:
+    """The model ``spec`` names, loaded once a process, on ``device``, computing in
+    ``dtype``, behind its content cache: a folder or cached name (``model_folder``).
+    ``SettingsError`` if it cannot be loaded."""
+    return Cached(SentenceTransformerEmbedder(model_folder(spec), device, dtype=dtype))
 
 
 def identity(spec: str) -> str:

@@ -23,28 +23,29 @@ import select
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
-from chunkd.documents import (Limits, add_document_options, check_limits, document_source,
+from chunkd.documents import (DocumentFile, Limits, add_document_options, check_limits,
+                              document_source,
                               file_opener, kinds, labels)
+from chunkd.embedder import VECTORS, batch_size, embedder, takes_model
 from chunkd.embeddings import EmbedError
 from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
-from chunkd.readers import (Document, FileBlocks, InputError, Paused, display_name,
-                            documents)
+from chunkd.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
+                            display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
+from chunkd.vectors import VectorWriter
 from chunkd.writers import FORMATS, Writer, make_writer
 
 if TYPE_CHECKING:
-    from multiprocessing.context import BaseContext
-
     from chunkd.parquet import ParquetFiles, ParquetWriter
 
 
@@ -92,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="--format parquet: the file to write (Parquet is not a stream)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="processes for many documents (several FILEs or --input ndjson); "
-                             "output stays in input order (default: the number of cores, "
+                             "output stays in input order; with a model (--strategy "
+                             "semantic, --vectors) one process, which batches every "
+                             "document's texts for it (default: the number of cores, "
                              f"{os.cpu_count()} here)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress line (shown on stderr only when it is a terminal)")
@@ -100,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_document(document: Document, chunker: Chunker, writer: Writer | ParquetWriter,
+def write_document(document: Document, chunker: Chunker,
+                   writer: Writer | ParquetWriter | VectorWriter,
                    flush: Callable[[], None], ids: bool) -> None:
     """Chunk one document into ``writer``, flushing as chunks become final; with
     ``ids``, each chunk gets its id."""
@@ -115,6 +119,52 @@ def write_document(document: Document, chunker: Chunker, writer: Writer | Parque
         where = "stdin" if document.name is None else display_name(str(document.name))
         raise InputError(f"{where}: {error}") from None
     writer.end()
+
+
+#: The text the semantic strategy reads ahead, so that the windows of that many
+#: documents go to the model together (``embed_ahead``).
+AHEAD_CHARS = 1 << 19
+
+
+def read_ahead(items: Iterable[Document | InputError | Paused],
+               settings: Settings) -> Iterator[Document | InputError | Paused]:
+    """``items`` in order, each text document's text read into memory (an error in it
+    taking its place), about ``AHEAD_CHARS`` of text at a time, whose windows the
+    semantic strategy embeds in one call before they go on (where the input pauses,
+    what was read goes on at once). A PDF, HTML or DOCX document goes on as it is."""
+    from chunkd.strategies.semantic import embed_ahead
+
+    held: list[Document | InputError] = []
+    size = 0
+
+    def release() -> Iterator[Document | InputError]:
+        texts = [item.blocks.text for item in held
+                 if isinstance(item, Document) and isinstance(item.blocks, TextBlocks)]
+        try:
+            embed_ahead(settings, texts)
+        except EmbedError:  # each document meets the failure itself, and says so
+            pass
+        yield from held
+        held.clear()
+
+    for item in items:
+        if isinstance(item, Paused):
+            yield from release()
+            yield item
+            continue
+        if isinstance(item, Document) and not isinstance(item.blocks, DocumentFile):
+            try:
+                text = "".join(item.blocks)  # the strategy holds a document's text anyway
+            except InputError as error:
+                item = error
+            else:
+                item = replace(item, blocks=TextBlocks(text))
+                size += len(text)
+        held.append(item)
+        if size >= AHEAD_CHARS:
+            yield from release()
+            size = 0
+    yield from release()
 
 
 # --- --jobs ------------------------------------------------------------------------------
@@ -167,8 +217,7 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
 
     build(settings)  # load the tokenizer once, before the workers fork
-    with ProcessPoolExecutor(jobs, mp_context=worker_start_method(settings),
-                             initializer=_worker_start) as pool, _Wake() as wake:
+    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool, _Wake() as wake:
         pending: deque = deque()
         batch: list[Document | InputError] = []
         batch_bytes = 0
@@ -264,19 +313,6 @@ class _Wake:
         os.close(self._write)
 
 
-def worker_start_method(settings: Settings) -> BaseContext | None:
-    """How ``--jobs`` workers start: forked (None, the default), sharing what the main
-    process loaded; spawned afresh where the embedding model runs on an accelerator,
-    which a process forked after it started cannot use (CUDA: "Cannot re-initialize
-    CUDA in forked subprocess"), and the main process has started it: settings are
-    checked, and so the model loaded and tried on its device, before any worker."""
-    import multiprocessing
-
-    from chunkd.strategies.semantic import EMBED_DEVICE
-
-    return None if settings[EMBED_DEVICE] == "cpu" else multiprocessing.get_context("spawn")
-
-
 def _worker_start() -> None:
     """Ctrl-C is the main process's to handle; workers are shut down by it, or die
     with it."""
@@ -306,7 +342,7 @@ class Job:
 
 def run(job: Job, out: Output) -> int:
     settings = job.settings
-    writer: Writer | ParquetWriter
+    writer: Writer | ParquetWriter | VectorWriter
     named = job.input == "ndjson" or bool(job.files) and job.files != ["-"]
     progress = Progress(enabled=not job.quiet)
     if progress.enabled and job.input != "parquet":
@@ -314,6 +350,11 @@ def run(job: Job, out: Output) -> int:
     status = EXIT_OK
     writer = (job.parquet.writer(settings, named) if job.parquet and job.format == "parquet"
               else make_writer(job.format, out, named, settings.about()))
+    if settings[VECTORS]:  # records wait for a batch of chunks across documents
+        writer = VectorWriter(writer, embedder(settings), batch_size(settings),
+                              lambda name, error: report(InputError(
+                                  f"{'stdin' if name is None else display_name(str(name))}: "
+                                  f"{error}")))
     chunker = build(settings)
 
     def report(error: InputError | str) -> None:
@@ -338,8 +379,11 @@ def run(job: Job, out: Output) -> int:
         items = (item for path in job.files for item in parquet.documents(path))
     else:
         items = documents(job.files, job.input, settings.errors, progress.add,
-                          workers_read_files=job.parallel, pauses=job.parallel,
+                          workers_read_files=job.parallel,
+                          pauses=job.parallel or isinstance(writer, VectorWriter),
                           open_file=file_opener(job.input, job.limits))
+    if settings.strategy == "semantic" and not job.parallel:
+        items = read_ahead(items, settings)
     if job.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one
@@ -369,8 +413,11 @@ def run(job: Job, out: Output) -> int:
             progress.advance(sizes.popleft())
     else:
         for document in items:
-            if not isinstance(document, Paused):  # (read without pauses: there are none)
+            if not isinstance(document, Paused):
                 stream(document)
+            elif isinstance(writer, VectorWriter):  # what was read is written before a wait
+                writer.flush()
+                out.flush()
     out.flush()
     writer.close(failed=status != EXIT_OK)
     progress.close()
@@ -396,7 +443,10 @@ def main(argv: list[str]) -> int:
             or (len(args.files) > 1 and "-" not in args.files))
     job = Job(args.files, args.input, args.format, args.jobs, args.quiet, settings,
               check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr), parquet,
-              parallel=many and args.jobs > 1 and args.format != "parquet")
+              # A model is loaded once, here, and given texts of many documents at once
+              # (it uses every core, or the GPU, by itself): no workers that each load it.
+              parallel=(many and args.jobs > 1 and args.format != "parquet"
+                        and not takes_model(settings._values)))
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
     return run_writing("chunkd", lambda out: run(job, out))

@@ -318,6 +318,7 @@ class ParquetWriter:
         self.pending = 0                   # bytes pending (text and headers), about
         self.in_document = False
         self.begun = False                 # whether any document began
+        self.dimension: int | None = None  # a vector's numbers, once a chunk has one
         self.header_bytes = 0              # the current document's header, about
         self.blocks: list[pa.RecordBatch] = []   # the row group so far
         self.writer: pq.ParquetWriter | None = None
@@ -367,6 +368,9 @@ class ParquetWriter:
         self.in_document = self.begun = True
 
     def write(self, chunks: list[Chunk]) -> None:
+        if chunks and chunks[0].vector is not None:
+            self.dimension = len(chunks[0].vector)
+            self.pending += 4 * self.dimension * len(chunks)
         self.chunks += chunks
         self.owners += [len(self.headers) - 1] * len(chunks)
         self.pending += sum(len(chunk.text) for chunk in chunks)
@@ -388,17 +392,22 @@ class ParquetWriter:
         return self.files.fields(self.settings_fields)
 
     def _schema(self) -> pa.Schema:
-        return chunk_schema(self._header(), self.fields)
+        return chunk_schema(self._header(), self.fields, self.dimension)
 
     def _convert(self) -> None:
         """The pending chunks as an Arrow block of the row group."""
+        if not self.chunks:  # documents without chunks have no rows (and no vectors
+            self.headers = self.headers[-1:] if self.in_document else []  # to type them)
+            self.owners, self.pending = [], 0
+            return
         header = self._header()
         owners = to_arrow(self.owners, pa.int64())
         values = list(zip(*self.headers)) if self.headers else [()] * len(header)
         columns = [pa.array(column, field.type).take(owners)  # scalars, or row numbers
                    for column, field in zip(values, header)]
         self.blocks.append(pa.RecordBatch.from_arrays(
-            [*columns, *chunk_arrays(self.chunks, self.fields)], schema=self._schema()))
+            [*columns, *chunk_arrays(self.chunks, self.fields, self.dimension)],
+            schema=self._schema()))
         # The document in progress keeps its header for the chunks still to come.
         self.headers = self.headers[-1:] if self.in_document else []
         self.owners, self.chunks, self.pending = [], [], 0

@@ -17,6 +17,7 @@ from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.documents import (add_document_options, check_limits, document_source, file_opener,
                               labels)
 from chunkd.readers import Document, InputError, display_name, documents
+from chunkd.embedder import VECTORS
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.web import report, standalone_html, with_token_counts
 
@@ -46,6 +47,9 @@ def main(argv: list[str]) -> int:
     """``chunkd preview``; returns the exit status."""
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
+    if settings[VECTORS]:
+        parser.error("--vectors is for chunkd, chunkd watch and the Python API (chunkd.arrow, "
+                     "chunkd.vectors)")
     settings = with_token_counts(settings)
     name = None if args.file == "-" else args.file
     limits = check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)

@@ -64,6 +64,7 @@ import orjson
 from chunkd import __version__
 from chunkd.child import limit_memory, read_until_end
 from chunkd.documents import Limits, extract_source
+from chunkd.embedder import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
@@ -142,8 +143,10 @@ def settings_from_query(query: str, server: Settings,
     # The server's own settings, less those the requested strategy does not take (a
     # server started with --strategy semantic --embed MODEL serves the others too).
     asked = REGISTRY.get(strategy)
+    uses_model = takes_model({"strategy": strategy, "vectors": server[VECTORS]})
     server_own = {option.name: server[option] for option in options() if not option.request
-                  and (asked is None or option.applies is None or option.applies(asked))}
+                  and (asked is None or option.applies is None or option.applies(asked))
+                  and (uses_model or option.name not in MODEL_OPTIONS)}
     return (settings_from_flags({request[key].key: value for key, value in values.items()},
                                 base=server_own | {"count_tokens": True}), name)
 
@@ -755,6 +758,9 @@ def main(argv: list[str]) -> int:
     """``chunkd serve``; returns the exit status."""
     parser = build_parser()
     args, settings = parse_with_settings(parser, argv)
+    if settings[VECTORS]:
+        parser.error("--vectors is for chunkd, chunkd watch and the Python API (chunkd.arrow, "
+                     "chunkd.vectors)")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be from 0 to 65535, got {args.port}")
     for option in ("max_bytes", "max_chunks"):

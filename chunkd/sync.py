@@ -154,7 +154,7 @@ def chunks_model(args: argparse.Namespace) -> Embedder:
     """The model that embeds the chunks (``--embed`` or ``--embed-url``): the one place
     ``chunkd sync`` chooses it; ``SettingsError`` if none is given or it cannot load."""
     from chunkd.embeddings import ENDPOINT_CONCURRENCY, Limits as EndpointLimits, endpoint, model
-    from chunkd.strategies.semantic import one_model
+    from chunkd.embedder import one_model
 
     one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
     if args.embed_url is not None:

@@ -45,3 +45,70 @@ def as_langchain_text(chunk_text: str) -> str:
     """A chunk's text as LangChain's SemanticChunker writes the same sentences: split at
     its sentence ends and joined with single spaces."""
     return " ".join(re.split(LANGCHAIN_SPLIT, chunk_text))
+
+
+def hashed_vectors(texts: list[str], dimension: int = 8) -> list[list[float]]:
+    """A loopback endpoint's model: each text's vector from the SHA-256 of its UTF-8
+    bytes (float32 values, so that every format carries them exactly)."""
+    import hashlib
+
+    import numpy
+
+    rows = [numpy.frombuffer(hashlib.sha256(text.encode()).digest()[:dimension], numpy.uint8)
+            for text in texts]
+    return (numpy.array(rows, dtype=numpy.float32) / 255 - 0.5).tolist()
+
+
+class CountingEndpoint:
+    """An OpenAI-compatible ``/v1/embeddings`` server on 127.0.0.1 (a thread of the
+    test), answering with ``hashed_vectors`` and keeping every request's texts
+    (``calls``); texts containing ``refuse`` get a 400. Use as a context manager."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.calls: list[list[str]] = []
+        self.refuse: str | None = None
+        endpoint = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+                endpoint.calls.append(texts)
+                if endpoint.refuse and any(endpoint.refuse in text for text in texts):
+                    self.send_error(400, "refused")
+                    return
+                data = json.dumps({"data": [{"index": index, "embedding": vector}
+                                            for index, vector in
+                                            enumerate(hashed_vectors(texts))]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # no /info: chunkd's own batch bounds
+                self.send_error(404)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,),
+                                       daemon=True)
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text sent, in order."""
+        return [text for call in self.calls for text in call]
+
+    def __enter__(self) -> "CountingEndpoint":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

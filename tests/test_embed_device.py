@@ -1,9 +1,8 @@
 """``--embed-device`` is checked before any ``--jobs`` worker starts: the model is
 loaded and tried on its device while the settings are checked, in the main process,
 so a device it cannot use is the usage error, exit 2, in one line, before any input is
-read (workers start with the first documents). Where it can (an accelerator), workers
-are spawned afresh rather than forked from a process that has started CUDA
-(``chunkd.filter.worker_start_method``)."""
+read; and a command that embeds runs no ``--jobs`` workers at all (the model, loaded
+once, takes texts of many documents at once), so none is forked after CUDA starts."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import msgpack
+import numpy
 import orjson
 import pyarrow as pa
 
@@ -18,7 +19,7 @@ SAMPLES = {"tokens": 3, "estimated_tokens": 4, "headings": ("A", "B"),
            "parent": Parent(0, 0, 9, 9, "some text"), "embed_text": "A > B\n\nsome",
            "chunk_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "pages": (2, 3),
            "symbols": ("class Splitter", "def feed"), "language": "python",
-           "distance": 0.25}
+           "distance": 0.25, "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
 
 
 def test_the_chunk_has_an_attribute_for_each_declared_field_in_order():

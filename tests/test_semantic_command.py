@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
     (("--strategy", "semantic", "--embed", "no/such-model"),
      "--embed no/such-model: no such model folder, and no model of that name in the "
      "Hugging Face cache"),
-    (("--embed", "x"), "--embed is for --strategy semantic, not recursive"),
+    (("--embed", "x"), "--embed is for --strategy semantic or --vectors, not --strategy recursive"),
     (("--strategy", "semantic", "--embed", "x", "--overlap", "5"),
      "the semantic strategy's chunks do not overlap"),
     (("--strategy", "semantic", "--tokens", "100", "--min-chars", "5"),
@@ -44,7 +44,7 @@ CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
     (("--strategy", "semantic", "--embed-url", "ftp://h", "--embed-model", "m"),
      "--embed-url ftp://h: not an http:// or https:// URL"),
     (("--embed-url", "http://h", "--embed-model", "m"),
-     "--embed-url is for --strategy semantic, not recursive"),
+     "--embed-url is for --strategy semantic or --vectors, not --strategy recursive"),
 ])
 def test_bad_settings_are_one_line_and_status_2(options, message):
     result = run_chunkd(*options, input=b"Some text.")

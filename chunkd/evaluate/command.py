@@ -242,16 +242,11 @@ def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
     if args.retriever not in EMBEDDING:
         return None
-    from chunkd.embeddings import ENDPOINT_CONCURRENCY, Limits, endpoint, model
-    from chunkd.strategies.semantic import one_model
+    from chunkd.embedder import embedder, one_model
 
     try:
         one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
-        if args.embed_url is not None:
-            return endpoint(args.embed_url, args.embed_model, Limits(
-                args.embed_concurrency or ENDPOINT_CONCURRENCY, args.embed_batch,
-                args.embed_batch_tokens, args.tokenizer))
-        return model(args.embed, args.embed_device)
+        return embedder(vars(args))
     except SettingsError as error:
         parser.error(str(error))
 

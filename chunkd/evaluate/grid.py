@@ -23,15 +23,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from chunkd.embedder import MODEL_OPTIONS, takes_model
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
                              chunk_limit, settings_from_flags)
-from chunkd.strategies import strategy_class
+from chunkd.strategies import Strategy, strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
 #: Settings flags that eval's retriever reads too (the model): a strategy that does not
 #: take them is given the others only.
-RETRIEVER_FLAGS = ("embed", "embed_device", "embed_url", "embed_model", "embed_concurrency",
-                   "embed_batch", "embed_batch_tokens")
+RETRIEVER_FLAGS = MODEL_OPTIONS
 DEFAULT_OVERLAPS: list[int | str] = [0, "15%"]
 
 
@@ -104,11 +104,7 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
     return points, problems
 
 
-def taken(flags: dict[str, Any], kind: type) -> dict[str, Any]:
-    """``flags`` less the retriever's that ``kind`` does not take."""
-    def takes(key: str) -> bool:
-        applies = OPTIONS[key].applies
-        return applies is None or applies(kind)
-
+def taken(flags: dict[str, Any], kind: type[Strategy]) -> dict[str, Any]:
+    """``flags`` less the retriever's model options, for a strategy that embeds nothing."""
     return {key: value for key, value in flags.items()
-            if key not in RETRIEVER_FLAGS or takes(key)}
+            if key not in RETRIEVER_FLAGS or takes_model({"strategy": kind.name})}

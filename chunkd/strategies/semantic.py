@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.chunk import Chunk
-from chunkd.embeddings import ENDPOINT_CONCURRENCY
+from chunkd.embedder import EMBED, EMBED_URL, embedder
 from chunkd.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
@@ -51,139 +51,6 @@ def _semantic_only(kind: type[Strategy]) -> bool:
 
 
 _SEMANTIC_ONLY = "{option} is for --strategy semantic, not {strategy}"
-
-
-def _check_model(value: Any, name: str) -> Any:
-    """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
-    a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept
-    behind the cache by content)."""
-    from chunkd.embeddings import Cached, FunctionEmbedder, LangChainEmbedder
-
-    if isinstance(value, str):
-        if not value:
-            raise SettingsError(f"{name} must name a model")
-        return value
-    if isinstance(value, Cached):
-        return value
-    if hasattr(value, "embed_documents"):
-        return Cached(LangChainEmbedder(value))
-    if hasattr(value, "embed") and isinstance(getattr(value, "name", None), str):
-        return Cached(value)
-    if callable(value):
-        return Cached(FunctionEmbedder(value))
-    raise SettingsError(f"{name} must be a model folder or name, an embedder, a LangChain "
-                        f"Embeddings object or a function of texts, not {value!r}")
-
-
-def _model_identity(value: Any) -> str:
-    """A model as results record it: its identity (``chunkd.embeddings``)."""
-    from chunkd.embeddings import identity
-
-    return identity(value) if isinstance(value, str) else value.name
-
-
-def _model_shown(settings: Settings) -> list[str]:
-    value = settings[EMBED]
-    return ["--embed", value] if isinstance(value, str) else []
-
-
-def embedder(settings: Settings) -> Embedder:
-    """The model the settings name, loaded once a process."""
-    from chunkd.embeddings import Limits, endpoint, model
-
-    value = settings[EMBED]
-    if settings[EMBED_URL] is not None:
-        return endpoint(settings[EMBED_URL], settings[EMBED_MODEL], Limits(
-            settings[EMBED_CONCURRENCY], settings[EMBED_BATCH], settings[EMBED_BATCH_TOKENS],
-            settings.tokenizer))
-    if value is None:
-        raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
-                            "sentence-transformers folder, or a name in the Hugging Face "
-                            "cache) or --embed-url URL --embed-model NAME")
-    return model(value, settings[EMBED_DEVICE]) if isinstance(value, str) else value
-
-
-def _check_url(value: Any, name: str) -> str:
-    from chunkd.embeddings import endpoint_url
-
-    endpoint_url(str(value))  # a URL that is not http(s) is a settings error
-    return str(value)
-
-
-def _public_url(value: str) -> str:
-    from chunkd.embeddings import public_url
-
-    return public_url(value)
-
-
-def one_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
-    """A model is ``--embed`` or an endpoint, never both; an endpoint names its model."""
-    if values["embed_url"] is not None and values["embed"] is not None:
-        raise SettingsError(f"{spell('embed')} and {spell('embed_url')} exclude each other: "
-                            "give one")
-    if (values["embed_url"] is None) != (values["embed_model"] is None):
-        raise SettingsError(f"{spell('embed_url')} and {spell('embed_model')} go together: "
-                            "an endpoint and the model it serves")
-
-
-#: The embedding model (``chunkd.embeddings``); recorded by its identity.
-EMBED = register_option(Option[Any](
-    None, "the embedding model", name="embed", check=_check_model, to_json=_model_identity,
-    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
-        Flag("--embed", "semantic: the embedding model, a sentence-transformers model folder "
-                        "or a model name in the local Hugging Face cache (never downloaded); "
-                        "results record its identity (name and SHA-256)", metavar="MODEL",
-             parse=str, shown=_model_shown),)), after="errors")
-#: Where the model runs; the same model gives the same vectors anywhere (up to float
-#: noise), so results do not record it.
-EMBED_DEVICE = register_option(Option[str](
-    "cpu", "where the embedding model runs", name="embed_device", record=Record.NEVER,
-    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
-        Flag("--embed-device", "semantic: where the model runs, as PyTorch names it (cpu, "
-                               "cuda, cuda:1, mps; default: cpu)", metavar="DEVICE",
-             parse=str),)), after="embed")
-#: An OpenAI-compatible endpoint and the model it serves (``chunkd.embeddings``); results
-#: record the URL without credentials or query, and the model's name.
-EMBED_URL = register_option(Option[str](
-    None, "an OpenAI-compatible embeddings endpoint", name="embed_url", check=_check_url,
-    check_with=one_model, to_json=_public_url, applies=_semantic_only,
-    refusal=_SEMANTIC_ONLY, flags=(
-        Flag("--embed-url", "semantic: an OpenAI-compatible embeddings endpoint, instead of "
-                            "--embed: URL/v1/embeddings is called (a URL ending in /v1 or "
-                            "/v1/embeddings is taken as it is); the API key comes from "
-                            "CHUNKD_EMBED_API_KEY, the timeout of a call from "
-                            "CHUNKD_EMBED_TIMEOUT (seconds, default 30)", metavar="URL",
-             parse=str),)), after="embed_device")
-EMBED_MODEL = register_option(Option[str](
-    None, "the model an embeddings endpoint serves", name="embed_model",
-    applies=_semantic_only, refusal=_SEMANTIC_ONLY, flags=(
-        Flag("--embed-model", "semantic: the model --embed-url serves, as the endpoint "
-                              "names it", metavar="NAME", parse=str),)), after="embed_url")
-#: How the endpoint is called (``chunkd.embeddings.Limits``): the vectors are the same,
-#: so results do not record it. The batch bounds' defaults are the server's (``/info``).
-EMBED_CONCURRENCY = register_option(Option[int](
-    ENDPOINT_CONCURRENCY, "requests in flight to an embeddings endpoint", name="embed_concurrency",
-    check=whole(1), record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
-    flags=(Flag("--embed-concurrency", "semantic: requests to --embed-url in flight at once "
-                f"(default: {ENDPOINT_CONCURRENCY}; 1: one after another)", metavar="N",
-                parse=number_value),)), after="embed_model")
-EMBED_BATCH = register_option(Option[int](
-    None, "texts a request to an embeddings endpoint", name="embed_batch", check=whole(1),
-    record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
-    flags=(Flag("--embed-batch", "semantic: texts a request to --embed-url at most "
-                                 "(default: the server's max_client_batch_size on GET /info, "
-                                 "as Hugging Face TEI gives it, else 64)", metavar="N",
-                parse=number_value),)), after="embed_concurrency")
-EMBED_BATCH_TOKENS = register_option(Option[int](
-    None, "tokens a request to an embeddings endpoint", name="embed_batch_tokens",
-    check=whole(1), record=Record.NEVER, applies=_semantic_only, refusal=_SEMANTIC_ONLY,
-    flags=(Flag("--embed-batch-tokens", "semantic: tokens a request to --embed-url at most, "
-                                        "summed over its texts: counted by --tokenizer when "
-                                        "one is given, else as UTF-8 bytes (never fewer); a "
-                                        "longer text goes alone (default: the server's "
-                                        "max_batch_tokens on GET /info, else 300000, "
-                                        "OpenAI's bound)", metavar="N",
-                parse=number_value),)), after="embed_batch")
 
 
 def _langchain_sizes(draft: Draft, split: str) -> None:
@@ -320,6 +187,10 @@ class Semantic(Strategy):
         if settings.overlap:
             raise SettingsError("the semantic strategy's chunks do not overlap: leave out "
                                 "--overlap (or write --overlap 0)")
+        if settings[EMBED] is None and settings[EMBED_URL] is None:
+            raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
+                                "sentence-transformers folder, or a name in the Hugging Face "
+                                "cache) or --embed-url URL --embed-model NAME")
         embedder(settings)  # a model that cannot be loaded is a settings error
 
     @classmethod
@@ -541,6 +412,25 @@ class SemanticSplitter:
                     index=len(made), start=start + chunk.start, end=start + chunk.end,
                     distance=group.distance if number == len(inner) - 1 else None))
         return made
+
+
+def embed_ahead(settings: Settings, texts: Sequence[str]) -> None:
+    """Embed the windows of several documents, about to be cut with ``settings``, in
+    one call: the model's batches are then filled across documents and sorted by
+    length over all of them, and each document's cut finds its windows' vectors in
+    the model's cache (``chunkd.embeddings.Cached``) instead of calling the model with
+    its own few."""
+    splitter = SemanticSplitter(settings)
+    windows: list[str] = []
+    for text in texts:
+        sentences = (langchain_sentences(text) if splitter.langchain
+                     else chunkd_sentences(text))
+        # The documents that ``groups`` and ``langchain_groups`` embed at all.
+        if len(sentences) >= 2 and not (splitter.langchain and len(sentences) == 2
+                                        and splitter.rule == "gradient"):
+            windows += splitter.windows(text, sentences)
+    if windows:
+        splitter.embedder.embed(windows)
 
 
 def chunkd_sentences(text: str) -> list[Sentence]:

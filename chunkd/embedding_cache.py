@@ -1,0 +1,265 @@
+"""An embedding cache on disk, by content: a text embedded once by a model, in any run,
+file or front end, is not sent to that model again.
+
+An entry is keyed by the SHA-256 of the model's identity (``Embedder.name``: a folder's
+name and the SHA-256 of its files, an endpoint's URL and model, with the dtype where it
+is not float32) and the text, so another model, or the same one changed, never reads
+another's vectors. The cache is one SQLite database in the folder (``vectors.sqlite``)
+rather than a file per entry: a run adds thousands of entries of a few KB each, which
+as files would cost an inode and a rename each and leave no cheap way to find the least
+recently used; SQLite gives atomic batches, concurrent readers with one writer at a
+time across processes (write-ahead log, ``busy_timeout``), and an index on last use.
+
+* Bounded: past ``max_bytes`` of database pages, the least recently used tenth is
+  deleted (its pages are reused, so the file stops growing).
+* Shared: any number of threads, worker processes and commands may use one folder; a
+  process that forks opens its own connection.
+* Corruption-tolerant: each entry stores a checksum of its key and vector; an entry
+  whose checksum does not match (a damaged page, a torn copy) is a miss, deleted and
+  embedded again, never a wrong vector. A database that cannot be read at all is set
+  aside (renamed ``vectors.sqlite.damaged``) and started anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from chunkd.errors import SettingsError
+
+if TYPE_CHECKING:
+    import numpy
+
+    from chunkd.embeddings import Embedder
+
+#: The database's name in the cache folder.
+DATABASE = "vectors.sqlite"
+#: The cache's bound when none is given: 2 GiB of pages (about 1.3 million vectors of
+#: 384 numbers, 500,000 of 1024).
+MAX_BYTES = 2 << 30
+#: How long a writer waits for another process's write to end, in seconds.
+BUSY_SECONDS = 60
+#: Keys looked up in one statement (SQLite's bound on parameters is 32,766).
+LOOKUP = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    key BLOB PRIMARY KEY,     -- SHA-256 of the model's identity, a zero byte, the text
+    vector BLOB NOT NULL,     -- little-endian float32
+    checksum BLOB NOT NULL,   -- BLAKE2b-128 of key and vector
+    used INTEGER NOT NULL     -- last use, nanoseconds since the epoch
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);
+"""
+
+
+def default_folder(output: str) -> str:
+    """The daemon's cache folder when none is given: ``.embedding-cache`` in its output
+    folder, so that the cache lives and goes with the results it paid for."""
+    return os.path.join(output, ".embedding-cache")
+
+
+def entry_key(identity: str, text: str) -> bytes:
+    """An entry's key: the SHA-256 of the model's identity, a zero byte and the text."""
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass") + b"\0"
+                          + text.encode("utf-8", "surrogatepass")).digest()
+
+
+def checksum(key: bytes, vector: bytes) -> bytes:
+    return hashlib.blake2b(key + vector, digest_size=16).digest()
+
+
+class DiskCache:
+    """The cache in ``folder`` (made if missing): ``get`` and ``put`` vectors by key.
+    ``SettingsError`` if the folder cannot be made or the database not opened."""
+
+    def __init__(self, folder: str, max_bytes: int = MAX_BYTES) -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, DATABASE)
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+        self._warned = False
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as error:
+            raise SettingsError(f"--embed-cache {folder}: cannot make the folder: "
+                                f"{error.strerror or error}") from None
+        with self._lock:
+            self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        """This process's connection (a forked child opens its own: SQLite's may not
+        cross a fork); a database that cannot be read is set aside and made anew."""
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        for attempt in range(2):
+            try:
+                connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS,
+                                             isolation_level=None, check_same_thread=False)
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
+                connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                connection.executescript(_SCHEMA)
+                break
+            except sqlite3.DatabaseError as error:
+                if attempt or isinstance(error, sqlite3.OperationalError) and \
+                        "locked" in str(error):
+                    raise SettingsError(f"--embed-cache {self.folder}: cannot open "
+                                        f"{DATABASE}: {error}") from None
+                self._set_aside(error)
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _set_aside(self, error: Exception) -> None:
+        print(f"chunkd: --embed-cache {self.folder}: {DATABASE} is damaged ({error}): "
+              "set aside, starting a new cache", file=sys.stderr, flush=True)
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.replace(self.path + suffix, self.path + ".damaged" + suffix)
+            except FileNotFoundError:
+                pass
+            except OSError as failure:
+                raise SettingsError(f"--embed-cache {self.folder}: {DATABASE} is damaged "
+                                    f"and cannot be set aside: {failure}") from None
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The vectors (float32 bytes) of the keys held, whose checksums match; those
+        found are marked used now, those damaged deleted. A database that fails
+        (damaged past a page's checksum, locked past the wait) is all misses."""
+        try:
+            return self._get(keys)
+        except sqlite3.DatabaseError as error:
+            self._failed(error)
+            return {}
+
+    def put(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
+        """Store vectors (float32 bytes) by key, then keep the cache within its bound;
+        a database that fails keeps nothing (the vectors are still the model's)."""
+        try:
+            self._put(entries)
+        except sqlite3.DatabaseError as error:
+            self._failed(error)
+
+    def _failed(self, error: sqlite3.DatabaseError) -> None:
+        """Said once a process: the run goes on, embedding what it cannot read."""
+        if not self._warned:
+            self._warned = True
+            print(f"chunkd: --embed-cache {self.folder}: {error}: texts it cannot give "
+                  "are embedded again", file=sys.stderr, flush=True)
+
+    def _get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        damaged: list[bytes] = []
+        with self._lock:
+            connection = self._connect()
+            for start in range(0, len(keys), LOOKUP):
+                part = keys[start:start + LOOKUP]
+                rows = connection.execute(
+                    "SELECT key, vector, checksum FROM vectors WHERE key IN "
+                    f"({','.join('?' * len(part))})", part).fetchall()
+                for key, vector, stored in rows:
+                    if (isinstance(vector, bytes) and isinstance(stored, bytes)
+                            and checksum(key, vector) == stored):
+                        found[key] = vector
+                    else:
+                        damaged.append(key)
+            if found or damaged:
+                self._write(connection, lambda: (
+                    connection.executemany("UPDATE vectors SET used = ? WHERE key = ?",
+                                           [(time.time_ns(), key) for key in found]),
+                    connection.executemany("DELETE FROM vectors WHERE key = ?",
+                                           [(key,) for key in damaged])))
+        return found
+
+    def _put(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
+        if not entries:
+            return
+        now = time.time_ns()
+        rows = [(key, vector, checksum(key, vector), now) for key, vector in entries]
+        with self._lock:
+            connection = self._connect()
+            self._write(connection, lambda: connection.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows))
+            self._bound(connection)
+
+    def _bound(self, connection: sqlite3.Connection) -> None:
+        """Delete the least recently used tenth while the pages in use pass the bound."""
+        page = connection.execute("PRAGMA page_size").fetchone()[0]
+        used = (connection.execute("PRAGMA page_count").fetchone()[0]
+                - connection.execute("PRAGMA freelist_count").fetchone()[0]) * page
+        if used <= self.max_bytes:
+            return
+        count = connection.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        self._write(connection, lambda: connection.execute(
+            "DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used "
+            "LIMIT ?)", (max(1, count // 10),)))
+
+    @staticmethod
+    def _write(connection: sqlite3.Connection, work: Callable[[], object]) -> None:
+        """``work`` in one write transaction, taken at once (a reader that would later
+        write could deadlock with another)."""
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            work()
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
+
+
+class DiskCached:
+    """An embedder behind a ``DiskCache``: the texts it holds for this model come from
+    the disk; the others, each once, go to the model in one call, longest first (a
+    batch of like lengths pads least), and are stored."""
+
+    def __init__(self, inner: Embedder, cache: DiskCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        #: Texts sent to the model, for the curious (a benchmark, a test).
+        self.sent = 0
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        import numpy
+
+        if not texts:
+            return numpy.zeros((0, 0), dtype=numpy.float32)
+        keys = [entry_key(self.name, text) for text in texts]
+        found = self.cache.get(list(dict.fromkeys(keys)))
+        vectors: dict[bytes, numpy.ndarray] = {
+            key: numpy.frombuffer(vector, dtype="<f4") for key, vector in found.items()}
+        missing = {key: text for key, text in zip(keys, texts) if key not in vectors}
+        if missing:
+            order = sorted(missing, key=lambda key: -len(missing[key]))
+            made = self.inner.embed([missing[key] for key in order])
+            self.sent += len(order)
+            stored = []
+            for key, vector in zip(order, made):
+                vectors[key] = vector
+                stored.append((key, numpy.asarray(vector, dtype="<f4").tobytes()))
+            self.cache.put(stored)
+        if len({vector.shape for vector in vectors.values()}) > 1:
+            # Vectors of another length under this identity: not this model's.
+            raise_mixed(self.name)
+        return numpy.stack([vectors[key] for key in keys]).astype(numpy.float32, copy=False)
+
+
+def raise_mixed(name: str) -> None:
+    from chunkd.embeddings import EmbedError
+
+    raise EmbedError(f"{name}: the embedding cache holds vectors of another length for "
+                     "this model's identity; give another --embed-cache folder")
