@@ -166,3 +166,24 @@ def test_eval_counts_in_the_models_tokens_and_leaves_out_sizes_over_its_window(
     chunks = chunkd.split_text(document.read_text(encoding="utf-8"), 200, 0, unit="tokens",
                                tokenizer=folder)
     assert record["chunks"] == len(chunks) and max(map(tokens, (c.text for c in chunks))) <= limit
+
+
+@pytest.mark.slow
+def test_serve_keeps_every_request_within_the_servers_window():
+    from urllib.parse import urlencode
+
+    import orjson
+    from browser import Serve, request
+
+    with Serve("--embed-window", "100") as server:
+        where = f"127.0.0.1:{server.port}"
+        status, _, data = request(server, "GET", "/api/config", host=where)
+        assert status == 200 and orjson.loads(data)["initial"]["tokens"] == 100
+        text = a_document().encode()
+        for params, expected in (({"tokens": "100"}, 200), ({"tokens": "101"}, 400),
+                                 ({"chars": "80"}, 400)):
+            status, _, data = request(server, "POST", f"/api/split?{urlencode(params)}", text,
+                                      host=where)
+            assert status == expected, data
+        status, _, data = request(server, "POST", "/api/split?tokens=101", text, host=where)
+        assert "is more than the model (--embed-window 100) takes" in orjson.loads(data)["error"]
