@@ -170,6 +170,15 @@ def check_tokenizer(value: Any, name: str) -> str:
     return value
 
 
+def default_tokenizer(values: Mapping[str, Any]) -> str:
+    """The tokenizer when none is given: the strategy's model's own
+    (``Strategy.model_tokenizer``), else ``DEFAULT_TOKENIZER``."""
+    from chunkd.strategies import strategy_class
+
+    own = strategy_class(values.get("strategy") or "recursive").model_tokenizer(values)
+    return DEFAULT_TOKENIZER if own is None else own[0]
+
+
 def tokenizer_identity(spec: str) -> str:
     """How results record a tokenizer: its unit's name (an encoding's name, or a
     file's name and SHA-256), never a path of this machine."""
@@ -273,8 +282,8 @@ def _parent_shown(unit: str) -> Callable[[Settings], list[str]]:
 
 def _tokenizer_shown(settings: Settings) -> list[str]:
     """``--tokenizer SPEC`` as given (a path of this machine, shown to its user)."""
-    tokenizer = settings.tokenizer
-    return [] if tokenizer == DEFAULT_TOKENIZER else ["--tokenizer", tokenizer]
+    given = OPTIONS["tokenizer"].is_set(settings._values)
+    return ["--tokenizer", settings.tokenizer] if given else []
 
 
 def _has_headings(kind: type[Strategy]) -> bool:
@@ -316,8 +325,9 @@ class Settings:
                  shown=size_shown(None))))
     #: What ``tokens`` count in: sizes in tokens, parents in tokens, ``count_tokens``.
     tokenizer = Option[str](
-        DEFAULT_TOKENIZER, "the tokenizer that tokens count in (recorded by its identity)",
-        check=check_tokenizer, to_json=tokenizer_identity,
+        None, "the tokenizer that tokens count in (recorded by its identity; None: the "
+              "strategy's model's own, else cl100k_base)",
+        check=check_tokenizer, to_json=tokenizer_identity, implied=default_tokenizer,
         flags=(Flag("--tokenizer", "what --tokens, --parent-tokens and --count-tokens count "
                                    "in: a tiktoken encoding (cl100k_base, the default, or "
                                    "the --embed model's own tokenizer; o200k_base...), a "
@@ -561,7 +571,7 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
     def named(name: str) -> str:
         return spell(OPTIONS[name])
 
-    model = _model_named(kind, given, values, named)
+    model = _model_named(kind, values, named)
     unit, size = default_unit_and_size(kind, values)
     if unit not in kind.units:
         raise SettingsError(f"the {kind.name} strategy counts in "
@@ -585,17 +595,16 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
     return values
 
 
-def _model_named(kind: type[Strategy], given: Mapping[str, Any], values: dict[str, Any],
+def _model_named(kind: type[Strategy], values: dict[str, Any],
                  spell: Callable[[str], str]) -> str:
     """How messages name the model whose window bounds the size; with no tokenizer
     given, the tokenizer becomes the strategy's model's own (``model_tokenizer``)."""
+    own = kind.model_tokenizer(values) if values["tokenizer"] is None else None
+    values["tokenizer"] = (values["tokenizer"] or DEFAULT_TOKENIZER) if own is None else own[0]
     if values["embed_window"] is not None:
         return f"the model ({spell('embed_window')} {values['embed_window']})"
-    if given.get("tokenizer") is None:
-        own = kind.model_tokenizer(values)
-        if own is not None:
-            values["tokenizer"], option = own
-            return f"the model of {spell(option)} {values[option]}"
+    if own is not None:
+        return f"the model of {spell(own[1])} {values[own[1]]}"
     return f"the model of {spell('tokenizer')} {values['tokenizer']}"
 
 

@@ -201,11 +201,14 @@ def check_contract(text, chunks, size, minimum, unit):
     ("tokens", 120, 30), pytest.param("chars", 400, 0, marks=pytest.mark.slow),
     pytest.param("chars", 300, 200, marks=pytest.mark.slow)])
 def test_default_mode_keeps_its_bounds(minilm, unit, size, minimum):
+    """In the model's tokens (its own, by default), or in code points with another
+    tokenizer given (the model's window refuses sizes in code points)."""
     folder, _ = minilm
     text = corpus_text(*ENGLISH[1], limit=4000)
+    tokenizer = folder if unit == "tokens" else "cl100k_base"
     chunks = chunkd.split_text(text, size, strategy="semantic", unit=unit, embed=folder,
-                               min_size=minimum)
-    check_contract(text, chunks, size, minimum, unit)
+                               min_size=minimum, tokenizer=tokenizer)
+    check_contract(text, chunks, size, minimum, tokenizer if unit == "tokens" else "chars")
     assert any(chunk.distance is not None for chunk in chunks)
 
 
@@ -264,9 +267,11 @@ def test_a_callable_and_langchain_embeddings_are_models(minilm, oracle_embedding
     folder, model = minilm
     text = corpus_text(*ENGLISH[0], limit=1500)
     expected = chunkd.split_text(text, 100, strategy="semantic", embed=folder)
-    by_function = chunkd.split_text(text, 100, strategy="semantic",
+    # A function has no tokenizer on disk: given the folder's, it counts as the folder does.
+    by_function = chunkd.split_text(text, 100, strategy="semantic", tokenizer=folder,
                                     embed=lambda texts: model.inner.model.encode(texts))
-    by_langchain = chunkd.split_text(text, 100, strategy="semantic", embed=oracle_embeddings)
+    by_langchain = chunkd.split_text(text, 100, strategy="semantic", tokenizer=folder,
+                                     embed=oracle_embeddings)
     assert [c[:4] for c in by_function] == [c[:4] for c in by_langchain] == \
         [c[:4] for c in expected]
 
