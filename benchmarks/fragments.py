@@ -38,7 +38,7 @@ def chunks(source: pathlib.Path, model: str, options: list[str],
     result = subprocess.run([sys.executable, "-c", "import sys, chunkd.cli; "
                              "sys.exit(chunkd.cli.main())", "--strategy", "semantic",
                              "--embed", model, *options, str(path)],
-                            capture_output=True, env=environment, check=False)
+                            capture_output=True, env=environment, cwd=source, check=False)
     if result.returncode:
         sys.exit(f"{path}: {result.stderr.decode().strip()}")
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -80,7 +80,7 @@ def main() -> None:
         else args.model
     count = resolve("chars" if unit == "chars" else tokenizer).count
     total = total_chunks = total_short = 0
-    for path in args.files or default_files():
+    for path in [path.resolve() for path in args.files] or default_files():
         records = chunks(args.source, args.model, options, path)
         text = path.read_text(encoding="utf-8")
         short = sum(record["length"] < minimum for record in records)
