@@ -326,7 +326,10 @@ class Semantic(Strategy):
         model = values["embed"]
         if values["sentence_split"] == "langchain" or not isinstance(model, str):
             return None
-        folder = tokenizer_folder(model)
+        try:
+            folder = tokenizer_folder(model)
+        except SettingsError:  # a model not on disk: the strategy's check says so, later
+            return None
         return None if folder is None else (folder, "embed")
 
     @classmethod
