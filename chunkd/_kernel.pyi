@@ -11,6 +11,7 @@ from chunkd.units.base import LengthUnit
 class TokenCounter:
     name: str
     max_chars: int | None
+    max_size: int | None
     pattern: str
     @property
     def encoding(self) -> Any: ...

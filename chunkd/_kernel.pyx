@@ -123,6 +123,8 @@ cdef class TokenCounter:
     cdef readonly Py_ssize_t max_chars
     #: The pre-tokenizer, named after the encoding whose pattern it translates.
     cdef readonly str pattern
+    #: No model's window: a tiktoken encoding is not one model's tokenizer.
+    max_size = None
 
     def __cinit__(self, encode, bytes classes not None, Py_ssize_t max_token_bytes,
                   Py_ssize_t cache_entries=1 << 16, str name="cl100k_base",

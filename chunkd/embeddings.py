@@ -32,6 +32,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
@@ -689,6 +690,20 @@ def model(spec: str, device: str = "cpu", dtype: str = "float32") -> Cached:
     ``dtype``, behind its content cache: a folder or cached name (``model_folder``).
     ``SettingsError`` if it cannot be loaded."""
     return Cached(SentenceTransformerEmbedder(model_folder(spec), device, dtype=dtype))
+
+
+def tokenizer_folder(spec: str) -> str | None:
+    """The folder of the model ``spec`` names, if its tokenizer is there (a
+    ``tokenizer.json``, as a fast tokenizer saves it), so that chunks can be counted in
+    the model's own tokens; None for a model without one."""
+    from chunkd.units.huggingface import model_file
+
+    folder = model_folder(spec)
+    try:
+        model_file(Path(folder))
+    except SettingsError:
+        return None
+    return folder
 
 
 def identity(spec: str) -> str:

@@ -141,10 +141,13 @@ def settings_from_query(query: str, server: Settings,
                             f"{unavailable[strategy]}, which only the server's own options "
                             "give (start chunkd serve with them)")
     # The server's own settings, less those the requested strategy does not take (a
-    # server started with --strategy semantic --embed MODEL serves the others too).
+    # server started with --strategy semantic --embed MODEL serves the others too), and
+    # less those it did not set (a default implied by its strategy, as the semantic
+    # model's tokenizer, is the requested strategy's own).
     asked = REGISTRY.get(strategy)
     uses_model = takes_model({"strategy": strategy, "vectors": server[VECTORS]})
-    server_own = {option.name: server[option] for option in options() if not option.request
+    server_own = {option.name: server[option] for option in server.set_options()
+                  if not option.request
                   and (asked is None or option.applies is None or option.applies(asked))
                   and (uses_model or option.name not in MODEL_OPTIONS)}
     return (settings_from_flags({request[key].key: value for key, value in values.items()},

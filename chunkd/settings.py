@@ -28,7 +28,6 @@ from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice,
 # Below the settings: the strategies register their options when imported.
 from chunkd.strategies import REGISTRY, Strategy, strategy_class
 from chunkd.units import measure, resolve
-from chunkd.units.huggingface import HuggingFaceUnit
 
 if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
@@ -143,6 +142,12 @@ def set_parent_overlap(draft: Draft, overlap: int | str) -> None:
 DEFAULT_TOKENIZER = "cl100k_base"
 
 
+def set_tokenizer(draft: Draft, spec: str) -> None:
+    """``--tokenizer``, given (an update, so that a parser holds None when it is not:
+    the strategy's model's own tokenizer is the default then)."""
+    draft.values["tokenizer"] = spec
+
+
 def check_tokenizer(value: Any, name: str) -> str:
     """A check: a tokenizer spec (``chunkd.units.resolve``), loaded now, so that a
     missing or malformed one is a usage error before any input is read."""
@@ -160,6 +165,15 @@ def check_tokenizer(value: Any, name: str) -> str:
     return value
 
 
+def default_tokenizer(values: Mapping[str, Any]) -> str:
+    """The tokenizer when none is given: the strategy's model's own
+    (``Strategy.model_tokenizer``), else ``DEFAULT_TOKENIZER``."""
+    from chunkd.strategies import strategy_class
+
+    own = strategy_class(values.get("strategy") or "recursive").model_tokenizer(values)
+    return DEFAULT_TOKENIZER if own is None else own[0]
+
+
 def tokenizer_identity(spec: str) -> str:
     """How results record a tokenizer: its unit's name (an encoding's name, or a
     file's name and SHA-256), never a path of this machine."""
@@ -167,41 +181,56 @@ def tokenizer_identity(spec: str) -> str:
 
 
 def chunk_limit(tokenizer: str) -> int | None:
-    """The most tokens a chunk may have for the model whose folder ``tokenizer``
-    names: the model's limit less the special tokens it adds (``max_size``); None for
-    a tokenizer without a model that says its limit."""
-    model = resolve(tokenizer)
-    return model.max_size if isinstance(model, HuggingFaceUnit) else None
+    """The most tokens a chunk may have for the model whose tokenizer ``tokenizer``
+    names: its unit's ``max_size`` (a model folder's limit less the special tokens the
+    model adds); None for a tokenizer that is no model's."""
+    return resolve(tokenizer).max_size
+
+
+def model_window(values: Mapping[str, Any]) -> int | None:
+    """The window of the model the chunks are for, in the tokenizer's tokens:
+    ``--embed-window``, else the tokenizer's model's (``chunk_limit``), else None."""
+    given = values.get("embed_window")
+    return given if given is not None else chunk_limit(values.get("tokenizer")
+                                                       or DEFAULT_TOKENIZER)
 
 
 def default_unit_and_size(kind: type[Strategy], values: Mapping[str, Any]) -> tuple[str, int]:
     """The unit and size of ``values`` (by option name, perhaps not all given): as
-    given, else the defaults. A tokenizer given makes tokens the default unit of the
-    strategies that count them, and a model folder's limit (``chunk_limit``) their
-    default size."""
+    given, else the defaults. A tokenizer given, or a model's window, makes tokens the
+    default unit of the strategies that count them, and the smaller of the strategy's
+    default size and the window (``model_window``) their default size."""
     tokenizer = values.get("tokenizer") or DEFAULT_TOKENIZER
-    unit = values.get("unit") or ("tokens" if tokenizer != DEFAULT_TOKENIZER
+    window = model_window(values) if "tokens" in kind.units else None
+    unit = values.get("unit") or ("tokens" if (tokenizer != DEFAULT_TOKENIZER
+                                               or window is not None)
                                   and "tokens" in kind.units else kind.units[0])
     size = values.get("size")
     if size is None:
-        fits = chunk_limit(tokenizer) if unit == "tokens" else None
-        size = kind.default_size if fits is None else fits
+        size = kind.default_size if window is None or unit != "tokens" else \
+            min(kind.default_size, window)
     return unit, size
 
 
-def _check_model_limit(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
-    """A size in tokens must fit the model (``chunk_limit``). Parents are not
-    embedded, so their size may be larger."""
-    tokenizer = values["tokenizer"]
-    fits = chunk_limit(tokenizer) if values["unit"] == "tokens" else None
-    if fits is not None and values["size"] > fits:
-        model = resolve(tokenizer)
-        assert isinstance(model, HuggingFaceUnit), "only a model folder has a limit"
+def _check_window(values: Mapping[str, Any], model: str, spell: Callable[[str], str]) -> None:
+    """A size in tokens must fit the model's window (``model_window``), and a size in
+    code points is refused with one: a code point can be several tokens (a Hangul
+    syllable is three of a WordPiece model's, a rare character up to four of a byte-level
+    one's), so no size in code points is sure to fit. ``model`` names where the window
+    comes from. Parents are not embedded, so their size may be larger."""
+    window, unit, size = model_window(values), values["unit"], values["size"]
+    if window is None or unit not in ("tokens", "chars"):
+        return
+    if unit == "chars":
         raise SettingsError(
-            f"the size ({values['size']} tokens) is more than the model of "
-            f"{spell('tokenizer')} {tokenizer} takes: {fits} tokens a chunk (its limit, "
-            f"{model.limit}, less the {model.special} special tokens it adds to every "
-            f"input); give a size of {fits} or less")
+            f"{model} reads {window} tokens a chunk, and a size in code points "
+            f"({size} chars) cannot promise to fit it (a code point can be several "
+            f"tokens): count in its tokens, --tokens {window} or less")
+    if size > window:
+        why = ("" if values.get("embed_window") is not None else
+               " (its window, less the special tokens it adds to every input)")
+        raise SettingsError(f"the size ({size} tokens) is more than {model} takes: {window} "
+                            f"tokens a chunk{why}; give a size of {window} or less")
 
 
 def always_shown(option: str) -> Callable[[Settings], list[str]]:
@@ -242,8 +271,8 @@ def _parent_shown(unit: str) -> Callable[[Settings], list[str]]:
 
 def _tokenizer_shown(settings: Settings) -> list[str]:
     """``--tokenizer SPEC`` as given (a path of this machine, shown to its user)."""
-    tokenizer = settings.tokenizer
-    return [] if tokenizer == DEFAULT_TOKENIZER else ["--tokenizer", tokenizer]
+    given = OPTIONS["tokenizer"].is_set(settings._values)
+    return ["--tokenizer", settings.tokenizer] if given else []
 
 
 def _has_headings(kind: type[Strategy]) -> bool:
@@ -285,15 +314,29 @@ class Settings:
                  shown=size_shown(None))))
     #: What ``tokens`` count in: sizes in tokens, parents in tokens, ``count_tokens``.
     tokenizer = Option[str](
-        DEFAULT_TOKENIZER, "the tokenizer that tokens count in (recorded by its identity)",
-        check=check_tokenizer, check_with=_check_model_limit, to_json=tokenizer_identity,
+        None, "the tokenizer that tokens count in (recorded by its identity; None: the "
+              "strategy's model's own, else cl100k_base)",
+        check=check_tokenizer, to_json=tokenizer_identity, implied=default_tokenizer,
         flags=(Flag("--tokenizer", "what --tokens, --parent-tokens and --count-tokens count "
-                                   "in: a tiktoken encoding (cl100k_base, the default; "
-                                   "o200k_base...), a .tiktoken file, or a Hugging Face "
-                                   "tokenizer.json file or model folder, whose limit then "
-                                   "bounds --tokens (and is the default size); loaded "
-                                   "offline", metavar="SPEC", parse=str,
-                    shown=_tokenizer_shown),))
+                                   "in: a tiktoken encoding (cl100k_base, the default, or "
+                                   "the --embed model's own tokenizer; o200k_base...), a "
+                                   ".tiktoken file, or a Hugging Face tokenizer.json file "
+                                   "or model folder, whose window then bounds --tokens "
+                                   "(and the default size); loaded offline", set_tokenizer,
+                    metavar="SPEC", parse=str, shown=_tokenizer_shown),))
+    #: The window of the model the chunks are embedded with, in the tokenizer's tokens.
+    embed_window = Option[int | None](
+        None, "the most tokens of the tokenizer a chunk may have for the model that embeds "
+              "it (None: the model's own, where its folder says it)", check=whole(1),
+        noun="model's window", applies=lambda kind: not kind.window,
+        refusal="{option} bounds a size in tokens: it is for the recursive, markdown, code "
+                "and semantic strategies, not {strategy}", flags=(
+            Flag("--embed-window", "the most tokens of --tokenizer a chunk may have for the "
+                                   "model that embeds it (default: the window a model "
+                                   "folder's config gives, less its special tokens): the "
+                                   "default size is at most it, a larger --tokens is "
+                                   "refused, and so is --chars", metavar="N",
+                 parse=number_value),))
     overlap = Option[int](
         None, "units shared by neighbouring chunks (None: the strategy's default)",
         record=Record.ALWAYS, request=True, grid=True, check=whole(0), noun="overlap",
@@ -511,6 +554,10 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
         if value is not None and option.check is not None:
             value = option.check(value, option.noun or spell(option))
         values[option.name] = value
+    def named(name: str) -> str:
+        return spell(OPTIONS[name])
+
+    model = _model_named(kind, values, named)
     unit, size = default_unit_and_size(kind, values)
     if unit not in kind.units:
         raise SettingsError(f"the {kind.name} strategy counts in "
@@ -526,11 +573,25 @@ def _resolved(given: Mapping[str, Any], spell: Callable[[Option[Any]], str]) -> 
         if option.applies is not None and not option.applies(kind) and option.is_set(values):
             raise SettingsError(option.refusal.format(option=spell(option), strategy=kind.name))
     _resolve_parents(values, kind)
+    _check_window(values, model, named)
     for option in declared:
         if option.check_with is not None:
-            option.check_with(values, lambda name: spell(OPTIONS[name]))
+            option.check_with(values, named)
     kind.check(Settings._made(values))
     return values
+
+
+def _model_named(kind: type[Strategy], values: dict[str, Any],
+                 spell: Callable[[str], str]) -> str:
+    """How messages name the model whose window bounds the size; with no tokenizer
+    given, the tokenizer becomes the strategy's model's own (``model_tokenizer``)."""
+    own = kind.model_tokenizer(values) if values["tokenizer"] is None else None
+    values["tokenizer"] = (values["tokenizer"] or DEFAULT_TOKENIZER) if own is None else own[0]
+    if values["embed_window"] is not None:
+        return f"the model ({spell('embed_window')} {values['embed_window']})"
+    if own is not None:
+        return f"the model of {spell(own[1])} {values[own[1]]}"
+    return f"the model of {spell('tokenizer')} {values['tokenizer']}"
 
 
 def _resolve_parents(values: dict[str, Any], kind: type[Strategy]) -> None:

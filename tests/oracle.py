@@ -115,6 +115,7 @@ class PlainTokens:
 
     name = "cl100k_base (tiktoken, plain)"
     max_chars: int | None = 128
+    max_size: int | None = None
 
     def count(self, text: str) -> int:
         return token_length(text)

@@ -47,7 +47,7 @@ def texts() -> dict[str, str]:
 
 def test_grid_records_are_sane_ranked_and_identical_between_runs():
     options = ("--chars", "300,1000", "--tokens", "128", "--overlap", "0,15%", "--format",
-               "ndjson")
+               "ndjson", "-k", "5")
     first, second = evaluate(*options), evaluate(*options)
     assert first.returncode == 0, first.stderr.decode()
     assert first.stdout == second.stdout
@@ -62,6 +62,8 @@ def test_grid_records_are_sane_ranked_and_identical_between_runs():
         assert record["questions"] == 132
         for metric in METRICS:
             assert 0 <= record[metric] <= 1 and record[f"{metric}_std"] >= 0
+            # the sample standard deviation over the root of the count: pstdev / √(n - 1)
+            assert record[f"{metric}_se"] == pytest.approx(record[f"{metric}_std"] / 131 ** 0.5)
         assert record["chunks"] > 0 and record["tokens"] > 0
         documents = record["documents"]
         assert [d["doc"] for d in documents] == DOCS
@@ -109,7 +111,7 @@ def test_retrieving_every_chunk_finds_every_reference():
 
 
 def test_whole_document_chunks_have_recall_1_and_low_precision():
-    [record] = records("--chars", "1000000", "--overlap", "0")
+    [record] = records("--chars", "1000000", "--overlap", "0", "-k", "5")
     assert record["chunks"] == 2
     assert record["recall"] == 1 and record["recall_at_k"] == 1 and record["recall_std"] == 0
     both = sum(len(text.strip()) for text in texts().values())  # k = 5 takes both
@@ -120,15 +122,39 @@ def test_whole_document_chunks_have_recall_1_and_low_precision():
 
 
 def test_table_ranks_by_the_chosen_metric_and_names_the_best_setting():
-    result = evaluate("--chars", "200,800", "--overlap", "0", "--rank", "recall")
+    result = evaluate("--chars", "200,800", "--overlap", "0", "--rank", "recall", "-k", "5")
     assert result.returncode == 0, result.stderr.decode()
     lines = result.stdout.decode().splitlines()
-    assert lines[0].startswith("132 questions over 2 documents, BM25 top 5, ranked by recall")
+    assert lines[0].startswith("132 questions over 2 documents, BM25 top 5, ranked by recall "
+                               "(mean ±standard error over the questions")
     rows = [line.split() for line in lines if line.split()[1:2] == ["recursive"]]
     assert [row[3] for row in rows] == ["800", "200"]
     assert lines[-1].startswith("best by recall: --strategy recursive --chars 800 --overlap 0")
-    by_iou = evaluate("--chars", "200,800", "--overlap", "0").stdout.decode()
+    by_iou = evaluate("--chars", "200,800", "--overlap", "0", "-k", "5").stdout.decode()
     assert by_iou.splitlines()[-1].startswith("best by IoU: --strategy recursive --chars 200")
+
+
+def test_by_default_settings_compete_within_a_budget_and_the_noise_is_said():
+    """Recall within 1,000 tokens by default; a setting that scores the same as the best
+    on every question is marked within the noise, and the best line says the questions
+    do not settle the choice; one far behind is not."""
+    lines = evaluate("--chars", "1000000,2000000", "--overlap", "0").stdout.decode().splitlines()
+    assert lines[0].startswith("132 questions over 2 documents, BM25 the best chunks within "
+                               "1,000 tokens, ranked by recall (mean ±standard error over "
+                               "the questions; ≈: within 1.96 standard errors of the best")
+    rows = [line.split() for line in lines if line.split()[1:2] == ["recursive"]]
+    assert rows[0][-1] == "best" and rows[1][-3:] == ["≈", "+0.000", "±0.000"]
+    assert "within the noise of 1 other setting (≈), so these questions do not settle the " \
+           "choice" in lines[-1]
+    [best, whole] = records("--chars", "300,1000000", "--overlap", "0")
+    assert (best["size"], best["budget"], best["vs_best"], best["within_noise"]) == (
+        300, 1000, 0, True)
+    # Whole documents do not fit the budget: nothing is retrieved.
+    assert whole["recall"] == 0 and not whole["within_noise"]
+    assert whole["vs_best"] == pytest.approx(best["recall"])
+    assert whole["vs_best_se"] == pytest.approx(best["recall_std"] / 131 ** 0.5)
+    table = evaluate("--chars", "300,1000000", "--overlap", "0").stdout.decode()
+    assert table.splitlines()[-1].endswith("; ahead of every other setting by more than the noise")
 
 
 def test_default_grid():
@@ -267,7 +293,7 @@ def test_the_other_settings_options_apply_to_every_setting(options):
         assert record["chunks"] == sum(len(ranges) for ranges in chunks.values())
     table = evaluate("--chars", "300,500", "--overlap", "0", *options)
     best = table.stdout.decode().splitlines()[-1]
-    assert best.startswith("best by IoU: --strategy recursive --chars ")
+    assert best.startswith("best by recall: --strategy recursive --chars ")
     assert best.split(" (recall")[0].endswith(" --overlap 0 " + shlex.join(options))
 
 

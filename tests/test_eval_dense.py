@@ -34,13 +34,15 @@ def in_process_eval(capsysbinary, docs, questions, *options):
 
 @pytest.fixture(scope="module")
 def plain_dense(minilm):
-    """The shared questions on one document, its chunks (chunkd's recursive, 256 tokens),
-    and the cosine similarity of each question to each chunk, computed here."""
-    _, model = minilm
+    """The shared questions on one document, its chunks (chunkd's recursive, 200 of the
+    model's tokens, which it reads whole), and the cosine similarity of each question to
+    each chunk, computed here."""
+    folder, model = minilm
     questions = [question for question in map(json.loads, QUESTIONS.read_text().splitlines())
                  if question["doc"] == DOCS[0].name]
     chunks = [(DOCS[0].name, chunk) for chunk in chunkd.split_text(
-        DOCS[0].read_text(encoding="utf-8"), 256, 0, unit="tokens", count_tokens=True)]
+        DOCS[0].read_text(encoding="utf-8"), 200, 0, unit="tokens", tokenizer=folder,
+        count_tokens=True)]
     encode = model.inner.model.encode
     vectors = encode([chunk.text for _, chunk in chunks])
     asked = encode(["Q: " + question["question"] for question in questions])
@@ -58,7 +60,7 @@ def test_dense_equals_a_plain_reimplementation(minilm, plain_dense, tmp_path, ca
     asked = tmp_path / "questions.jsonl"
     asked.write_text("".join(json.dumps(question) + "\n" for question in questions))
     [record] = in_process_eval(capsysbinary, DOCS[:1], asked, "--retriever", "dense",
-                               "--embed", folder, "--tokens", "256", "--overlap", "0",
+                               "--embed", folder, "--tokens", "200", "--overlap", "0",
                                "--query-prefix", "Q: ", *depth)
     ranked = []
     for row in similarity:

@@ -574,16 +574,33 @@ def test_the_page_names_the_tokenizer_that_counts(page, tmp_path):
     page.click("#row-1")
     check_details(page, records[1], "tokens", records[0], tokenizer="o200k_base")
 
+    # A file's identity is long (its SHA-256): the page shows its name and the digest's
+    # start, the whole in a tooltip, and every card holds what it shows.
+    short = MINILM_IDENTITY.replace("sha256:", "")[:len("model/tokenizer.json@") + 8]
     with Serve("--tokenizer", str(minilm_folder())) as serve:
         open_server_page(page, serve.url)
-        assert page.eval_on_selector_all("#unit option", "o => o.map(x => [x.value, x.text])") == [
-            ["chars", "chars"], ["tokens", f"tokens ({MINILM_IDENTITY})"]]
+        assert page.eval_on_selector_all(
+            "#unit option", "o => o.map(x => [x.value, x.text, x.title])") == [
+            ["chars", "chars", ""], ["tokens", f"tokens ({short})",
+                                     f"tokens of {MINILM_IDENTITY}"]]
         assert (page.input_value("#unit"), page.input_value("#size")) == ("tokens", "254")
         paste(page, ENGLISH.read_text(encoding="utf-8"))
         split(page)
         shown = ndjson(run_chunkd("--count-tokens", "--tokenizer", str(minilm_folder()),
                                   input=ENGLISH.read_bytes()).stdout)
-        check_details(page, shown[0], "tokens", None, tokenizer=MINILM_IDENTITY)
+        check_details(page, shown[0], "tokens", None, tokenizer=short)
+        expect(page.locator("#totals")).to_contain_text(f"{short} tokens in all chunks")
+        for width in (1280, 900, 420):
+            page.set_viewport_size({"width": width, "height": 900})
+            overflowing = page.evaluate("""() => [...document.querySelectorAll(
+                ".card, .stat, .settings label")].filter(box => {
+                  const outer = box.getBoundingClientRect();
+                  return [...box.querySelectorAll("*")].some(inner => {
+                    const r = inner.getBoundingClientRect();
+                    return r.width && r.right > outer.right + 1;
+                  }) || box.scrollWidth > box.clientWidth + 1;
+                }).map(box => box.className || box.textContent.slice(0, 40))""")
+            assert overflowing == [], (width, overflowing)
 
 
 def test_a_preview_file_shows_markup_as_text(page, tmp_path):

@@ -177,7 +177,8 @@ def test_langchain_mode_records_the_distance_at_each_cut(minilm, oracle_embeddin
 
 def check_contract(text, chunks, size, minimum, unit):
     """Exact slices in order, every sentence in one chunk, sizes within the maximum, and
-    a chunk under the minimum only where neither neighbour could take it."""
+    a chunk under the minimum only where joining it to either neighbour would pass the
+    maximum (the pieces of a group cut at the maximum included)."""
     count = chunkd.units.resolve(unit).count
     previous_end = 0
     for number, chunk in enumerate(chunks):
@@ -193,22 +194,41 @@ def check_contract(text, chunks, size, minimum, unit):
             for other in (number - 1, number + 1):
                 if 0 <= other < len(chunks):
                     first, last = sorted((chunks[number], chunks[other]))
-                    joined = text[first.start:last.end]
-                    # a part of a group cut at the maximum, or a neighbour too large
-                    assert count(joined) > size or chunk.distance is None \
-                        or chunks[other].distance is None
+                    assert count(text[first.start:last.end]) > size
 
 
 @pytest.mark.parametrize("unit,size,minimum", [
     ("tokens", 120, 30), pytest.param("chars", 400, 0, marks=pytest.mark.slow),
     pytest.param("chars", 300, 200, marks=pytest.mark.slow)])
 def test_default_mode_keeps_its_bounds(minilm, unit, size, minimum):
+    """In the model's tokens (its own, by default), or in code points with another
+    tokenizer given (the model's window refuses sizes in code points)."""
     folder, _ = minilm
     text = corpus_text(*ENGLISH[1], limit=4000)
+    tokenizer = folder if unit == "tokens" else "cl100k_base"
     chunks = chunkd.split_text(text, size, strategy="semantic", unit=unit, embed=folder,
-                               min_size=minimum)
-    check_contract(text, chunks, size, minimum, unit)
+                               min_size=minimum, tokenizer=tokenizer)
+    check_contract(text, chunks, size, minimum, tokenizer if unit == "tokens" else "chars")
     assert any(chunk.distance is not None for chunk in chunks)
+
+
+def letter_vectors(texts):
+    """A cheap deterministic embedder: each text's letter counts (and one more, so that
+    no vector is zero)."""
+    return [[1.0] + [text.lower().count(letter) for letter in "abcdefghijklmnopqrstuvwxyz"]
+            for text in texts]
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=topical_texts(), size=st.integers(20, 400), share=st.integers(1, 8),
+       rule=st.sampled_from(RULES), unit=st.sampled_from(("chars", "tokens")))
+def test_default_mode_leaves_no_fragment_a_neighbour_could_take(text, size, share, rule, unit):
+    """Whatever the groups and wherever the maximum cuts them, a chunk under the minimum
+    remains only where neither neighbour can take it within the maximum."""
+    minimum = size * share // 8
+    chunks = chunkd.split_text(text, size, strategy="semantic", unit=unit,
+                               embed=letter_vectors, breakpoint=rule, min_size=minimum)
+    check_contract(text, chunks, size, minimum, "chars" if unit == "chars" else "cl100k_base")
 
 
 @pytest.mark.slow
@@ -247,9 +267,11 @@ def test_a_callable_and_langchain_embeddings_are_models(minilm, oracle_embedding
     folder, model = minilm
     text = corpus_text(*ENGLISH[0], limit=1500)
     expected = chunkd.split_text(text, 100, strategy="semantic", embed=folder)
-    by_function = chunkd.split_text(text, 100, strategy="semantic",
+    # A function has no tokenizer on disk: given the folder's, it counts as the folder does.
+    by_function = chunkd.split_text(text, 100, strategy="semantic", tokenizer=folder,
                                     embed=lambda texts: model.inner.model.encode(texts))
-    by_langchain = chunkd.split_text(text, 100, strategy="semantic", embed=oracle_embeddings)
+    by_langchain = chunkd.split_text(text, 100, strategy="semantic", tokenizer=folder,
+                                     embed=oracle_embeddings)
     assert [c[:4] for c in by_function] == [c[:4] for c in by_langchain] == \
         [c[:4] for c in expected]
 

@@ -121,8 +121,8 @@ def test_a_size_above_the_models_limit_is_a_usage_error():
     assert (result.returncode, result.stdout) == (2, b"")
     [line] = result.stderr.decode().splitlines()
     assert line.startswith(f"chunkd: error: the size (255 tokens) is more than the model of "
-                           f"--tokenizer {folder} takes: 254 tokens a chunk (its limit, 256, "
-                           f"less the 2 special tokens")
+                           f"--tokenizer {folder} takes: 254 tokens a chunk (its window, less "
+                           f"the special tokens it adds to every input)")
     fits = run_chunkd("--tokenizer", folder, "--tokens", "254", str(DOCUMENTS[0]))
     assert fits.returncode == 0, fits.stderr
     # Parents are not embedded: their size may pass the limit.

@@ -54,6 +54,8 @@ class TokenCounter:
         self._cache_entries = cache_entries
         self.name = name
         self.max_chars: int | None = max_token_bytes
+        #: No model's window: a tiktoken encoding is not one model's tokenizer.
+        self.max_size: int | None = None
 
     @property
     def encoding(self) -> Any:

@@ -22,7 +22,14 @@ from chunkd.documents import add_document_options, check_limits, labels
 from chunkd.embeddings import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
-from chunkd.settings import CommandParser, SettingsError, add_settings_options
+from chunkd.settings import (DEFAULT_TOKENIZER, CommandParser, SettingsError,
+                             add_settings_options)
+
+#: The context a question's chunks fit in by default, in tokens: a prompt's share for
+#: retrieved text in a small model's context; top k chunks with -k instead.
+DEFAULT_BUDGET = 1000
+#: The chunks a question gets with a budget, for a retriever that needs a number.
+DEFAULT_K = 5
 
 #: How to add the eval extra's packages, wherever chunkd was installed from (chunkd is
 #: not on PyPI, so ``pip install 'chunkd[eval]'`` needs an index that has it).
@@ -66,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                              'as the text "chunkd extract" prints (default); ndjson: one '
                              '{"id": ..., "text": ...} a line')
     add_document_options(parser)
-    parser.add_argument("-k", "--k", type=int, default=5, metavar="K",
-                        help="chunks retrieved per question (default: 5)")
+    parser.add_argument("-k", "--k", type=int, metavar="K",
+                        help="retrieve the top K chunks per question instead of those that "
+                             f"fit a budget of tokens (default: --budget {DEFAULT_BUDGET})")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
                         help="bm25: Okapi BM25 over words, CJK as character bigrams (default); "
                              "dense: the cosine similarity of the --embed model's vectors; "
@@ -78,12 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--document-prefix", default="", metavar="TEXT",
                         help="dense, hybrid: put TEXT before every chunk (E5's 'passage: ')")
     parser.add_argument("--budget", type=int, metavar="TOKENS",
-                        help="instead of k chunks, retrieve as many of the best chunks as fit "
-                             "in TOKENS tokens (the chunks' --count-tokens), so that sizes "
-                             "compete at equal context cost; ranks by recall unless --rank says")
+                        help="retrieve as many of the best chunks as fit in TOKENS tokens "
+                             "(the chunks' --count-tokens), so that sizes compete at equal "
+                             f"context cost (default: {DEFAULT_BUDGET}, unless -k is given); "
+                             "ranks by recall unless --rank says")
     parser.add_argument("--rank", choices=METRICS,
-                        help="the metric that ranks the settings (default: recall with "
-                             "--budget, else iou; with k fixed, recall alone always favours "
+                        help="the metric that ranks the settings (default: recall within the "
+                             "budget; with -k, iou: with k fixed, recall alone always favours "
                              "the largest chunks)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table: for a terminal (default); ndjson, json, csv: one record "
@@ -187,6 +196,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     from chunkd.readers import display_name
 
     try:
+        count_in_the_model(args)
         points, refused = grid(args)
     except SettingsError as error:
         parser.error(str(error))
@@ -209,7 +219,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     try:
         for done, point in enumerate(points):
             progress.show(done, point.options())
-            results.append(evaluate(point, library, questions, search, args.k, args.budget))
+            results.append(evaluate(point, library, questions, search, args.k or DEFAULT_K,
+                                    args.budget))
     except EmbedError as error:  # every setting needs the model: nothing to report
         progress.close()
         print(f"chunkd eval: {error}", file=sys.stderr)
@@ -218,7 +229,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     seconds = time.perf_counter() - started
     rank = args.rank or ("recall" if args.budget is not None else "iou")
     results = report.ranked(results, rank)
-    scope = report.Scope(args.k, rank, args.retriever, len(questions),
+    scope = report.Scope(args.k or DEFAULT_K, rank, args.retriever, len(questions),
                          tuple(library.names), points[0].settings.token_measure.name,
                          None if model is None else model.name, args.budget)
     out.write(report.table(results, scope).encode("utf-8") if args.format == "table"
@@ -234,6 +245,29 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     if not args.quiet and sys.stderr.isatty():
         print(f"chunkd eval: {len(points)} settings in {seconds:.1f} s", file=sys.stderr)
     return EXIT_FAILED if problems.count else EXIT_OK
+
+
+def count_in_the_model(args: argparse.Namespace) -> None:
+    """Sizes for a retriever that embeds with a model on disk: counted in the model's
+    tokens (unless ``--tokenizer`` says otherwise), within its window less what
+    ``--document-prefix`` takes, so that no chunk is cut short by the model unseen (a
+    grid size over it is left out, and said)."""
+    from chunkd.embeddings import tokenizer_folder
+    from chunkd.evaluate.retrieval import EMBEDDING
+    from chunkd.settings import model_window
+    from chunkd.units import resolve
+
+    if args.retriever not in EMBEDDING or args.embed is None:
+        return
+    if args.tokenizer is None:
+        args.tokenizer = tokenizer_folder(args.embed)
+    window = model_window({"tokenizer": args.tokenizer, "embed_window": args.embed_window})
+    if window is not None and args.document_prefix:
+        prefix = resolve(args.tokenizer or DEFAULT_TOKENIZER).count(args.document_prefix)
+        if prefix >= window:
+            raise SettingsError(f"--document-prefix takes {prefix} of the model's {window} "
+                                "tokens a chunk, which leaves the chunks none")
+        args.embed_window = window - prefix
 
 
 def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
@@ -258,7 +292,11 @@ def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv))
     check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
-    if args.k < 1:
+    if args.k is not None and args.budget is not None:
+        parser.error("-k and --budget exclude each other: give one")
+    if args.k is None and args.budget is None:
+        args.budget = DEFAULT_BUDGET
+    if args.k is not None and args.k < 1:
         parser.error(f"-k must be at least 1, got {args.k}")
     if args.budget is not None and args.budget < 1:
         parser.error(f"--budget must be at least 1, got {args.budget}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from chunkd.chunk import Chunk
 from chunkd.evaluate.grid import Point
-from chunkd.evaluate.metrics import Retrieved, Summary, scores, summarize
+from chunkd.evaluate.metrics import Retrieved, Scores, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
 from chunkd.strategies import build, chunk_blocks
@@ -31,6 +31,8 @@ class Result:
     overall: Part
     #: Per document, in the documents' order.
     documents: tuple[Part, ...]
+    #: Each question's scores, in the questions' order (for paired comparisons).
+    scores: tuple[Scores, ...] = ()
 
 
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
@@ -74,7 +76,8 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
         by_document[question.document].append(score)
     return Result(point, Part(summarize(per_question), len(chunks), sum(token_counts)),
                   tuple(Part(summarize(by_document[number]), chunk_counts[number],
-                             token_counts[number]) for number in range(count)))
+                             token_counts[number]) for number in range(count)),
+                  tuple(per_question))
 
 
 def within(ranked: list[int], chunks: Sequence[tuple[int, Chunk]], budget: int) -> list[int]:

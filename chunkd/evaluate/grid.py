@@ -25,7 +25,7 @@ from typing import Any
 
 from chunkd.embedder import MODEL_OPTIONS, takes_model
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
-                             chunk_limit, settings_from_flags)
+                             model_window, settings_from_flags)
 from chunkd.strategies import Strategy, strategy_class
 
 DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
@@ -73,7 +73,7 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
     shared = {key: value for key, value in given.items() if key not in varied}
     # Once, not for each combination: a bad tokenizer is a usage error.
     common = settings_from_flags({key: value for key, value in shared.items()
-                                  if key == "tokenizer"})
+                                  if key in ("tokenizer", "embed_window")})
     recursive_sizes = ([("chars", size) for size in given.get("chars", [])]
                        + [("tokens", size) for size in given.get("tokens", [])])
     window_sizes = [("size", size) for size in given.get("size", [])]
@@ -81,8 +81,8 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
         if sizes and not any(kind.window == window for kind in kinds):
             key, value = sizes[0]  # let the settings say what to write instead
             settings_from_flags({"strategy": strategies[0], key: value})
-    recursive_sizes = recursive_sizes or [("tokens", size) for size in
-                                          default_tokens(chunk_limit(common.tokenizer))]
+    fits = model_window({"tokenizer": common.tokenizer, "embed_window": common.embed_window})
+    recursive_sizes = recursive_sizes or [("tokens", size) for size in default_tokens(fits)]
     points: list[Point] = []
     problems: list[str] = []
     for name, kind in zip(strategies, kinds):

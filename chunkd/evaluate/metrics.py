@@ -125,18 +125,52 @@ def scores(references: Sequence[Span], retrieved: Sequence[Retrieved], text: str
 
 
 class Summary(NamedTuple):
-    """Each metric's mean and (population) standard deviation over questions."""
+    """Each metric's mean, (population) standard deviation and standard error of the
+    mean over questions."""
 
     questions: int
     means: Scores
     deviations: Scores
+    errors: Scores
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """The standard error of the mean of ``values``: their sample standard deviation
+    over the square root of their number (0 for fewer than two)."""
+    return statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
 
 
 def summarize(per_question: Sequence[Scores]) -> Summary:
-    """The mean and standard deviation of each metric (zeros for no question)."""
+    """Each metric's mean, standard deviation and standard error (zeros for no
+    question)."""
     if not per_question:
         zeros = Scores(*(0.0,) * len(METRICS))
-        return Summary(0, zeros, zeros)
+        return Summary(0, zeros, zeros, zeros)
     columns = list(zip(*per_question))
     return Summary(len(per_question), Scores(*map(statistics.fmean, columns)),
-                   Scores(*map(statistics.pstdev, columns)))
+                   Scores(*map(statistics.pstdev, columns)),
+                   Scores(*map(standard_error, columns)))
+
+
+#: How many standard errors of a paired difference make it more than noise: the
+#: two-sided 95 % point of the normal distribution.
+NOISE_ERRORS = 1.96
+
+
+class Difference(NamedTuple):
+    """How much a setting scored below another on the same questions: the mean of the
+    per-question differences, its standard error, and whether it is within the noise
+    (no more than ``NOISE_ERRORS`` standard errors)."""
+
+    mean: float
+    error: float
+    within_noise: bool
+
+
+def paired_difference(first: Sequence[float], second: Sequence[float]) -> Difference:
+    """``first`` less ``second``, question by question (a paired comparison: both were
+    scored on the same questions, so what the questions share cancels)."""
+    differences = [a - b for a, b in zip(first, second, strict=True)]
+    mean = statistics.fmean(differences) if differences else 0.0
+    error = standard_error(differences)
+    return Difference(mean, error, abs(mean) <= NOISE_ERRORS * error)

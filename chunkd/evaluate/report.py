@@ -2,9 +2,12 @@
 
 Records (``--format ndjson|json|csv``) are ranked like the table, best first. Each has
 the settings (as ``Settings.as_dict()`` records them, less ``errors``, which only says
-how the input was decoded), ``k``, ``questions``, each metric's mean with its
-standard deviation beside it (``recall``, ``recall_std``, ...), ``chunks`` and
-``tokens``; then ``documents``, the same per document. In CSV, a setting's row has an
+how the input was decoded), ``k`` or ``budget``, ``questions``, each metric's mean with
+its standard deviation and standard error beside it (``recall``, ``recall_std``,
+``recall_se``, ...), ``chunks`` and ``tokens``, then ``vs_best``: how far the ranking
+metric's mean is below the best setting's, paired over the questions, with its standard
+error ``vs_best_se`` and ``within_noise``; then ``documents``, the same per document
+(without the comparison). In CSV, a setting's row has an
 empty ``doc`` and is followed by a row per document with ``doc`` filled in.
 """
 
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from chunkd.evaluate.evaluation import Part, Result
-from chunkd.evaluate.metrics import METRICS
+from chunkd.evaluate.metrics import METRICS, NOISE_ERRORS, Difference, paired_difference
 
 FORMATS = ("table", "ndjson", "json", "csv")
 CHARTS = (".png", ".svg", ".html")
@@ -58,6 +61,14 @@ def ranked(results: Sequence[Result], metric: str) -> list[Result]:
         -getattr(result.overall.summary.means, metric), result.overall.tokens))
 
 
+def behind_best(results: Sequence[Result], metric: str) -> list[Difference]:
+    """How far each ranked result is behind the first on ``metric``, paired over the
+    questions, and whether that is within the noise."""
+    best = [getattr(scores, metric) for scores in results[0].scores]
+    return [paired_difference(best, [getattr(scores, metric) for scores in result.scores])
+            for result in results]
+
+
 def settings_fields(result: Result) -> dict:
     recorded = result.point.settings.as_dict()
     del recorded["errors"]
@@ -66,8 +77,9 @@ def settings_fields(result: Result) -> dict:
 
 def _part_fields(part: Part) -> dict:
     fields: dict = {"questions": part.summary.questions}
-    for name, mean, deviation in zip(METRICS, part.summary.means, part.summary.deviations):
-        fields[name], fields[f"{name}_std"] = mean, deviation
+    for name, mean, deviation, error in zip(METRICS, part.summary.means,
+                                            part.summary.deviations, part.summary.errors):
+        fields[name], fields[f"{name}_std"], fields[f"{name}_se"] = mean, deviation, error
     fields["chunks"], fields["tokens"] = part.chunks, part.tokens
     return fields
 
@@ -81,20 +93,29 @@ def retrieval_fields(scope: Scope) -> dict:
     return fields
 
 
-def record(result: Result, scope: Scope) -> dict:
-    """A setting's record: settings, how it retrieved, the overall scores, then per
-    document."""
+def _behind_fields(behind: Difference) -> dict:
+    return {"vs_best": behind.mean, "vs_best_se": behind.error,
+            "within_noise": behind.within_noise}
+
+
+def record(result: Result, scope: Scope, behind: Difference) -> dict:
+    """A setting's record: settings, how it retrieved, the overall scores and how far
+    behind the best, then per document."""
     return {**settings_fields(result), **retrieval_fields(scope), **_part_fields(result.overall),
+            **_behind_fields(behind),
             "documents": [{"doc": name, **_part_fields(part)}
                           for name, part in zip(scope.names, result.documents)]}
 
 
 def records_bytes(results: Sequence[Result], format: str, scope: Scope) -> bytes:
     """The ranked results as NDJSON, JSON (an array) or CSV."""
+    behind = behind_best(results, scope.rank)
     if format == "csv":
         rows = []
-        for result in results:
-            head = {**settings_fields(result), **retrieval_fields(scope)}
+        for result, difference in zip(results, behind):
+            # A document's row repeats its setting's, and its comparison with the best.
+            head = {**settings_fields(result), **retrieval_fields(scope),
+                    **_behind_fields(difference)}
             rows.append({**head, "doc": "", **_part_fields(result.overall)})
             rows.extend({**head, "doc": name, **_part_fields(part)}
                         for name, part in zip(scope.names, result.documents))
@@ -106,7 +127,7 @@ def records_bytes(results: Sequence[Result], format: str, scope: Scope) -> bytes
         writer.writeheader()
         writer.writerows(rows)
         return out.getvalue().encode("utf-8")
-    records = [record(result, scope) for result in results]
+    records = [record(result, scope, difference) for result, difference in zip(results, behind)]
     if format == "json":
         return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"
     return b"".join(orjson.dumps(item) + b"\n" for item in records)
@@ -132,20 +153,24 @@ def _size(result: Result) -> int:
     return size
 
 
-def table_rows(results: Sequence[Result], depth: str) -> list[list[str]]:
-    """The ranked table's cells, a header row first; ``depth`` says how many chunks a
-    question gets (recall@5, recall@budget)."""
+def table_rows(results: Sequence[Result], scope: Scope) -> list[list[str]]:
+    """The ranked table's cells, a header row first: each metric's mean ± its standard
+    error, then how far behind the best on the ranking metric (≈: within the noise)."""
     header = ["#", "strategy", "unit", "size", "overlap",
-              *(TITLES[name].replace("@k", f"@{depth}") for name in METRICS), "chunks", "tokens"]
+              *(TITLES[name].replace("@k", f"@{scope.depth}") for name in METRICS), "chunks",
+              "tokens", f"vs best ({TITLES[scope.rank].replace('@k', f'@{scope.depth}')})"]
     rows = [header]
-    for place, result in enumerate(results, start=1):
+    for place, (result, behind) in enumerate(zip(results, behind_best(results, scope.rank)),
+                                             start=1):
         summary = result.overall.summary
         settings = result.point.settings
         rows.append([str(place), settings.strategy, _unit(result), str(settings.size),
                      _overlap(result),
-                     *(f"{mean:.3f} ±{deviation:.2f}"
-                       for mean, deviation in zip(summary.means, summary.deviations)),
-                     str(result.overall.chunks), f"{result.overall.tokens:,}"])
+                     *(f"{mean:.3f} ±{error:.3f}"
+                       for mean, error in zip(summary.means, summary.errors)),
+                     str(result.overall.chunks), f"{result.overall.tokens:,}",
+                     "best" if place == 1 else
+                     f"{'≈ ' if behind.within_noise else ''}{0.0 - behind.mean:+.3f} ±{behind.error:.3f}"])
     return rows
 
 
@@ -157,7 +182,8 @@ def headline(scope: Scope) -> str:
              else f"the best chunks within {scope.budget:,} tokens")
     return (f"{_count(scope.questions, 'question')} over "
             f"{_count(len(scope.names), 'document')}, {retriever} {depth}, ranked by "
-            f"{TITLES[scope.rank]} (mean ±standard deviation over the questions)"
+            f"{TITLES[scope.rank]} (mean ±standard error over the questions; ≈: within "
+            f"{NOISE_ERRORS} standard errors of the best, question by question)"
             + ("" if scope.tokenizer == "cl100k_base" else f"; tokens of {scope.tokenizer}"))
 
 
@@ -166,16 +192,28 @@ def _count(number: int, thing: str) -> str:
 
 
 def best_line(results: Sequence[Result], scope: Scope) -> str:
-    """The first of the ranked results, named by the filter's options."""
+    """The first of the ranked results, named by the filter's options, and whether the
+    questions tell it from the others."""
     best = results[0]
-    means = best.overall.summary.means
-    return (f"best by {TITLES[scope.rank]}: {best.point.options()} (recall "
-            f"{means.recall:.3f}, IoU {means.iou:.3f}, {best.overall.tokens:,} tokens to embed)")
+    means, errors = best.overall.summary.means, best.overall.summary.errors
+    line = (f"best by {TITLES[scope.rank]}: {best.point.options()} (recall "
+            f"{means.recall:.3f} ±{errors.recall:.3f}, IoU {means.iou:.3f} ±{errors.iou:.3f}, "
+            f"{best.overall.tokens:,} tokens to embed)")
+    close = [result for result, behind in zip(results[1:], behind_best(results, scope.rank)[1:])
+             if behind.within_noise]
+    if not close:
+        return line + "; ahead of every other setting by more than the noise"
+    cheapest = min(close, key=lambda result: result.overall.tokens)
+    return (line + f"; within the noise of {_count(len(close), 'other setting')} (≈), so these "
+            f"questions do not settle the choice" + (
+                f": the cheapest of those is {cheapest.point.options()} "
+                f"({cheapest.overall.tokens:,} tokens)"
+                if cheapest.overall.tokens < best.overall.tokens else ""))
 
 
 def table(results: Sequence[Result], scope: Scope) -> str:
     """The terminal table, ranked, with the best setting named under it."""
-    rows = table_rows(results, scope.depth)
+    rows = table_rows(results, scope)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     left = {1, 2}  # the text columns; numbers are right-aligned
     lines = ["  ".join(cell.ljust(width) if column in left else cell.rjust(width)
@@ -244,7 +282,7 @@ def chart_bytes(results: Sequence[Result], kind: str, scope: Scope) -> bytes:
 def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
     """A self-contained HTML page (no script, no link): the headline, the best setting,
     the chart, the ranked table and each setting's scores per document."""
-    rows = table_rows(results, scope.depth)
+    rows = table_rows(results, scope)
     cells = "\n".join(
         "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])
@@ -255,8 +293,8 @@ def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
             documents.append(
                 f"<tr><td>{html.escape(result.point.options())}</td><td>{html.escape(name)}"
                 f"</td><td>{part.summary.questions}</td>" + "".join(
-                    f"<td>{mean:.3f} ±{deviation:.2f}</td>" for mean, deviation
-                    in zip(part.summary.means, part.summary.deviations)) + "</tr>")
+                    f"<td>{mean:.3f} ±{error:.3f}</td>" for mean, error
+                    in zip(part.summary.means, part.summary.errors)) + "</tr>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>chunkd eval</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}

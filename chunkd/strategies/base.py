@@ -128,6 +128,15 @@ class Strategy:
         return 0
 
     @classmethod
+    def model_tokenizer(cls, values: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The tokenizer of the model these settings (``values``, by option name) embed
+        the chunks with, where the strategy embeds them itself and the model has one on
+        disk: a spec for ``chunkd.units.resolve`` and the option that names the model.
+        Sizes then count in its tokens, within its window, unless ``--tokenizer`` says
+        otherwise."""
+        return None
+
+    @classmethod
     def check(cls, settings: Settings) -> None:
         """Refuse settings this strategy cannot honour (``SettingsError``)."""
 

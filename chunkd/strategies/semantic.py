@@ -5,8 +5,8 @@ langchain``) are each embedded with ``buffer_size`` neighbours on each side; the
 distance between neighbouring windows is 1 - cosine similarity, and a chunk ends after
 a sentence where the breakpoint value (the distance, or its gradient) is strictly above
 a threshold computed over the whole document, by LangChain's ``SemanticChunker``'s four
-rules. The groups are then bounded: one under the minimum joins a neighbour, one over the
-maximum (the size) is cut inside by the recursive splitter. The rules, defaults and
+rules. The groups are then bounded: one over the maximum (the size) is cut inside by the
+recursive splitter, and a piece under the minimum joins a neighbour that can take it. The rules, defaults and
 memory are in docs/semantic.md.
 
 A whole-document threshold needs every distance first, so the chunker holds the
@@ -183,6 +183,21 @@ class Semantic(Strategy):
     streams = False
 
     @classmethod
+    def model_tokenizer(cls, values: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The ``--embed`` model's folder, when it holds a tokenizer; none in LangChain's
+        mode, which has no maximum unless one is given, as its ``SemanticChunker``."""
+        from chunkd.embeddings import tokenizer_folder
+
+        model = values["embed"]
+        if values["sentence_split"] == "langchain" or not isinstance(model, str):
+            return None
+        try:
+            folder = tokenizer_folder(model)
+        except SettingsError:  # a model not on disk: the strategy's check says so, later
+            return None
+        return None if folder is None else (folder, "embed")
+
+    @classmethod
     def check(cls, settings: Settings) -> None:
         if settings.overlap:
             raise SettingsError("the semantic strategy's chunks do not overlap: leave out "
@@ -211,6 +226,17 @@ class Group(NamedTuple):
 
     first: int
     last: int
+    distance: float | None
+
+
+class Piece(NamedTuple):
+    """A range of the document that becomes a chunk, its length, and the distance at the
+    cut after it (None after the document's last sentence, or inside a group cut at
+    the maximum)."""
+
+    start: int
+    end: int
+    length: int
     distance: float | None
 
 
@@ -278,10 +304,10 @@ class SemanticSplitter:
         """The chunks of one whole document."""
         sentences = langchain_sentences(text) if self.langchain else chunkd_sentences(text)
         if self.langchain:
-            groups = self.langchain_groups(text, sentences)
+            pieces = self.cut(text, sentences, self.langchain_groups(text, sentences))
         else:
-            groups = self.bounded(text, sentences, self.groups(text, sentences))
-        made = self.records(text, sentences, groups)
+            pieces = self.joined(text, self.cut(text, sentences, self.groups(text, sentences)))
+        made = self.records(text, pieces)
         seen = _CURVES.get()
         if seen is not None:
             seen.append(self.curve(sentences, made))
@@ -354,64 +380,69 @@ class SemanticSplitter:
             groups.append(Group(first, count - 1, None))
         return groups
 
-    def length(self, text: str, sentences: Sequence[Sentence], group: Group) -> int:
-        return self.unit.count(text[sentences[group.first].start:sentences[group.last].end])
+    def cut(self, text: str, sentences: Sequence[Sentence],
+            groups: Sequence[Group]) -> list[Piece]:
+        """The groups as ranges of the document, each group over the size cut inside by
+        the recursive splitter (chunkd's separators, no overlap). Empty ranges (the
+        empty last sentence LangChain's split can make) are left out."""
+        from chunkd.core import RecursiveSplitter
 
-    def bounded(self, text: str, sentences: Sequence[Sentence],
-                groups: list[Group]) -> list[Group]:
-        """Groups under the minimum joined to a neighbour: the shortest first, across the
-        smaller distance where both neighbours would stay within the size, else the one
-        that would; a group that no neighbour can take stays as it is."""
-        lengths = [self.length(text, sentences, group) for group in groups]
-        stuck: set[int] = set()
-        while len(groups) > 1:
-            small = [(length, number) for number, length in enumerate(lengths)
-                     if length < self.minimum and groups[number].first not in stuck]
+        made: list[Piece] = []
+        for group in groups:
+            start, end = sentences[group.first].start, sentences[group.last].end
+            if start == end:
+                continue
+            length = self.unit.count(text[start:end])
+            if length <= self.size:
+                made.append(Piece(start, end, length, group.distance))
+                continue
+            cut = RecursiveSplitter(self.size, 0, unit=self.unit)
+            inner = cut.feed(text[start:end]) + cut.finish()
+            for number, chunk in enumerate(inner):
+                made.append(Piece(start + chunk.start, start + chunk.end, chunk.length,
+                                  group.distance if number == len(inner) - 1 else None))
+        return made
+
+    def joined(self, text: str, pieces: list[Piece]) -> list[Piece]:
+        """Pieces under the minimum joined to a neighbour, the shortest first, while the
+        joined piece stays within the size: across a cut made at the maximum (inside a
+        group) before a cut made by meaning, and across the smaller distance of two such
+        cuts. A piece stays short only where neither neighbour can take it, which is
+        looked at again whenever a neighbour changes."""
+        stuck: set[int] = set()  # the starts of pieces that no neighbour can take
+        while len(pieces) > 1:
+            small = [(piece.length, number) for number, piece in enumerate(pieces)
+                     if piece.length < self.minimum and piece.start not in stuck]
             if not small:
                 break
             _, number = min(small)
             choices = []
             for other in (number - 1, number + 1):
-                if 0 <= other < len(groups):
+                if 0 <= other < len(pieces):
                     before, after = sorted((number, other))
-                    joined = Group(groups[before].first, groups[after].last,
-                                   groups[after].distance)
-                    length = self.length(text, sentences, joined)
-                    cut = groups[before].distance  # never None: ``before`` is not the last
-                    if length <= self.size and cut is not None:
-                        choices.append((cut, before, joined, length))
+                    first, last = pieces[before], pieces[after]
+                    length = self.unit.count(text[first.start:last.end])
+                    if length <= self.size:
+                        # A cut at the maximum (None) is no cut by meaning: undone first.
+                        cut = -1.0 if first.distance is None else first.distance
+                        choices.append((cut, before, Piece(first.start, last.end, length,
+                                                           last.distance)))
             if not choices:
-                stuck.add(groups[number].first)
+                stuck.add(pieces[number].start)
                 continue
-            _, before, joined, length = min(choices, key=lambda choice: choice[0])
-            groups[before:before + 2] = [joined]
-            lengths[before:before + 2] = [length]
-        return groups
+            _, before, piece = min(choices, key=lambda choice: choice[0])
+            pieces[before:before + 2] = [piece]
+            # Its neighbours may now take a short piece they could not take before.
+            for other in (before - 1, before, before + 1):
+                if 0 <= other < len(pieces):
+                    stuck.discard(pieces[other].start)
+        return pieces
 
-    def records(self, text: str, sentences: Sequence[Sentence],
-                groups: Sequence[Group]) -> list[Chunk]:
-        """The chunks of the groups, each the document's slice over its sentences; a
-        group over the size cut inside by the recursive splitter. Empty slices (the empty
-        last sentence LangChain's split can make) are not written."""
-        from chunkd.core import RecursiveSplitter
-
-        made: list[Chunk] = []
-        for group in groups:
-            start, end = sentences[group.first].start, sentences[group.last].end
-            if start == end:
-                continue
-            piece = text[start:end]
-            length = self.unit.count(piece)
-            if length <= self.size:
-                made.append(Chunk(len(made), start, end, length, piece, distance=group.distance))
-                continue
-            cut = RecursiveSplitter(self.size, 0, unit=self.unit)
-            inner = cut.feed(piece) + cut.finish()
-            for number, chunk in enumerate(inner):
-                made.append(chunk._replace(
-                    index=len(made), start=start + chunk.start, end=start + chunk.end,
-                    distance=group.distance if number == len(inner) - 1 else None))
-        return made
+    def records(self, text: str, pieces: Sequence[Piece]) -> list[Chunk]:
+        """The chunks: each piece's slice of the document, with the distance at the cut
+        after it."""
+        return [Chunk(index, piece.start, piece.end, piece.length, text[piece.start:piece.end],
+                      distance=piece.distance) for index, piece in enumerate(pieces)]
 
 
 def embed_ahead(settings: Settings, texts: Sequence[str]) -> None:

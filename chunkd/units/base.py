@@ -20,6 +20,12 @@ class LengthUnit(Protocol):
     #: many code points), or None when no such bound holds (WordPiece's [UNK] covers a
     #: whole word of any length).
     max_chars: int | None
+    @property
+    def max_size(self) -> int | None:
+        """The model's window: the most units a chunk may have and still be read whole
+        by the model this unit is the tokenizer of (its maximum sequence length less the
+        special tokens it adds), or None when the unit is no model's (code points, an
+        encoding, a tokenizer file without its model's limit)."""
 
     def count(self, text: str) -> int:
         """The exact length of text in this unit."""
@@ -37,6 +43,7 @@ class Chars:
 
     name = "chars"
     max_chars: int | None = 1
+    max_size: int | None = None
 
     def count(self, text: str) -> int:
         return len(text)
@@ -54,6 +61,7 @@ class FunctionUnit:
     bound, so a piece is judged only once it is complete."""
 
     max_chars: int | None = None
+    max_size: int | None = None
 
     def __init__(self, length: Callable[[str], int], name: str | None = None) -> None:
         self.length = length

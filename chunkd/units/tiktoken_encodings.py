@@ -161,6 +161,7 @@ class TiktokenUnit:
         self.encoding = encoding
         self.name = encoding.name
         self.max_chars: int | None = max_chars
+        self.max_size: int | None = None  # an encoding, not one model's tokenizer
 
     def count(self, text: str) -> int:
         """``len(encode_ordinary(text))``: special-token text counts as plain text."""

@@ -358,7 +358,7 @@
       ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (${shown.report.tokenizer})`]);
+    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (${tokenizerName(shown.report.tokenizer)})`]);
     facts.push(["Estimated tokens", record.estimated_tokens !== undefined
       ? count.format(record.estimated_tokens) : "—"]);
     if (record.headings !== undefined) {
@@ -376,6 +376,14 @@
     facts.push(["Shared with the previous", shared
       ? `${count.format(shared)} code points` : "nothing"]);
     details.replaceChildren(factList(facts), element("pre", "chunk-text", record.text));
+  }
+
+  /** A tokenizer's identity as the page shows it: a file's name and the start of its
+   * SHA-256 ("model/tokenizer.json@be50c362"), so that it fits a card; the whole
+   * identity is in the records and the tooltips. */
+  function tokenizerName(identity) {
+    const [name, digest] = identity.split("@sha256:");
+    return digest === undefined ? identity : `${name}@${digest.slice(0, 8)}`;
   }
 
   function factList(facts) {
@@ -399,7 +407,7 @@
         + `${count.format(summary.min)}, max ${count.format(summary.max)}, size ${count.format(settings.size)}`]);
     }
     if (summary.tokens !== null) {
-      tiles.push(["Tokens", count.format(summary.tokens), `${shown.report.tokenizer} tokens in all chunks`]);
+      tiles.push(["Tokens", count.format(summary.tokens), `${tokenizerName(shown.report.tokenizer)} tokens in all chunks`]);
     }
     if (summary.estimated_tokens !== null) {
       tiles.push(["Estimated tokens", count.format(summary.estimated_tokens), "estimated tokens in all chunks"]);
@@ -410,7 +418,9 @@
     $("totals").replaceChildren(...tiles.map(([name, value, label]) => {
       const tile = element("div", "stat");
       tile.dataset.fact = name;
-      tile.append(element("span", "value", value), element("span", "label", label));
+      const caption = element("span", "label", label);
+      caption.title = label;
+      tile.append(element("span", "value", value), caption);
       return tile;
     }));
     renderHistogram();
@@ -718,7 +728,7 @@
   /** A report's settings in a line; tokens name the tokenizer that counts them. */
   function describe(report) {
     const settings = report.settings;
-    const unit = settings.unit === "tokens" ? `tokens (${report.tokenizer})` : settings.unit;
+    const unit = settings.unit === "tokens" ? `tokens (${tokenizerName(report.tokenizer)})` : settings.unit;
     const overlap = settings.overlap ? `, overlap ${count.format(settings.overlap)}` : ", no overlap";
     const parents = settings.parent_size === undefined ? ""
       : `, parents of ${count.format(settings.parent_size)} (overlap ${count.format(settings.parent_overlap)})`;
@@ -775,8 +785,9 @@
     $("strategy").value = name;
     const unit = $("unit");
     unit.replaceChildren(...kind.units.map((u) => {
-      const option = element("option", "", u === "tokens" ? `tokens (${tokenizer})` : u);
+      const option = element("option", "", u === "tokens" ? `tokens (${tokenizerName(tokenizer)})` : u);
       option.value = u;
+      if (u === "tokens") option.title = `tokens of ${tokenizer}`;
       return option;
     }));
     unit.disabled = kind.units.length < 2;
