@@ -27,9 +27,9 @@ converted from tree-sitter's UTF-8 byte offsets.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import itemgetter
 from typing import TYPE_CHECKING, TypeAlias
@@ -42,7 +42,7 @@ from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARAT
 from chunkd.units import CHARS
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node, Parser, Query
 
     from chunkd.settings import Settings
     from chunkd.units.base import LengthUnit
@@ -118,6 +118,10 @@ CONTAINERS = frozenset({
 #: Nodes that belong to the node after them (on the next line at most).
 LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
                      "attribute_item", "marker_annotation", "annotation"})
+#: The kinds of level the cut goes down: a container's children are statements or
+#: members; a construct's, its header and body; a group's, leading comments and the
+#: node they lead.
+CONTAINER, CONSTRUCT, GROUP = range(3)
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
 
@@ -188,7 +192,7 @@ class Code(Strategy):
     name = "code"
     units = ("chars", "tokens")
     default_size = 1000
-    fields = ("symbols", "language")
+    fields = ("symbols", "defines", "language")
     embeds = True
     include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
 
@@ -220,6 +224,19 @@ class Code(Strategy):
 #: node, or leading comments and the node they lead; none for white space). A plain
 #: tuple: a document makes one for every node it looks at.
 Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
+
+
+@dataclass(slots=True)
+class _Level:
+    """A level of the cut on the stack: its pieces, its kind, whether it is a
+    definition's (whose header is a signature), the next piece to place (``at``), and
+    whether a piece of it was cut (``past``: a construct is past its header)."""
+
+    pieces: list[Piece]
+    kind: int
+    definition: bool
+    at: int = 0
+    past: bool = False
 
 
 class Offsets:
@@ -350,6 +367,7 @@ class Document:
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
         self.definitions: dict[int, tuple[int, str]] = {}   # by node id
+        self.code_ends: dict[int, int] = {}                 # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
@@ -406,22 +424,49 @@ class Document:
         end = len(self.text)
         nodes = [] if self.root is None else self.root.children
         if nodes:
-            opened = self.cut(self.tiled(nodes, 0, end, glue=True), True, None)
+            opened = self.cut(self.tiled(nodes, 0, end, glue=True))
         else:
-            opened = self.cut_leaf(0, end)
+            opened = self.cut_leaf(None, 0, end)
         if opened is not None:
             self.cuts.append(opened)
         return self.records()
 
-    def cut(self, pieces: list[Piece], container: bool, opened: int | None) -> int | None:
-        """Close chunks over ``pieces`` (a chunk is open from ``opened`` if not None);
-        returns where the chunk left open starts."""
-        at = 0
-        while at < len(pieces):
+    def cut(self, top: list[Piece]) -> int | None:
+        """Close chunks over the file's pieces, cutting a piece over the size at its
+        children, down the tree with a stack of levels (no recursion: a file nested
+        thousands deep is cut like any other); returns where the chunk left open
+        starts.
+
+        ``body``: whether the open chunk holds more than signatures and comments;
+        ``signature``: whether it holds a definition's header (``def f(...):``, its
+        decorators) carried down into its body. A chunk is closed before a
+        piece over the size in a container only if it holds body or nothing but
+        comments, and before a piece that fits alone if it holds body or no signature:
+        so a signature begins the chunk of its body, never a chunk of its own, while
+        leading comments may close alone before a definition that then stays whole."""
+        levels = [_Level(top, CONTAINER, False)]
+        opened: int | None = None
+        body = signature = False
+        while levels:
+            level = levels[-1]
+            pieces, at = level.pieces, level.at
+            if at == len(pieces):
+                levels.pop()
+                if levels:
+                    levels[-1].at += 1
+                    levels[-1].past = True
+                    body = True
+                continue
             start = pieces[at][0] if opened is None else opened
             after = self.furthest(start, pieces, at)
             if after > at:
-                opened, at = start, after
+                opened, level.at = start, after
+                if level.kind != CONSTRUCT:
+                    body = body or self.has_code(pieces, at, after)
+                elif level.past:
+                    body = True
+                elif level.definition:
+                    signature = True
                 continue
             piece = pieces[at]
             alone = opened is not None and self.fits(piece[0], piece[1])
@@ -429,24 +474,67 @@ class Document:
             if trimmed is not None:
                 pieces[at:at + 1] = trimmed
                 continue
-            if opened is not None and (container or alone):
-                self.cuts.append(opened)
-                opened = None
+            if opened is not None and (
+                    body or alone and not signature if level.kind == CONTAINER
+                    else alone and (body or not signature)):
+                opened = self.closed(opened, pieces, at, piece if alone else None)
+                body = signature = False
                 if alone:   # it starts the next chunk
                     continue
-            opened = self.cut_piece(piece, opened)
-            at += 1
+            start, end, nodes = piece
+            children = nodes[0].children if len(nodes) == 1 else []
+            if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
+                levels.append(_Level(self.tiled(list(nodes), start, end),
+                                     GROUP if level.kind == CONTAINER else CONSTRUCT,
+                                     level.definition))
+            elif children:
+                levels.append(_Level(self.tiled(children, start, end, glue=True),
+                                     CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
+                                     self.is_definition(piece)))
+            else:   # a leaf, or white space
+                opened = self.cut_leaf(opened, start, end)
+                body = level.past = True
+                level.at += 1
         return opened
+
+    def has_code(self, pieces: list[Piece], first: int, after: int) -> bool:
+        """Whether ``pieces[first:after]`` hold more than leading nodes (comments,
+        decorators, attributes) and white space (looked at from the end: most pieces
+        are code)."""
+        leading = self.leading
+        for index in range(after - 1, first - 1, -1):
+            nodes = pieces[index][2]
+            if nodes and (len(nodes) > 1 or nodes[0].kind_id not in leading):
+                return True
+        return False
+
+    def closed(self, opened: int, pieces: list[Piece], at: int, fitting: Piece | None
+               ) -> int | None:
+        """Close the chunk open from ``opened`` before ``pieces[at]``; returns where the
+        next starts: at the leading nodes that end it after other content (a section
+        comment goes with what follows: with a piece that fits alone, ``fitting``, if they fit
+        together), else None (at the piece)."""
+        back = at
+        while back > 0 and pieces[back - 1][0] > opened \
+                and not self.has_code(pieces, back - 1, back):
+            back -= 1
+        # from a line's start (a comment after code on its line stays with it)
+        while back < at and self.text[pieces[back][0] - 1] != "\n":
+            back += 1
+        moved = back < at and any(pieces[index][2] for index in range(back, at)) and (
+            fitting is None or self.fits(pieces[back][0], fitting[1]))
+        self.cuts.append(opened)
+        return pieces[back][0] if moved else None
 
     def trimmed(self, piece: Piece) -> list[Piece] | None:
         """A piece too long only by the white space and trailing comments around its
         content, as its content and the rest, each a piece; None if its content does
-        not fit either. The content ends at its last node's code (``_code_end``) and
+        not fit either. The content ends at its last node's code (``code_end``) and
         starts at its line's start, or (if that is too long, for a definition) at its
         first code point that is not white space."""
         piece_start, piece_end, nodes = piece
         end = piece_end if not nodes else min(
-            piece_end, self.offsets.point(_code_end(nodes[-1], self.leading)))
+            piece_end, self.offsets.point(self.code_end(nodes[-1])))
         first = _NOT_SPACE.search(self.text, piece_start, end)
         if first is None:
             return None
@@ -469,21 +557,29 @@ class Document:
         inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
         return node.type in definitions or inner is not None and inner.type in definitions
 
-    def cut_piece(self, piece: Piece, opened: int | None) -> int | None:
-        """Cut a piece over the size at its children (leading comments and the node
-        they lead, or a node's children), carrying the chunk open before it."""
-        start, end, nodes = piece
-        if len(nodes) > 1:
-            return self.cut(self.tiled(list(nodes), start, end), False, opened)
-        children = nodes[0].children if nodes else []
-        if not children:   # a leaf, or white space
-            return self.cut_leaf(start if opened is None else opened, end)
-        return self.cut(self.tiled(children, start, end, glue=True),
-                        nodes[0].type in CONTAINERS, opened)
+    def cut_leaf(self, opened: int | None, start: int, end: int) -> int:
+        """Close chunks of a leaf over the size, the chunk open from ``opened`` (if not
+        None) carried into its first; returns the start of the last, left open. The
+        carried text is not cut: it closes alone only if it leaves no room for the
+        leaf's first piece."""
+        if opened is None:
+            starts = self.leaf_starts(start, end, self.size)
+        else:
+            starts = [opened]
+            room = self.size - self.count(self.text[opened:start]) - self.prefix(opened)[1]
+            first = self.leaf_starts(start, end, room) if room > 0 else []
+            after = first[1] if len(first) > 1 else end
+            if first and self.fits(opened, after):
+                start = after
+            if start < end:
+                starts += self.leaf_starts(start, end, self.size)
+        self.cuts += starts[:-1]
+        return starts[-1]
 
-    def cut_leaf(self, start: int, end: int) -> int:
-        """Close chunks of a leaf over the size with its language's separators (chunkd's
-        without a language); returns the start of the last, left open."""
+    def leaf_starts(self, start: int, end: int, size: int) -> list[int]:
+        """The starts of the pieces of ``text[start:end]`` cut at ``size`` (less the
+        ``embed_text`` prefix) by its language's separators (chunkd's without a
+        language)."""
         from chunkd.core import RecursiveSplitter
         from chunkd.splitting import SEPARATORS
         from chunkd.strategies.languages import LANGUAGE_SEPARATORS
@@ -494,13 +590,11 @@ class Document:
         else:
             separators = [compile_separator(text)
                           for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
-        size = max(1, self.size - self.prefix(start)[1])
-        leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
-                                 strip_whitespace=False, unit=self.splitter.unit)
+        leaf = RecursiveSplitter(max(1, size - self.prefix(start)[1]), 0, separators=separators,
+                                 keep_separator="start", strip_whitespace=False,
+                                 unit=self.splitter.unit)
         made = leaf.feed(self.text[start:end]) + leaf.finish()
-        starts = [start] + [start + chunk.start for chunk in made[1:]]
-        self.cuts += starts[:-1]
-        return starts[-1]
+        return [start] + [start + chunk.start for chunk in made[1:]]
 
     def tiled(self, nodes: list[Node], start: int, end: int, glue: bool = False) -> list[Piece]:
         """``nodes`` as pieces from ``start`` to ``end``: each ends where the next starts,
@@ -529,14 +623,17 @@ class Document:
             starts = [starts[0]] + [self.overlapped(before, start, end) for before, start, end
                                     in zip(starts, starts[1:], ends[1:])]
         language = None if self.grammar is None else self.grammar.name
+        defined_at, defined = self.defined()
         chunks = []
         for index, (start, end) in enumerate(zip(starts, ends)):
             piece = text[start:end]
             embed_text = None
             if self.splitter.prefixes is not None:
                 embed_text = self.prefix(start)[0] + piece
+            defines = tuple(defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])
             chunks.append(Chunk(index, start, end, count(piece), piece, embed_text=embed_text,
-                                symbols=self.symbols_at(start), language=language))
+                                symbols=self.symbols_at(start), defines=defines,
+                                language=language))
         return chunks
 
     def overlapped(self, before: int, start: int, end: int) -> int:
@@ -552,39 +649,92 @@ class Document:
             best = line
         return best
 
+    @cached_property
+    def outline(self) -> tuple[list[int], list[int], list[int], list[Node]]:
+        """The definitions, in order: their start and end bytes, the index of the one
+        enclosing each (-1: none), and their nodes. Found by a tree-sitter query (in C:
+        no walk over every node in Python)."""
+        if self.root is None or self.grammar is None:
+            return [], [], [], []
+        from tree_sitter import QueryCursor
+
+        captured = QueryCursor(definition_query(self.grammar)).captures(self.root)
+        nodes = sorted(captured.get("definition", []),
+                       key=lambda node: (node.start_byte, -node.end_byte))
+        starts = [node.start_byte for node in nodes]
+        ends = [node.end_byte for node in nodes]
+        parents = []
+        enclosing: list[int] = []
+        for start in starts:
+            while enclosing and ends[enclosing[-1]] <= start:
+                enclosing.pop()
+            parents.append(enclosing[-1] if enclosing else -1)
+            enclosing.append(len(parents) - 1)
+        return starts, ends, parents, nodes
+
+    def defined(self) -> tuple[list[int], list[str]]:
+        """Where each definition starts (its node's first code point), in order, and
+        its qualified symbol: the symbols of the definitions enclosing it, then its own,
+        joined by " > "."""
+        starts, _, parents, nodes = self.outline
+        qualified: list[str] = []
+        for node, parent in zip(nodes, parents):
+            symbol = self.definition(node)[1]
+            qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
+        return self.offsets.points(starts), qualified
+
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
-        space (after their keyword, before the comments that end them), outermost
-        first."""
-        if self.root is None or self.grammar is None:
-            return ()
+        space (after their first code point, before the comments that end them),
+        outermost first."""
         found = _NOT_SPACE.search(self.text, start)
         if found is None:
             return ()
         byte = self.offsets.byte(found.start())
+        starts, ends, parents, nodes = self.outline
+        at = bisect_left(starts, byte) - 1   # the last to start before it
+        while at >= 0 and ends[at] <= byte:
+            at = parents[at]
         names = []
-        definitions = self.grammar.definitions
-        # Down from the root with a cursor (tree-sitter finds a node's parent from the
-        # root, so climbing from the leaf costs more).
-        cursor = self.root.walk()
-        while cursor.goto_first_child_for_byte(byte) is not None:
-            node = cursor.node
-            if node is None or node.start_byte > byte:
-                break
-            if node.type in definitions and node.start_byte < byte:
-                code_end, symbol = self.definition(node)
-                if byte < code_end:
-                    names.append(symbol)
-        return tuple(names)
+        while at >= 0:
+            code_end, symbol = self.definition(nodes[at])
+            if byte < code_end:
+                names.append(symbol)
+            at = parents[at]
+        return tuple(reversed(names))
 
     def definition(self, node: Node) -> tuple[int, str]:
-        """A definition's code end (``_code_end``) and symbol, found once a node: the
+        """A definition's code end (``code_end``) and symbol, found once a node: the
         chunks in one definition all name it."""
         known = self.definitions.get(node.id)
         if known is None:
-            known = self.definitions[node.id] = (_code_end(node, self.leading),
-                                                 self.symbol(node))
+            known = self.definitions[node.id] = (self.code_end(node), self.symbol(node))
         return known
+
+    def code_end(self, node: Node) -> int:
+        """Where the code of ``node`` ends (a byte offset): before the comments that end
+        it (Python's parser puts a block's last comments in the block). Found down its
+        last children, once a node (the cut asks it of each level of a deep nest)."""
+        path = []
+        end = None
+        while end is None:
+            end = self.code_ends.get(node.id)
+            if end is not None:
+                break
+            path.append(node.id)
+            if not node.child_count:
+                end = node.end_byte
+                break
+            child: Node | None = node.child(node.child_count - 1)
+            while child is not None and child.kind_id in self.leading:
+                child = child.prev_sibling
+            if child is None:
+                end = node.start_byte
+                break
+            node = child
+        for known in path:
+            self.code_ends[known] = end
+        return end
 
     def symbol(self, node: Node) -> str:
         """How a definition reads up to its name: "class Splitter", "def feed",
@@ -599,18 +749,16 @@ class Document:
         return words[:SYMBOL_LENGTH]
 
 
-def _code_end(node: Node, leading: frozenset[int]) -> int:
-    """Where the code of ``node`` ends (a byte offset): before the comments that end it
-    (Python's parser puts a block's last comments in the block; ``leading``: the kind
-    ids of ``LEADING``)."""
-    while node.child_count:
-        child: Node | None = node.child(node.child_count - 1)
-        while child is not None and child.kind_id in leading:
-            child = child.prev_sibling
-        if child is None:
-            return node.start_byte
-        node = child
-    return node.end_byte
+@lru_cache(maxsize=None)
+def definition_query(grammar: Grammar) -> Query:
+    """A query that captures ``grammar``'s definitions as "definition"."""
+    from tree_sitter import Query
+
+    language = parser(grammar).language
+    assert language is not None   # made with it
+    kinds = sorted(kind for kind in grammar.definitions
+                   if language.id_for_node_kind(kind, True) is not None)
+    return Query(language, "[" + " ".join(f"({kind})" for kind in kinds) + "] @definition")
 
 
 def _name_node(node: Node) -> Node | None:
