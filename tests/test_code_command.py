@@ -176,3 +176,70 @@ def test_eval_with_the_code_strategy(tmp_path):
     assert result.returncode == 0, result.stderr
     [record] = ndjson(result.stdout)
     assert record["strategy"] == "code" and record["recall"] == 1.0
+
+
+#: Source nested far deeper than Python's recursion limit: each once crashed the run.
+DEEP = {
+    "parens.py": "x = " + "(" * 1000 + "1" + ")" * 1000 + "\n",
+    "arrays.js": "var a = " + "[" * 20000 + "]" * 20000 + ";\n",
+    "ifs.py": "".join(" " * depth + f"if x{depth}:\n" for depth in range(3000))
+              + " " * 3000 + "pass\n",
+}
+
+
+def deep_files(folder) -> list[str]:
+    """The deep files between two plain ones, as paths."""
+    return written(folder, {"first.py": "a = 1\n", **DEEP, "last.py": "b = 2\n"})
+
+
+def test_deep_nesting_is_chunked_by_the_filter(tmp_path):
+    """Each deep file is chunked like any other (within the size, tiling it), with
+    --jobs 1 and 2, and the files around it too."""
+    paths = deep_files(tmp_path)
+    records = records_with_jobs("--strategy", "code", "--chars", "1000", *paths)
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        chunks = [record for record in records if record["doc"] == path]
+        assert "".join(chunk["text"] for chunk in chunks) == text
+        assert all(chunk["length"] <= 1000 for chunk in chunks)
+
+
+def test_deep_nesting_in_parquet_keeps_every_row(tmp_path):
+    """Parquet input with --strategy auto: the deep rows and the rows before and after
+    them are all chunked."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    names = ["first.py", *DEEP, "last.py"]
+    texts = ["a = 1\n", *DEEP.values(), "b = 2\n"]
+    pq.write_table(pa.table({"id": names, "text": texts}), tmp_path / "in.parquet")
+    result = run_chunkd("--input", "parquet", str(tmp_path / "in.parquet"),
+                        "--strategy", "auto")
+    assert result.returncode == 0, result.stderr[-2000:]
+    by_doc: dict[str, str] = {}
+    for record in ndjson(result.stdout):
+        by_doc[record["doc"]] = by_doc.get(record["doc"], "") + record["text"]
+    assert by_doc == dict(zip(names, texts))
+
+
+@pytest.mark.slow
+def test_deep_nesting_in_the_daemon_and_serve(inbox, watch):
+    """``chunkd watch --strategy code`` writes one result for each deep file (the
+    filter's chunks) and no error; ``chunkd serve`` answers 200."""
+    watcher = watch(inbox, "--strategy", "code", "--chars", "1000", "-v")
+    watcher.started()
+    deep_files(inbox)
+    watcher.wait_for(lambda: set(results(inbox)) == {"first.py", *DEEP, "last.py"},
+                     what="every result")
+    assert not list(inbox.rglob("*.error.json"))
+    for name in DEEP:
+        assert results(inbox)[name]["chunks"] == filter_chunks(
+            inbox / name, "--strategy", "code", "--chars", "1000")
+    with Serve("--strategy", "code") as server:
+        for name, text in DEEP.items():
+            status, _, data = request(server, "POST",
+                                      f"/api/split?strategy=code&doc={name}&chars=1000",
+                                      text.encode(), host=f"127.0.0.1:{server.port}")
+            assert status == 200, data
+            records = ndjson(orjson.loads(data)["jsonl"].encode())
+            assert "".join(record["text"] for record in records) == text
