@@ -122,6 +122,10 @@ LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
 #: members; a construct's, its header and body; a group's, leading comments and the
 #: node they lead.
 CONTAINER, CONSTRUCT, GROUP = range(3)
+#: A node of more children (a generated data table) is cut as a leaf, by its
+#: language's separators: a piece for each child would take about 150 bytes of memory
+#: for each byte of a table of small numbers.
+MOST_CHILDREN = 4096
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
 
@@ -422,7 +426,8 @@ class Document:
 
     def chunks(self) -> list[Chunk]:
         end = len(self.text)
-        nodes = [] if self.root is None else self.root.children
+        nodes = [] if self.root is None or self.root.child_count > MOST_CHILDREN \
+            else self.root.children
         if nodes:
             opened = self.cut(self.tiled(nodes, 0, end, glue=True))
         else:
@@ -482,7 +487,8 @@ class Document:
                 if alone:   # it starts the next chunk
                     continue
             start, end, nodes = piece
-            children = nodes[0].children if len(nodes) == 1 else []
+            children = nodes[0].children if len(nodes) == 1 and \
+                nodes[0].child_count <= MOST_CHILDREN else []
             if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
                 levels.append(_Level(self.tiled(list(nodes), start, end),
                                      GROUP if level.kind == CONTAINER else CONSTRUCT,
@@ -491,7 +497,7 @@ class Document:
                 levels.append(_Level(self.tiled(children, start, end, glue=True),
                                      CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
                                      self.is_definition(piece)))
-            else:   # a leaf, or white space
+            else:   # a leaf, white space, or a node of too many children
                 opened = self.cut_leaf(opened, start, end)
                 body = level.past = True
                 level.at += 1
@@ -569,7 +575,7 @@ class Document:
             room = self.size - self.count(self.text[opened:start]) - self.prefix(opened)[1]
             first = self.leaf_starts(start, end, room) if room > 0 else []
             after = first[1] if len(first) > 1 else end
-            if first and self.fits(opened, after):
+            if first and self.text[start:after].strip() and self.fits(opened, after):
                 start = after
             if start < end:
                 starts += self.leaf_starts(start, end, self.size)
