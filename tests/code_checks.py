@@ -182,6 +182,8 @@ def signatures_alone(text: str, chunks: list[Chunk], size: int,
         code = [index for index, line in zip(
             _line_starts(chunk.text), chunk.text.splitlines(keepends=True))
             if line.strip() and not line.lstrip().startswith("#")]
+        if code and code[0] == 0 and "#" in text[text.rfind("\n", 0, chunk.start) + 1:chunk.start]:
+            code.pop(0)   # the rest of a comment begun in the chunk before
         if not code:
             continue
         first = chunk.start + code[0] + (len(chunk.text[code[0]:]) -

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import itemgetter
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
+from chunkd.options import Flag, Option, Record, number_value, register_option, whole
 from chunkd.strategies.base import Chunker, Source, Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
@@ -135,6 +136,21 @@ _NOT_SPACE = re.compile(r"\S")
 _END = itemgetter(1)   # a piece's end
 
 
+#: The largest source file parsed by default, in bytes of UTF-8: a file is held whole
+#: with its syntax tree, about 75 bytes of memory a byte at worst (a generated table of
+#: small numbers; see docs/code.md), so a worker stays under 2 GB.
+SOURCE_BYTES = 16 * 2**20
+MAX_SOURCE_BYTES = register_option(Option[int](
+    SOURCE_BYTES, "the largest source file the code strategy parses",
+    name="max_source_bytes", check=whole(1), record=Record.NEVER,
+    applies=lambda kind: kind.name == "code",
+    refusal="{option} is for --strategy code, not {strategy}", flags=(
+        Flag("--max-source-bytes", "code: parse a file of at most N bytes of UTF-8, held "
+                                   "whole with its syntax tree; a larger one is an error "
+                                   f"(default: {SOURCE_BYTES}, 16 MiB)", metavar="N",
+             parse=number_value),)))
+
+
 class GrammarMissing(Exception):
     """A language's grammar package is not installed; the message names it."""
 
@@ -197,6 +213,7 @@ class Code(Strategy):
     units = ("chars", "tokens")
     default_size = 1000
     fields = ("symbols", "defines", "language")
+    streams = False
     embeds = True
     include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
 
@@ -316,6 +333,7 @@ class CodeSplitter:
         self.unit: LengthUnit = settings.measure
         self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
         self.option = settings[LANGUAGE]
+        self.most_bytes = settings[MAX_SOURCE_BYTES]
         self.prefixes = None
         if settings.embed_text:
             from chunkd.strategies.markdown import EmbedPrefix
@@ -328,6 +346,7 @@ class CodeSplitter:
         grammar package is this document's ``InputError``)."""
         self.source = source
         self.held: list[str] = []   # the document's text so far
+        self.held_bytes = 0
         self.grammar = grammar_named(source.name, self.option)
         if self.grammar is not None:
             self._check_installed(self.grammar)
@@ -336,14 +355,23 @@ class CodeSplitter:
         try:
             parser(grammar)
         except GrammarMissing as error:
-            from chunkd.readers import InputError, display_name
+            self._fail(str(error))
 
-            where = display_name(self.source.name) if isinstance(self.source.name, str) \
-                else "stdin" if self.source.name is None else str(self.source.name)
-            self.held = []
-            raise InputError(f"{where}: {error}") from None
+    def _fail(self, what: str) -> NoReturn:
+        """This document's ``InputError``, naming it; what it held is dropped."""
+        from chunkd.readers import InputError, display_name
+
+        where = display_name(self.source.name) if isinstance(self.source.name, str) \
+            else "stdin" if self.source.name is None else str(self.source.name)
+        self.held = []
+        raise InputError(f"{where}: {what}") from None
 
     def feed(self, text: str) -> list[Chunk]:
+        self.held_bytes += len(text) if text.isascii() else len(_encoded(text))
+        if self.held_bytes > self.most_bytes:
+            self._fail(f"over --max-source-bytes {self.most_bytes}: the code strategy "
+                       "holds a source file whole with its syntax tree; raise the limit, "
+                       "or cut it with --strategy recursive --language NAME")
         self.held.append(text)
         return []
 
