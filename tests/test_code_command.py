@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 
 import orjson
@@ -243,3 +244,32 @@ def test_deep_nesting_in_the_daemon_and_serve(inbox, watch):
             assert status == 200, data
             records = ndjson(orjson.loads(data)["jsonl"].encode())
             assert "".join(record["text"] for record in records) == text
+
+
+@pytest.mark.slow
+def test_memory_of_a_generated_data_table(tmp_path):
+    """A 3.5 MB JavaScript table of small numbers (one array of 600,000 of them): the
+    installed chunkd's peak RSS stays within what docs/code.md says, 80 bytes a byte of
+    source (a piece for each element at once took 156)."""
+    from memory import peak_of
+
+    rng = random.Random(5)
+    path = tmp_path / "table.js"
+    path.write_text("var data = [" + ",".join(str(rng.randrange(100000))
+                                              for _ in range(600000)) + "];\n")
+    size = path.stat().st_size
+    peak_mb = peak_of(["--strategy", "code", "--chars", "1000", str(path)])
+    assert peak_mb * 2**20 < 80 * size, peak_mb
+
+
+def test_a_source_file_over_the_limit_is_one_line_and_the_others_are_chunked(tmp_path):
+    paths = written(tmp_path, {"big.py": "x = 1\n" * 100, "small.py": "y = 2\n"})
+    for jobs in ("1", "2"):
+        result = run_chunkd("--strategy", "code", "--max-source-bytes", "500",
+                            "--jobs", jobs, *paths)
+        assert result.returncode == 1
+        assert result.stderr.decode().splitlines() == [
+            f"chunkd: {paths[0]}: over --max-source-bytes 500: the code strategy holds a "
+            "source file whole with its syntax tree; raise the limit, or cut it with "
+            "--strategy recursive --language NAME"]
+        assert [record["text"] for record in ndjson(result.stdout)] == ["y = 2\n"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import itemgetter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from chunkd.chunk import Chunk
@@ -123,9 +124,9 @@ LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
 #: members; a construct's, its header and body; a group's, leading comments and the
 #: node they lead.
 CONTAINER, CONSTRUCT, GROUP = range(3)
-#: A node of more children (a generated data table) is cut as a leaf, by its
-#: language's separators: a piece for each child would take about 150 bytes of memory
-#: for each byte of a table of small numbers.
+#: A node of more children (a generated data table) is cut a batch of this many at a
+#: time: a piece for each child at once took about 150 bytes of memory for each byte
+#: of a table of small numbers.
 MOST_CHILDREN = 4096
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
@@ -258,6 +259,10 @@ class _Level:
     definition: bool
     at: int = 0
     past: bool = False
+    #: The batches of children still to come, each with where the one after starts
+    #: (``_batches``), and where the last ends; None: all are in ``pieces``.
+    rest: Iterator[tuple[list[Node], int | None]] | None = None
+    end: int = 0
 
 
 class Offsets:
@@ -454,17 +459,32 @@ class Document:
 
     def chunks(self) -> list[Chunk]:
         end = len(self.text)
-        nodes = [] if self.root is None or self.root.child_count > MOST_CHILDREN \
-            else self.root.children
-        if nodes:
-            opened = self.cut(self.tiled(nodes, 0, end, glue=True))
+        if self.root is not None and self.root.child_count:
+            opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
         else:
             opened = self.cut_leaf(None, 0, end)
         if opened is not None:
             self.cuts.append(opened)
         return self.records()
 
-    def cut(self, top: list[Piece]) -> int | None:
+    def level(self, node: Node, start: int, end: int, kind: int, definition: bool) -> _Level:
+        """The level of a node's children (glued to their leading comments) from
+        ``start`` to ``end``: a batch of ``MOST_CHILDREN`` at a time, so that a node of
+        millions (a generated table) takes little memory beside its tree."""
+        if node.child_count <= MOST_CHILDREN:
+            return _Level(self.tiled(node.children, start, end, glue=True), kind, definition)
+        batches = _batches(node)
+        children, after = next(batches)
+        level = _Level([], kind, definition, rest=batches, end=end)
+        level.pieces = self.tiled(children, start, self.batch_end(level, after), glue=True)
+        return level
+
+    def batch_end(self, level: _Level, after: int | None) -> int:
+        """Where a batch of a level's children ends: where the next starts (``after``,
+        a byte offset), else at the level's end."""
+        return level.end if after is None else self.offsets.point(after)
+
+    def cut(self, top: _Level) -> int | None:
         """Close chunks over the file's pieces, cutting a piece over the size at its
         children, down the tree with a stack of levels (no recursion: a file nested
         thousands deep is cut like any other); returns where the chunk left open
@@ -477,12 +497,19 @@ class Document:
         comments, and before a piece that fits alone if it holds body or no signature:
         so a signature begins the chunk of its body, never a chunk of its own, while
         leading comments may close alone before a definition that then stays whole."""
-        levels = [_Level(top, CONTAINER, False)]
+        levels = [top]
         opened: int | None = None
         body = signature = False
         while levels:
             level = levels[-1]
             pieces, at = level.pieces, level.at
+            if at == len(pieces) and level.rest is not None:   # its next batch
+                batch = next(level.rest, None)
+                if batch is not None:
+                    level.pieces = self.tiled(batch[0], pieces[-1][1],
+                                              self.batch_end(level, batch[1]), glue=True)
+                    level.at = 0
+                    continue
             if at == len(pieces):
                 levels.pop()
                 if levels:
@@ -515,17 +542,16 @@ class Document:
                 if alone:   # it starts the next chunk
                     continue
             start, end, nodes = piece
-            children = nodes[0].children if len(nodes) == 1 and \
-                nodes[0].child_count <= MOST_CHILDREN else []
             if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
                 levels.append(_Level(self.tiled(list(nodes), start, end),
                                      GROUP if level.kind == CONTAINER else CONSTRUCT,
                                      level.definition))
-            elif children:
-                levels.append(_Level(self.tiled(children, start, end, glue=True),
-                                     CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
-                                     self.is_definition(piece)))
-            else:   # a leaf, white space, or a node of too many children
+            elif nodes and nodes[0].child_count:
+                levels.append(self.level(
+                    nodes[0], start, end,
+                    CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
+                    self.is_definition(piece)))
+            else:   # a leaf, or white space
                 opened = self.cut_leaf(opened, start, end)
                 body = level.past = True
                 level.at += 1
@@ -793,6 +819,25 @@ def definition_query(grammar: Grammar) -> Query:
     kinds = sorted(kind for kind in grammar.definitions
                    if language.id_for_node_kind(kind, True) is not None)
     return Query(language, "[" + " ".join(f"({kind})" for kind in kinds) + "] @definition")
+
+
+def _batches(node: Node) -> Iterator[tuple[list[Node], int | None]]:
+    """The children of ``node``, ``MOST_CHILDREN`` at a time, each batch with the byte
+    where the next starts (None after the last); read with a cursor (a node's n-th child
+    is found from its first)."""
+    cursor = node.walk()
+    cursor.goto_first_child()
+    batch: list[Node] = []
+    while True:
+        child = cursor.node
+        assert child is not None   # a cursor on a child is on a node
+        if len(batch) == MOST_CHILDREN:
+            yield batch, child.start_byte
+            batch = []
+        batch.append(child)
+        if not cursor.goto_next_sibling():
+            break
+    yield batch, None
 
 
 def _name_node(node: Node) -> Node | None:
