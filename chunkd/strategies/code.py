@@ -403,8 +403,8 @@ class Document:
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
-        self.definitions: dict[int, tuple[int, str]] = {}   # by node id
         self.code_ends: dict[int, int] = {}                 # by node id
+        self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
@@ -739,7 +739,7 @@ class Document:
         starts, _, parents, nodes = self.outline
         qualified: list[str] = []
         for node, parent in zip(nodes, parents):
-            symbol = self.definition(node)[1]
+            symbol = self.symbol(node)
             qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
         return self.offsets.points(starts), qualified
 
@@ -757,19 +757,10 @@ class Document:
             at = parents[at]
         names = []
         while at >= 0:
-            code_end, symbol = self.definition(nodes[at])
-            if byte < code_end:
-                names.append(symbol)
+            if byte < self.code_end(nodes[at]):
+                names.append(self.symbol(nodes[at]))
             at = parents[at]
         return tuple(reversed(names))
-
-    def definition(self, node: Node) -> tuple[int, str]:
-        """A definition's code end (``code_end``) and symbol, found once a node: the
-        chunks in one definition all name it."""
-        known = self.definitions.get(node.id)
-        if known is None:
-            known = self.definitions[node.id] = (self.code_end(node), self.symbol(node))
-        return known
 
     def code_end(self, node: Node) -> int:
         """Where the code of ``node`` ends (a byte offset): before the comments that end
@@ -798,7 +789,14 @@ class Document:
 
     def symbol(self, node: Node) -> str:
         """How a definition reads up to its name: "class Splitter", "def feed",
-        "func (r *Reader) Read", "impl Display for Point" (annotations left out)."""
+        "func (r *Reader) Read", "impl Display for Point" (annotations left out); found
+        once a node (the chunks in one definition all name it)."""
+        known = self.symbols.get(node.id)
+        if known is None:
+            known = self.symbols[node.id] = self.read_symbol(node)
+        return known
+
+    def read_symbol(self, node: Node) -> str:
         name = _name_node(node)
         end = node.end_byte if name is None else name.end_byte
         start = self.offsets.point(node.start_byte)
