@@ -534,10 +534,12 @@ class Document:
             if trimmed is not None:
                 pieces[at:at + 1] = trimmed
                 continue
+            # room: the piece fits alone, or not even its first two lines fit with the open chunk
+            room = alone or opened is not None and not self.fits(opened, self.line_end(piece))
             if opened is not None and (
-                    body or alone and not signature if level.kind == CONTAINER
-                    else alone and (body or not signature)):
-                opened = self.closed(opened, pieces, at, piece if alone else None)
+                    body or room and not signature if level.kind == CONTAINER
+                    else room and (body or not signature)):
+                opened = self.closed(opened, pieces, at, alone)
                 body = signature = False
                 if alone:   # it starts the next chunk
                     continue
@@ -557,6 +559,16 @@ class Document:
                 level.at += 1
         return opened
 
+    def line_end(self, piece: Piece) -> int:
+        """The end of the line after the first that holds code in a piece (a
+        signature's and its body's first line; the piece's end at most)."""
+        start, end, _ = piece
+        found = _NOT_SPACE.search(self.text, start, end)
+        line = -1 if found is None else self.text.find("\n", found.start(), end)
+        if line >= 0:
+            line = self.text.find("\n", line + 1, end)
+        return end if line < 0 else line + 1
+
     def has_code(self, pieces: list[Piece], first: int, after: int) -> bool:
         """Whether ``pieces[first:after]`` hold more than leading nodes (comments,
         decorators, attributes) and white space (looked at from the end: most pieces
@@ -568,12 +580,11 @@ class Document:
                 return True
         return False
 
-    def closed(self, opened: int, pieces: list[Piece], at: int, fitting: Piece | None
-               ) -> int | None:
+    def closed(self, opened: int, pieces: list[Piece], at: int, alone: bool) -> int | None:
         """Close the chunk open from ``opened`` before ``pieces[at]``; returns where the
         next starts: at the leading nodes that end it after other content (a section
-        comment goes with what follows: with a piece that fits alone, ``fitting``, if they fit
-        together), else None (at the piece)."""
+        comment goes with what follows: with the piece if it fits ``alone`` and they fit
+        together, else with its first two lines), else None (at the piece)."""
         back = at
         while back > 0 and pieces[back - 1][0] > opened \
                 and not self.has_code(pieces, back - 1, back):
@@ -581,8 +592,8 @@ class Document:
         # from a line's start (a comment after code on its line stays with it)
         while back < at and self.text[pieces[back][0] - 1] != "\n":
             back += 1
-        moved = back < at and any(pieces[index][2] for index in range(back, at)) and (
-            fitting is None or self.fits(pieces[back][0], fitting[1]))
+        moved = back < at and any(pieces[index][2] for index in range(back, at)) and \
+            self.fits(pieces[back][0], pieces[at][1] if alone else self.line_end(pieces[at]))
         self.cuts.append(opened)
         return pieces[back][0] if moved else None
 
@@ -620,10 +631,12 @@ class Document:
     def cut_leaf(self, opened: int | None, start: int, end: int) -> int:
         """Close chunks of a leaf over the size, the chunk open from ``opened`` (if not
         None) carried into its first; returns the start of the last, left open. The
-        carried text is not cut: it closes alone only if it leaves no room for the
-        leaf's first piece."""
+        carried text is not cut: it closes alone if the leaf fits alone (a token is not
+        cut) or if it leaves no room for the leaf's first piece."""
         if opened is None:
             starts = self.leaf_starts(start, end, self.size)
+        elif self.fits(start, end):   # a token is not cut to join what is open
+            starts = [opened, start]
         else:
             starts = [opened]
             room = self.size - self.count(self.text[opened:start]) - self.prefix(opened)[1]
