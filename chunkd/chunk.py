@@ -41,6 +41,8 @@ RECORD_FIELDS = (
                 "the first and last page (1-based) of a PDF the chunk's text comes from"),
     RecordField("symbols", lambda pa: pa.list_(pa.string()),
                 "the definitions enclosing the chunk's start, outermost first (code)"),
+    RecordField("defines", lambda pa: pa.list_(pa.string()),
+                "the definitions that start in the chunk, each qualified (code)"),
     RecordField("language", lambda pa: pa.string(),
                 "the language its document was parsed as (code)"),
     RecordField("distance", lambda pa: pa.float64(),
@@ -93,6 +95,9 @@ class Chunk(NamedTuple):
     * ``symbols``: the definitions enclosing the chunk's first code point that is not
       white space, outermost first, each as it reads up to its name ("class Splitter",
       "def feed"); the code strategy;
+    * ``defines``: the definitions whose first code point is in the chunk, in order,
+      each with the definitions enclosing it ("class Splitter > def feed"); the code
+      strategy;
     * ``language``: the language the code strategy parsed the document as (None: cut
       as text).
     * ``distance``: the semantic strategy's cosine distance between the sentence windows
@@ -118,6 +123,7 @@ class Chunk(NamedTuple):
     chunk_id: str | None = None
     pages: tuple[int, int] | None = None
     symbols: tuple[str, ...] | None = None
+    defines: tuple[str, ...] | None = None
     language: str | None = None
     distance: float | None = None
     vector: numpy.ndarray | None = None

@@ -124,12 +124,87 @@ def tree_sitter_definitions(text: str, grammar: str) -> list[tuple[int, int]]:
     return spans
 
 
+def python_defines(text: str) -> list[tuple[int, str]]:
+    """Every function and class as (where its keyword starts, its qualified symbol:
+    the symbols of the definitions enclosing it, then its own, joined by " > ")."""
+    starts = _line_starts(text)
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + len(text[starts[line - 1]:].encode()[:column].decode())
+
+    found = []
+    pending: list[tuple[ast.AST, str]] = [(ast.parse(text), "")]
+    while pending:
+        node, path = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = path
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                keyword = {ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def",
+                           ast.ClassDef: "class"}[type(child)]
+                inner = f"{path} > {keyword} {child.name}" if path else f"{keyword} {child.name}"
+                found.append((offset(child.lineno, child.col_offset), inner))
+            pending.append((child, inner))
+    return sorted(found)
+
+
+def check_python_defines(text: str, chunks: list[Chunk]) -> None:
+    """Each chunk's ``defines`` are the definitions ``ast`` finds whose keyword is in
+    the chunk, in order, qualified."""
+    defines = python_defines(text)
+    for chunk in chunks:
+        assert chunk.defines == tuple(name for at, name in defines
+                                      if chunk.start <= at < chunk.end), chunk
+
+
+def python_signatures(text: str) -> list[tuple[int, int]]:
+    """Every function's and class's signature as ``ast`` gives it: from the start of
+    its first line (its first decorator's) to the start of its body's first
+    statement's line (a docstring is body)."""
+    starts = _line_starts(text)
+    spans = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            body = node.body[0].lineno
+            if body > node.lineno:   # a body on the signature's line has none alone
+                spans.append((starts[first - 1], starts[body - 1]))
+    return spans
+
+
+def signatures_alone(text: str, chunks: list[Chunk], size: int,
+                     count: Callable[[str], int]) -> int:
+    """How many chunks hold nothing but a signature (and comments and white space
+    around it: their code lies within one signature of ``python_signatures``) though
+    they could have held the first line of its body too."""
+    spans = sorted(python_signatures(text))
+    alone = 0
+    for chunk in chunks:
+        code = [index for index, line in zip(
+            _line_starts(chunk.text), chunk.text.splitlines(keepends=True))
+            if line.strip() and not line.lstrip().startswith("#")]
+        if code and code[0] == 0 and "#" in text[text.rfind("\n", 0, chunk.start) + 1:chunk.start]:
+            code.pop(0)   # the rest of a comment begun in the chunk before
+        if not code:
+            continue
+        first = chunk.start + code[0] + (len(chunk.text[code[0]:]) -
+                                         len(chunk.text[code[0]:].lstrip()))
+        last = chunk.start + len(chunk.text.rstrip()) - 1
+        at = bisect.bisect_right(spans, (first, len(text))) - 1
+        if any(start <= first and last < end and count(
+                text[chunk.start:text.find("\n", end) + 1 or len(text)]) <= size
+               for start, end in spans[max(at - 50, 0):at + 1]):
+            alone += 1
+    return alone
+
+
 def check_cut(text: str, chunks: list[Chunk], size: int, count: Callable[[str], int],
               definitions: list[tuple[int, int]], overlap: int = 0) -> int:
     """The properties of a cut: each chunk is its slice of the document; the chunks
     tile it (with an overlap, each starts at or after the start of the one before and
     no later than its end); none is longer than the size; every definition that fits
-    lies wholly in one chunk. Returns how many definitions fit."""
+    lies wholly in one chunk, unless the signature of a definition around it, over
+    the size, begins the chunk where it starts and they do not fit together (a
+    signature is never a chunk of its own). Returns how many definitions fit."""
     assert chunks or not text.strip()
     for index, chunk in enumerate(chunks):
         assert chunk.index == index
@@ -153,6 +228,10 @@ def check_cut(text: str, chunks: list[Chunk], size: int, count: Callable[[str], 
         at = bisect.bisect_right(starts, start) - 1
         holders = [chunk for chunk in chunks[max(at - 2, 0):at + 1]
                    if chunk.start <= start and end <= chunk.end]
-        assert holders, f"the definition at {start}..{end} fits but is split: " \
+        first = chunks[at]
+        assert holders or count(text[first.start:end]) > size and any(
+            outer_start < start and end <= outer_end and first.start <= outer_start
+            and count(text[outer_start:outer_end]) > size
+            for outer_start, outer_end in definitions), f"the definition at {start}..{end} fits but is split: " \
                         f"{text[start:end][:80]!r}"
     return fitting

@@ -6,14 +6,16 @@ name or a shebang; embed_text within the size."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkd
-from code_checks import (check_cut, check_python_symbols, python_definitions,
-                         stdlib_sources, tree_sitter_definitions)
+from code_checks import (check_cut, check_python_defines, check_python_symbols,
+                         python_definitions, signatures_alone, stdlib_sources,
+                         tree_sitter_definitions)
 from oracle import random_cuts, token_length
 
 COUNTS = {"chars": len, "tokens": token_length}
@@ -39,7 +41,18 @@ def check_stdlib(paths, sizes) -> int:
             chunks = code_chunks(text, size, unit)
             fitting += check_cut(text, chunks, size, COUNTS[unit], definitions)
             check_python_symbols(text, chunks)
+            check_python_defines(text, chunks)
+            assert signatures_alone(text, chunks, size, COUNTS[unit]) == 0, path
     return fitting
+
+
+def test_package_signatures_never_alone():
+    """chunkd's own package: no chunk is a signature alone (``class Chunk(NamedTuple):``
+    with its body in the next chunk), at sizes where most definitions are cut;
+    ``defines`` and ``symbols`` as ``ast`` says."""
+    paths = sorted(Path(chunkd.__file__).parent.rglob("*.py"))
+    assert len(paths) > 50
+    assert check_stdlib(paths, [("chars", 300), ("chars", 1000), ("tokens", 100)]) > 1000
 
 
 def test_stdlib_sample_definitions_whole():

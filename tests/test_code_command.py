@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 
 import orjson
@@ -176,3 +177,99 @@ def test_eval_with_the_code_strategy(tmp_path):
     assert result.returncode == 0, result.stderr
     [record] = ndjson(result.stdout)
     assert record["strategy"] == "code" and record["recall"] == 1.0
+
+
+#: Source nested far deeper than Python's recursion limit: each once crashed the run.
+DEEP = {
+    "parens.py": "x = " + "(" * 1000 + "1" + ")" * 1000 + "\n",
+    "arrays.js": "var a = " + "[" * 20000 + "]" * 20000 + ";\n",
+    "ifs.py": "".join(" " * depth + f"if x{depth}:\n" for depth in range(3000))
+              + " " * 3000 + "pass\n",
+}
+
+
+def deep_files(folder) -> list[str]:
+    """The deep files between two plain ones, as paths."""
+    return written(folder, {"first.py": "a = 1\n", **DEEP, "last.py": "b = 2\n"})
+
+
+def test_deep_nesting_is_chunked_by_the_filter(tmp_path):
+    """Each deep file is chunked like any other (within the size, tiling it), with
+    --jobs 1 and 2, and the files around it too."""
+    paths = deep_files(tmp_path)
+    records = records_with_jobs("--strategy", "code", "--chars", "1000", *paths)
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        chunks = [record for record in records if record["doc"] == path]
+        assert "".join(chunk["text"] for chunk in chunks) == text
+        assert all(chunk["length"] <= 1000 for chunk in chunks)
+
+
+def test_deep_nesting_in_parquet_keeps_every_row(tmp_path):
+    """Parquet input with --strategy auto: the deep rows and the rows before and after
+    them are all chunked."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    names = ["first.py", *DEEP, "last.py"]
+    texts = ["a = 1\n", *DEEP.values(), "b = 2\n"]
+    pq.write_table(pa.table({"id": names, "text": texts}), tmp_path / "in.parquet")
+    result = run_chunkd("--input", "parquet", str(tmp_path / "in.parquet"),
+                        "--strategy", "auto")
+    assert result.returncode == 0, result.stderr[-2000:]
+    by_doc: dict[str, str] = {}
+    for record in ndjson(result.stdout):
+        by_doc[record["doc"]] = by_doc.get(record["doc"], "") + record["text"]
+    assert by_doc == dict(zip(names, texts))
+
+
+@pytest.mark.slow
+def test_deep_nesting_in_the_daemon_and_serve(inbox, watch):
+    """``chunkd watch --strategy code`` writes one result for each deep file (the
+    filter's chunks) and no error; ``chunkd serve`` answers 200."""
+    watcher = watch(inbox, "--strategy", "code", "--chars", "1000", "-v")
+    watcher.started()
+    deep_files(inbox)
+    watcher.wait_for(lambda: set(results(inbox)) == {"first.py", *DEEP, "last.py"},
+                     what="every result")
+    assert not list(inbox.rglob("*.error.json"))
+    for name in DEEP:
+        assert results(inbox)[name]["chunks"] == filter_chunks(
+            inbox / name, "--strategy", "code", "--chars", "1000")
+    with Serve("--strategy", "code") as server:
+        for name, text in DEEP.items():
+            status, _, data = request(server, "POST",
+                                      f"/api/split?strategy=code&doc={name}&chars=1000",
+                                      text.encode(), host=f"127.0.0.1:{server.port}")
+            assert status == 200, data
+            records = ndjson(orjson.loads(data)["jsonl"].encode())
+            assert "".join(record["text"] for record in records) == text
+
+
+@pytest.mark.slow
+def test_memory_of_a_generated_data_table(tmp_path):
+    """A 3.5 MB JavaScript table of small numbers (one array of 600,000 of them): the
+    installed chunkd's peak RSS stays within what docs/code.md says, 80 bytes a byte of
+    source (a piece for each element at once took 156)."""
+    from memory import peak_of
+
+    rng = random.Random(5)
+    path = tmp_path / "table.js"
+    path.write_text("var data = [" + ",".join(str(rng.randrange(100000))
+                                              for _ in range(600000)) + "];\n")
+    size = path.stat().st_size
+    peak_mb = peak_of(["--strategy", "code", "--chars", "1000", str(path)])
+    assert peak_mb * 2**20 < 80 * size, peak_mb
+
+
+def test_a_source_file_over_the_limit_is_one_line_and_the_others_are_chunked(tmp_path):
+    paths = written(tmp_path, {"big.py": "x = 1\n" * 100, "small.py": "y = 2\n"})
+    for jobs in ("1", "2"):
+        result = run_chunkd("--strategy", "code", "--max-source-bytes", "500",
+                            "--jobs", jobs, *paths)
+        assert result.returncode == 1
+        assert result.stderr.decode().splitlines() == [
+            f"chunkd: {paths[0]}: over --max-source-bytes 500: the code strategy holds a "
+            "source file whole with its syntax tree; raise the limit, or cut it with "
+            "--strategy recursive --language NAME"]
+        assert [record["text"] for record in ndjson(result.stdout)] == ["y = 2\n"]

@@ -18,7 +18,8 @@ from chunkd.writers import make_writer
 SAMPLES = {"tokens": 3, "estimated_tokens": 4, "headings": ("A", "B"),
            "parent": Parent(0, 0, 9, 9, "some text"), "embed_text": "A > B\n\nsome",
            "chunk_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "pages": (2, 3),
-           "symbols": ("class Splitter", "def feed"), "language": "python",
+           "symbols": ("class Splitter", "def feed"),
+           "defines": ("class Splitter > def feed",), "language": "python",
            "distance": 0.25, "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
 
 

@@ -51,8 +51,20 @@ class _Walk:
             self.pending = []
 
     def block(self, node) -> None:
-        """The content of ``node``, its inline text into paragraphs."""
-        for child in node.iter(include_text=True):
+        """The content of ``node``, its inline text into paragraphs: down the tree with
+        a stack of the elements open (no recursion: a page nested thousands deep, as
+        unclosed tags make it, is walked like any other, in linear time)."""
+        # Each open element: its children still to walk, and whether it is a block
+        # (whose end ends the paragraph).
+        open_elements = [(node.iter(include_text=True), False)]
+        while open_elements:
+            children, ends_paragraph = open_elements[-1]
+            child = next(children, None)
+            if child is None:
+                open_elements.pop()
+                if ends_paragraph:
+                    self.flush()
+                continue
             tag = child.tag
             if tag == "-text":
                 self.pending.append(child.text_content or "")
@@ -65,7 +77,7 @@ class _Walk:
                 self.out.heading(HEADINGS[tag], text_of(child))
             elif tag in LISTS:
                 self.flush()
-                self.list(child, 0)
+                self.list(child)
             elif tag == "table":
                 self.flush()
                 self.out.table(rows_of(child))
@@ -74,17 +86,23 @@ class _Walk:
                 self.out.code(child.text(deep=True) or "")
             elif tag in BLOCKS:
                 self.flush()
-                self.block(child)
-                self.flush()
+                open_elements.append((child.iter(include_text=True), True))
             else:  # inline: its text joins the paragraph (a block inside still ends it)
-                self.block(child)
+                open_elements.append((child.iter(include_text=True), False))
 
-    def list(self, node, depth: int) -> None:
-        """A list's items, a line each, nested lists indented below their item."""
-        for item in node.iter():
+    def list(self, node) -> None:
+        """A list's items, a line each, nested lists indented below their item (a
+        stack of the lists open, each with its depth)."""
+        open_lists = [(node.iter(), 0)]
+        while open_lists:
+            items, depth = open_lists[-1]
+            item = next(items, None)
+            if item is None:
+                open_lists.pop()
+                continue
             if item.tag != "li":
                 if item.tag in LISTS:
-                    self.list(item, depth + 1)
+                    open_lists.append((item.iter(), depth + 1))
                 continue
             words: list[str] = []
             nested = []
@@ -96,8 +114,8 @@ class _Walk:
                 elif child.tag not in SKIPPED:
                     words.append(text_of(child))
             self.out.item(depth, " ".join(words))
-            for inner in nested:
-                self.list(inner, depth + 1)
+            # the nested lists come before the next item (the last nested one on top)
+            open_lists.extend((inner.iter(), depth + 1) for inner in reversed(nested))
 
 
 def text_of(node) -> str:

@@ -27,22 +27,24 @@ converted from tree-sitter's UTF-8 byte offsets.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import itemgetter
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
+from chunkd.options import Flag, Option, Record, number_value, register_option, whole
 from chunkd.strategies.base import Chunker, Source, Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
 from chunkd.units import CHARS
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node, Parser, Query
 
     from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
@@ -118,6 +120,14 @@ CONTAINERS = frozenset({
 #: Nodes that belong to the node after them (on the next line at most).
 LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
                      "attribute_item", "marker_annotation", "annotation"})
+#: The kinds of level the cut goes down: a container's children are statements or
+#: members; a construct's, its header and body; a group's, leading comments and the
+#: node they lead.
+CONTAINER, CONSTRUCT, GROUP = range(3)
+#: A node of more children (a generated data table) is cut a batch of this many at a
+#: time: a piece for each child at once took about 150 bytes of memory for each byte
+#: of a table of small numbers.
+MOST_CHILDREN = 4096
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
 
@@ -125,6 +135,21 @@ _SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)
 _ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
 _NOT_SPACE = re.compile(r"\S")
 _END = itemgetter(1)   # a piece's end
+
+
+#: The largest source file parsed by default, in bytes of UTF-8: a file is held whole
+#: with its syntax tree, about 75 bytes of memory a byte at worst (a generated table of
+#: small numbers; see docs/code.md), so a worker stays under 2 GB.
+SOURCE_BYTES = 16 * 2**20
+MAX_SOURCE_BYTES = register_option(Option[int](
+    SOURCE_BYTES, "the largest source file the code strategy parses",
+    name="max_source_bytes", check=whole(1), record=Record.NEVER,
+    applies=lambda kind: kind.name == "code",
+    refusal="{option} is for --strategy code, not {strategy}", flags=(
+        Flag("--max-source-bytes", "code: parse a file of at most N bytes of UTF-8, held "
+                                   "whole with its syntax tree; a larger one is an error "
+                                   f"(default: {SOURCE_BYTES}, 16 MiB)", metavar="N",
+             parse=number_value),)))
 
 
 class GrammarMissing(Exception):
@@ -188,7 +213,8 @@ class Code(Strategy):
     name = "code"
     units = ("chars", "tokens")
     default_size = 1000
-    fields = ("symbols", "language")
+    fields = ("symbols", "defines", "language")
+    streams = False
     embeds = True
     include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
 
@@ -220,6 +246,23 @@ class Code(Strategy):
 #: node, or leading comments and the node they lead; none for white space). A plain
 #: tuple: a document makes one for every node it looks at.
 Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
+
+
+@dataclass(slots=True)
+class _Level:
+    """A level of the cut on the stack: its pieces, its kind, whether it is a
+    definition's (whose header is a signature), the next piece to place (``at``), and
+    whether a piece of it was cut (``past``: a construct is past its header)."""
+
+    pieces: list[Piece]
+    kind: int
+    definition: bool
+    at: int = 0
+    past: bool = False
+    #: The batches of children still to come, each with where the one after starts
+    #: (``_batches``), and where the last ends; None: all are in ``pieces``.
+    rest: Iterator[tuple[list[Node], int | None]] | None = None
+    end: int = 0
 
 
 class Offsets:
@@ -295,6 +338,7 @@ class CodeSplitter:
         self.unit: LengthUnit = settings.measure
         self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
         self.option = settings[LANGUAGE]
+        self.most_bytes = settings[MAX_SOURCE_BYTES]
         self.prefixes = None
         if settings.embed_text:
             from chunkd.strategies.markdown import EmbedPrefix
@@ -307,6 +351,7 @@ class CodeSplitter:
         grammar package is this document's ``InputError``)."""
         self.source = source
         self.held: list[str] = []   # the document's text so far
+        self.held_bytes = 0
         self.grammar = grammar_named(source.name, self.option)
         if self.grammar is not None:
             self._check_installed(self.grammar)
@@ -315,14 +360,23 @@ class CodeSplitter:
         try:
             parser(grammar)
         except GrammarMissing as error:
-            from chunkd.readers import InputError, display_name
+            self._fail(str(error))
 
-            where = display_name(self.source.name) if isinstance(self.source.name, str) \
-                else "stdin" if self.source.name is None else str(self.source.name)
-            self.held = []
-            raise InputError(f"{where}: {error}") from None
+    def _fail(self, what: str) -> NoReturn:
+        """This document's ``InputError``, naming it; what it held is dropped."""
+        from chunkd.readers import InputError, display_name
+
+        where = display_name(self.source.name) if isinstance(self.source.name, str) \
+            else "stdin" if self.source.name is None else str(self.source.name)
+        self.held = []
+        raise InputError(f"{where}: {what}") from None
 
     def feed(self, text: str) -> list[Chunk]:
+        self.held_bytes += len(text) if text.isascii() else len(_encoded(text))
+        if self.held_bytes > self.most_bytes:
+            self._fail(f"over --max-source-bytes {self.most_bytes}: the code strategy "
+                       "holds a source file whole with its syntax tree; raise the limit, "
+                       "or cut it with --strategy recursive --language NAME")
         self.held.append(text)
         return []
 
@@ -349,7 +403,8 @@ class Document:
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
-        self.definitions: dict[int, tuple[int, str]] = {}   # by node id
+        self.code_ends: dict[int, int] = {}                 # by node id
+        self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
@@ -404,24 +459,74 @@ class Document:
 
     def chunks(self) -> list[Chunk]:
         end = len(self.text)
-        nodes = [] if self.root is None else self.root.children
-        if nodes:
-            opened = self.cut(self.tiled(nodes, 0, end, glue=True), True, None)
+        if self.root is not None and self.root.child_count:
+            opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
         else:
-            opened = self.cut_leaf(0, end)
+            opened = self.cut_leaf(None, 0, end)
         if opened is not None:
             self.cuts.append(opened)
         return self.records()
 
-    def cut(self, pieces: list[Piece], container: bool, opened: int | None) -> int | None:
-        """Close chunks over ``pieces`` (a chunk is open from ``opened`` if not None);
-        returns where the chunk left open starts."""
-        at = 0
-        while at < len(pieces):
+    def level(self, node: Node, start: int, end: int, kind: int, definition: bool) -> _Level:
+        """The level of a node's children (glued to their leading comments) from
+        ``start`` to ``end``: a batch of ``MOST_CHILDREN`` at a time, so that a node of
+        millions (a generated table) takes little memory beside its tree."""
+        if node.child_count <= MOST_CHILDREN:
+            return _Level(self.tiled(node.children, start, end, glue=True), kind, definition)
+        batches = _batches(node)
+        children, after = next(batches)
+        level = _Level([], kind, definition, rest=batches, end=end)
+        level.pieces = self.tiled(children, start, self.batch_end(level, after), glue=True)
+        return level
+
+    def batch_end(self, level: _Level, after: int | None) -> int:
+        """Where a batch of a level's children ends: where the next starts (``after``,
+        a byte offset), else at the level's end."""
+        return level.end if after is None else self.offsets.point(after)
+
+    def cut(self, top: _Level) -> int | None:
+        """Close chunks over the file's pieces, cutting a piece over the size at its
+        children, down the tree with a stack of levels (no recursion: a file nested
+        thousands deep is cut like any other); returns where the chunk left open
+        starts.
+
+        ``body``: whether the open chunk holds more than signatures and comments;
+        ``signature``: whether it holds a definition's header (``def f(...):``, its
+        decorators) carried down into its body. A chunk is closed before a
+        piece over the size in a container only if it holds body or nothing but
+        comments, and before a piece that fits alone if it holds body or no signature:
+        so a signature begins the chunk of its body, never a chunk of its own, while
+        leading comments may close alone before a definition that then stays whole."""
+        levels = [top]
+        opened: int | None = None
+        body = signature = False
+        while levels:
+            level = levels[-1]
+            pieces, at = level.pieces, level.at
+            if at == len(pieces) and level.rest is not None:   # its next batch
+                batch = next(level.rest, None)
+                if batch is not None:
+                    level.pieces = self.tiled(batch[0], pieces[-1][1],
+                                              self.batch_end(level, batch[1]), glue=True)
+                    level.at = 0
+                    continue
+            if at == len(pieces):
+                levels.pop()
+                if levels:
+                    levels[-1].at += 1
+                    levels[-1].past = True
+                    body = True
+                continue
             start = pieces[at][0] if opened is None else opened
             after = self.furthest(start, pieces, at)
             if after > at:
-                opened, at = start, after
+                opened, level.at = start, after
+                if level.kind != CONSTRUCT:
+                    body = body or self.has_code(pieces, at, after)
+                elif level.past:
+                    body = True
+                elif level.definition:
+                    signature = True
                 continue
             piece = pieces[at]
             alone = opened is not None and self.fits(piece[0], piece[1])
@@ -429,24 +534,78 @@ class Document:
             if trimmed is not None:
                 pieces[at:at + 1] = trimmed
                 continue
-            if opened is not None and (container or alone):
-                self.cuts.append(opened)
-                opened = None
+            # room: the piece fits alone, or not even its first two lines fit with the open chunk
+            room = alone or opened is not None and not self.fits(opened, self.line_end(piece))
+            if opened is not None and (
+                    body or room and not signature if level.kind == CONTAINER
+                    else room and (body or not signature)):
+                opened = self.closed(opened, pieces, at, alone)
+                body = signature = False
                 if alone:   # it starts the next chunk
                     continue
-            opened = self.cut_piece(piece, opened)
-            at += 1
+            start, end, nodes = piece
+            if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
+                levels.append(_Level(self.tiled(list(nodes), start, end),
+                                     GROUP if level.kind == CONTAINER else CONSTRUCT,
+                                     level.definition))
+            elif nodes and nodes[0].child_count:
+                levels.append(self.level(
+                    nodes[0], start, end,
+                    CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
+                    self.is_definition(piece)))
+            else:   # a leaf, or white space
+                opened = self.cut_leaf(opened, start, end)
+                body = level.past = True
+                level.at += 1
         return opened
+
+    def line_end(self, piece: Piece) -> int:
+        """The end of the line after the first that holds code in a piece (a
+        signature's and its body's first line; the piece's end at most)."""
+        start, end, _ = piece
+        found = _NOT_SPACE.search(self.text, start, end)
+        line = -1 if found is None else self.text.find("\n", found.start(), end)
+        if line >= 0:
+            line = self.text.find("\n", line + 1, end)
+        return end if line < 0 else line + 1
+
+    def has_code(self, pieces: list[Piece], first: int, after: int) -> bool:
+        """Whether ``pieces[first:after]`` hold more than leading nodes (comments,
+        decorators, attributes) and white space (looked at from the end: most pieces
+        are code)."""
+        leading = self.leading
+        for index in range(after - 1, first - 1, -1):
+            nodes = pieces[index][2]
+            if nodes and (len(nodes) > 1 or nodes[0].kind_id not in leading):
+                return True
+        return False
+
+    def closed(self, opened: int, pieces: list[Piece], at: int, alone: bool) -> int | None:
+        """Close the chunk open from ``opened`` before ``pieces[at]``; returns where the
+        next starts: at the leading nodes that end it after other content (a section
+        comment goes with what follows: with the piece if it fits ``alone`` and they fit
+        together, else with its first two lines), else None (at the piece)."""
+        back = at
+        while back > 0 and pieces[back - 1][0] > opened \
+                and not self.has_code(pieces, back - 1, back):
+            back -= 1
+        # from a line's start (a comment after code on its line stays with it)
+        while back < at and self.text[pieces[back][0] - 1] != "\n":
+            back += 1
+        moved = back < at and any(pieces[index][2] for index in range(back, at)) and \
+            self.fits(pieces[back][0], pieces[at][1] if alone else self.line_end(pieces[at]))
+        self.cuts.append(opened)
+        return pieces[back][0] if moved else None
 
     def trimmed(self, piece: Piece) -> list[Piece] | None:
         """A piece too long only by the white space and trailing comments around its
         content, as its content and the rest, each a piece; None if its content does
-        not fit either. The content ends at its last node's code (``_code_end``) and
+        not fit either. The content ends at its last node's code (``code_end``) and
         starts at its line's start, or (if that is too long, for a definition) at its
         first code point that is not white space."""
         piece_start, piece_end, nodes = piece
         end = piece_end if not nodes else min(
-            piece_end, self.offsets.point(_code_end(nodes[-1], self.leading)))
+            piece_end, self.offsets.point(self.code_end(nodes[-1])))
         first = _NOT_SPACE.search(self.text, piece_start, end)
         if first is None:
             return None
@@ -469,21 +628,31 @@ class Document:
         inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
         return node.type in definitions or inner is not None and inner.type in definitions
 
-    def cut_piece(self, piece: Piece, opened: int | None) -> int | None:
-        """Cut a piece over the size at its children (leading comments and the node
-        they lead, or a node's children), carrying the chunk open before it."""
-        start, end, nodes = piece
-        if len(nodes) > 1:
-            return self.cut(self.tiled(list(nodes), start, end), False, opened)
-        children = nodes[0].children if nodes else []
-        if not children:   # a leaf, or white space
-            return self.cut_leaf(start if opened is None else opened, end)
-        return self.cut(self.tiled(children, start, end, glue=True),
-                        nodes[0].type in CONTAINERS, opened)
+    def cut_leaf(self, opened: int | None, start: int, end: int) -> int:
+        """Close chunks of a leaf over the size, the chunk open from ``opened`` (if not
+        None) carried into its first; returns the start of the last, left open. The
+        carried text is not cut: it closes alone if the leaf fits alone (a token is not
+        cut) or if it leaves no room for the leaf's first piece."""
+        if opened is None:
+            starts = self.leaf_starts(start, end, self.size)
+        elif self.fits(start, end):   # a token is not cut to join what is open
+            starts = [opened, start]
+        else:
+            starts = [opened]
+            room = self.size - self.count(self.text[opened:start]) - self.prefix(opened)[1]
+            first = self.leaf_starts(start, end, room) if room > 0 else []
+            after = first[1] if len(first) > 1 else end
+            if first and self.text[start:after].strip() and self.fits(opened, after):
+                start = after
+            if start < end:
+                starts += self.leaf_starts(start, end, self.size)
+        self.cuts += starts[:-1]
+        return starts[-1]
 
-    def cut_leaf(self, start: int, end: int) -> int:
-        """Close chunks of a leaf over the size with its language's separators (chunkd's
-        without a language); returns the start of the last, left open."""
+    def leaf_starts(self, start: int, end: int, size: int) -> list[int]:
+        """The starts of the pieces of ``text[start:end]`` cut at ``size`` (less the
+        ``embed_text`` prefix) by its language's separators (chunkd's without a
+        language)."""
         from chunkd.core import RecursiveSplitter
         from chunkd.splitting import SEPARATORS
         from chunkd.strategies.languages import LANGUAGE_SEPARATORS
@@ -494,13 +663,11 @@ class Document:
         else:
             separators = [compile_separator(text)
                           for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
-        size = max(1, self.size - self.prefix(start)[1])
-        leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
-                                 strip_whitespace=False, unit=self.splitter.unit)
+        leaf = RecursiveSplitter(max(1, size - self.prefix(start)[1]), 0, separators=separators,
+                                 keep_separator="start", strip_whitespace=False,
+                                 unit=self.splitter.unit)
         made = leaf.feed(self.text[start:end]) + leaf.finish()
-        starts = [start] + [start + chunk.start for chunk in made[1:]]
-        self.cuts += starts[:-1]
-        return starts[-1]
+        return [start] + [start + chunk.start for chunk in made[1:]]
 
     def tiled(self, nodes: list[Node], start: int, end: int, glue: bool = False) -> list[Piece]:
         """``nodes`` as pieces from ``start`` to ``end``: each ends where the next starts,
@@ -529,14 +696,17 @@ class Document:
             starts = [starts[0]] + [self.overlapped(before, start, end) for before, start, end
                                     in zip(starts, starts[1:], ends[1:])]
         language = None if self.grammar is None else self.grammar.name
+        defined_at, defined = self.defined()
         chunks = []
         for index, (start, end) in enumerate(zip(starts, ends)):
             piece = text[start:end]
             embed_text = None
             if self.splitter.prefixes is not None:
                 embed_text = self.prefix(start)[0] + piece
+            defines = tuple(defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])
             chunks.append(Chunk(index, start, end, count(piece), piece, embed_text=embed_text,
-                                symbols=self.symbols_at(start), language=language))
+                                symbols=self.symbols_at(start), defines=defines,
+                                language=language))
         return chunks
 
     def overlapped(self, before: int, start: int, end: int) -> int:
@@ -552,43 +722,94 @@ class Document:
             best = line
         return best
 
+    @cached_property
+    def outline(self) -> tuple[list[int], list[int], list[int], list[Node]]:
+        """The definitions, in order: their start and end bytes, the index of the one
+        enclosing each (-1: none), and their nodes. Found by a tree-sitter query (in C:
+        no walk over every node in Python)."""
+        if self.root is None or self.grammar is None:
+            return [], [], [], []
+        from tree_sitter import QueryCursor
+
+        captured = QueryCursor(definition_query(self.grammar)).captures(self.root)
+        nodes = sorted(captured.get("definition", []),
+                       key=lambda node: (node.start_byte, -node.end_byte))
+        starts = [node.start_byte for node in nodes]
+        ends = [node.end_byte for node in nodes]
+        parents = []
+        enclosing: list[int] = []
+        for start in starts:
+            while enclosing and ends[enclosing[-1]] <= start:
+                enclosing.pop()
+            parents.append(enclosing[-1] if enclosing else -1)
+            enclosing.append(len(parents) - 1)
+        return starts, ends, parents, nodes
+
+    def defined(self) -> tuple[list[int], list[str]]:
+        """Where each definition starts (its node's first code point), in order, and
+        its qualified symbol: the symbols of the definitions enclosing it, then its own,
+        joined by " > "."""
+        starts, _, parents, nodes = self.outline
+        qualified: list[str] = []
+        for node, parent in zip(nodes, parents):
+            symbol = self.symbol(node)
+            qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
+        return self.offsets.points(starts), qualified
+
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
-        space (after their keyword, before the comments that end them), outermost
-        first."""
-        if self.root is None or self.grammar is None:
-            return ()
+        space (after their first code point, before the comments that end them),
+        outermost first."""
         found = _NOT_SPACE.search(self.text, start)
         if found is None:
             return ()
         byte = self.offsets.byte(found.start())
+        starts, ends, parents, nodes = self.outline
+        at = bisect_left(starts, byte) - 1   # the last to start before it
+        while at >= 0 and ends[at] <= byte:
+            at = parents[at]
         names = []
-        definitions = self.grammar.definitions
-        # Down from the root with a cursor (tree-sitter finds a node's parent from the
-        # root, so climbing from the leaf costs more).
-        cursor = self.root.walk()
-        while cursor.goto_first_child_for_byte(byte) is not None:
-            node = cursor.node
-            if node is None or node.start_byte > byte:
-                break
-            if node.type in definitions and node.start_byte < byte:
-                code_end, symbol = self.definition(node)
-                if byte < code_end:
-                    names.append(symbol)
-        return tuple(names)
+        while at >= 0:
+            if byte < self.code_end(nodes[at]):
+                names.append(self.symbol(nodes[at]))
+            at = parents[at]
+        return tuple(reversed(names))
 
-    def definition(self, node: Node) -> tuple[int, str]:
-        """A definition's code end (``_code_end``) and symbol, found once a node: the
-        chunks in one definition all name it."""
-        known = self.definitions.get(node.id)
-        if known is None:
-            known = self.definitions[node.id] = (_code_end(node, self.leading),
-                                                 self.symbol(node))
-        return known
+    def code_end(self, node: Node) -> int:
+        """Where the code of ``node`` ends (a byte offset): before the comments that end
+        it (Python's parser puts a block's last comments in the block). Found down its
+        last children, once a node (the cut asks it of each level of a deep nest)."""
+        path = []
+        end = None
+        while end is None:
+            end = self.code_ends.get(node.id)
+            if end is not None:
+                break
+            path.append(node.id)
+            if not node.child_count:
+                end = node.end_byte
+                break
+            child: Node | None = node.child(node.child_count - 1)
+            while child is not None and child.kind_id in self.leading:
+                child = child.prev_sibling
+            if child is None:
+                end = node.start_byte
+                break
+            node = child
+        for known in path:
+            self.code_ends[known] = end
+        return end
 
     def symbol(self, node: Node) -> str:
         """How a definition reads up to its name: "class Splitter", "def feed",
-        "func (r *Reader) Read", "impl Display for Point" (annotations left out)."""
+        "func (r *Reader) Read", "impl Display for Point" (annotations left out); found
+        once a node (the chunks in one definition all name it)."""
+        known = self.symbols.get(node.id)
+        if known is None:
+            known = self.symbols[node.id] = self.read_symbol(node)
+        return known
+
+    def read_symbol(self, node: Node) -> str:
         name = _name_node(node)
         end = node.end_byte if name is None else name.end_byte
         start = self.offsets.point(node.start_byte)
@@ -599,18 +820,35 @@ class Document:
         return words[:SYMBOL_LENGTH]
 
 
-def _code_end(node: Node, leading: frozenset[int]) -> int:
-    """Where the code of ``node`` ends (a byte offset): before the comments that end it
-    (Python's parser puts a block's last comments in the block; ``leading``: the kind
-    ids of ``LEADING``)."""
-    while node.child_count:
-        child: Node | None = node.child(node.child_count - 1)
-        while child is not None and child.kind_id in leading:
-            child = child.prev_sibling
-        if child is None:
-            return node.start_byte
-        node = child
-    return node.end_byte
+@lru_cache(maxsize=None)
+def definition_query(grammar: Grammar) -> Query:
+    """A query that captures ``grammar``'s definitions as "definition"."""
+    from tree_sitter import Query
+
+    language = parser(grammar).language
+    assert language is not None   # made with it
+    kinds = sorted(kind for kind in grammar.definitions
+                   if language.id_for_node_kind(kind, True) is not None)
+    return Query(language, "[" + " ".join(f"({kind})" for kind in kinds) + "] @definition")
+
+
+def _batches(node: Node) -> Iterator[tuple[list[Node], int | None]]:
+    """The children of ``node``, ``MOST_CHILDREN`` at a time, each batch with the byte
+    where the next starts (None after the last); read with a cursor (a node's n-th child
+    is found from its first)."""
+    cursor = node.walk()
+    cursor.goto_first_child()
+    batch: list[Node] = []
+    while True:
+        child = cursor.node
+        assert child is not None   # a cursor on a child is on a node
+        if len(batch) == MOST_CHILDREN:
+            yield batch, child.start_byte
+            batch = []
+        batch.append(child)
+        if not cursor.goto_next_sibling():
+            break
+    yield batch, None
 
 
 def _name_node(node: Node) -> Node | None:
