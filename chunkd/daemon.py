@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING
 
 from chunkd.changes import Changes
 from chunkd.documents import add_document_options, check_limits
+from chunkd.embedder import EMBED_CACHE, takes_model
+from chunkd.embedding_cache import default_folder
 from chunkd.inbox import (DEFAULT_INCLUDE, ERROR_SUFFIX, FolderChanged, Inbox, InboxOptions,
                           Outcome, Signature, signature)
 from chunkd.journal import Journal, JournalError
@@ -805,6 +807,10 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
     for problem in filter(None, problems):
         log.error("chunkd watch: %s", problem)
         return EXIT_CONFIG
+    if takes_model(settings._values) and settings[EMBED_CACHE] is None:
+        # Vectors paid for are kept with the results, so that an edited file's unchanged
+        # chunks, and a restart, cost no calls to the model (the inbox never takes it).
+        settings = settings.replace(embed_cache=default_folder(str(output or root)))
     options = InboxOptions(
         str(root), settings, format=args.format,
         output_dir=str(output) if output else None,

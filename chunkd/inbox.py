@@ -39,6 +39,7 @@ from chunkd import __version__
 from chunkd.changes import Changes, result_ids
 from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
+from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder
 from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
@@ -46,6 +47,7 @@ from chunkd.ids import ChunkIds, id_bytes
 from chunkd.documents import (DEFAULT_SECONDS, FORMATS, HEAD_BYTES, Extracted, Limits,
                               default_include, detect, extract_source)
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
+from chunkd.vectors import with_vectors
 from chunkd.writers import DocumentRecords, Write, extracted_fields, name_value
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org",
@@ -206,6 +208,9 @@ class Inbox:
                      else open_folder(options.move_done, expect.get("done")))
         self.result_suffix = RESULT_SUFFIX[options.format]
         self.chunker: Chunker | None = None  # built on first use: the main process never chunks
+        cache = self.settings[EMBED_CACHE]
+        #: The embedding cache's folder if it is in the inbox: never an input.
+        self.cache = None if cache is None else self.relative(os.path.realpath(cache))
 
     def identities(self) -> dict:
         folders = {"root": self.root, "output": self.output, "done": self.done}
@@ -219,9 +224,14 @@ class Inbox:
         parts, name = _split(relative)
         if not name or (parts and not self.options.recursive):
             return False
+        if self.in_cache(relative):
+            return False
         if any(not part or part.startswith(".") for part in parts):
             return False
         return self.wants_name(name)
+
+    def in_cache(self, relative: str) -> bool:
+        return self.cache is not None and (relative + "/").startswith(self.cache + "/")
 
     def wants_name(self, name: str) -> bool:
         if name.endswith(OUTPUT_SUFFIXES) or any(fnmatch.fnmatch(name, p) for p in IGNORED):
@@ -256,7 +266,7 @@ class Inbox:
                 with subfolder(self.root, prefix.split("/")[:-1]) as folder:
                     for entry in list(os.scandir(folder)):
                         relative = prefix + entry.name
-                        if entry.name.startswith("."):
+                        if entry.name.startswith(".") or self.in_cache(relative):
                             continue
                         if self.options.recursive and entry.is_dir(follow_symlinks=False):
                             folders.append(relative + "/")
@@ -519,7 +529,11 @@ class Inbox:
                     text = decode_blocks([data], where, self.settings.errors)
             if text is None:
                 text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
-            for made in chunk_blocks(self.chunker, source, text):
+            made_lists = chunk_blocks(self.chunker, source, text)
+            if self.settings[VECTORS]:
+                made_lists = with_vectors(made_lists, embedder(self.settings),
+                                          batch_size(self.settings))
+            for made in made_lists:
                 finished = self.finish(made, identify)
                 for chunk in finished:
                     assert chunk.chunk_id is not None, "finish() gives every record its id"
