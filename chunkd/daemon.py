@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
                         help="larger files get an error result, and so does a PDF, HTML or "
                              "DOCX file whose text is larger (default: 67108864, 64 MiB)")
-    add_document_options(parser, max_bytes=False, ocr=False)
+    add_document_options(parser, max_bytes=False)
     parser.add_argument("--workers", type=int, default=2, metavar="N",
                         help="files chunked at once, each by a process (default: 2)")
     parser.add_argument("--follow-symlinks", action="store_true",
@@ -811,6 +811,7 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         # Vectors paid for are kept with the results, so that an edited file's unchanged
         # chunks, and a restart, cost no calls to the model (the inbox never takes it).
         settings = settings.replace(embed_cache=default_folder(str(output or root)))
+    limits = check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
     options = InboxOptions(
         str(root), settings, format=args.format,
         output_dir=str(output) if output else None,
@@ -818,7 +819,7 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         recursive=args.recursive,
         max_bytes=args.max_bytes, follow_symlinks=args.follow_symlinks,
         move_done=str(done) if done else None,
-        extract_seconds=check_limits(parser, args.max_bytes, args.extract_timeout).seconds)
+        extract_seconds=limits.seconds, ocr=limits.ocr)
     try:
         inbox = Inbox(options)
     except (OSError, FolderChanged) as error:

@@ -133,6 +133,8 @@ class InboxOptions:
     move_done: str | None = None
     #: The most seconds a PDF, HTML or DOCX file's extraction may take.
     extract_seconds: float = DEFAULT_SECONDS
+    #: Whether a PDF's pages without text are read by OCR (``--ocr``).
+    ocr: bool = False
     #: (device, inode) of each folder, as the daemon opened them at start.
     identities: dict = field(default_factory=dict)
 
@@ -520,7 +522,8 @@ class Inbox:
                 data = b"".join(read_blocks(stream, on_bytes))
                 document = extract_source(
                     data, relative, where,
-                    Limits(self.options.max_bytes, self.options.extract_seconds),
+                    Limits(self.options.max_bytes, self.options.extract_seconds,
+                           self.options.ocr),
                     partial(self._waiting, stopping, beat))
                 if document is not None:
                     source, extracted = document

@@ -86,3 +86,19 @@ def test_the_daemon_result_of_a_scan_carries_the_warning(scan, inbox, watch):
     assert result["chunks"] == [] and result["warnings"] == [
         "pages 1-3 of 3 have no text (scanned?): --ocr reads such pages with Tesseract"]
     assert watcher.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_daemon_reads_a_scan_with_ocr(scan, inbox, watch):
+    watcher = watch(inbox, "--ocr", "--chars", "40")
+    watcher.started()
+    shutil.copy(scan, inbox / ".scan.pdf")
+    (inbox / ".scan.pdf").rename(inbox / "scan.pdf")
+    result_path = inbox / "scan.pdf.chunks.json"
+    watcher.wait_for(result_path.exists, what="the scan's result")
+    result = orjson.loads(result_path.read_bytes())
+    assert result["warnings"] == ["page 2 of 3 has no text, and OCR found none"]
+    text = " ".join(chunk["text"] for chunk in result["chunks"])
+    for word in " ".join(PAGES).split():
+        assert re.search(rf"\b{re.escape(word)}", text), (word, text)
+    assert watcher.stop() == 0

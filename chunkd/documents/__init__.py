@@ -221,10 +221,9 @@ class DocumentFile:
 
 # --- front ends ----------------------------------------------------------------------
 
-def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True,
-                         ocr: bool = True) -> None:
+def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True) -> None:
     """The options of a document's extraction (``Limits``); ``max_bytes``: the command
-    has no ``--max-bytes`` of its own yet; ``ocr``: it takes ``--ocr``."""
+    has no ``--max-bytes`` of its own yet."""
     group = parser.add_argument_group(f"{labels('and')} input")
     if max_bytes:
         group.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
@@ -235,12 +234,11 @@ def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True
                        metavar="SECONDS",
                        help=f"the most seconds the extraction of a {labels()} "
                             f"document's text may take (default: {DEFAULT_SECONDS:g})")
-    if ocr:
-        group.add_argument("--ocr", action="store_true",
-                           help="read a PDF's pages that have no text (scans) with "
-                                "Tesseract (offline, within --extract-timeout; needs the ocr "
-                                "extra and Debian's tesseract-ocr); without it such pages "
-                                "are named on stderr")
+    group.add_argument("--ocr", action="store_true",
+                       help="read a PDF's pages that have no text (scans) with "
+                            "Tesseract (offline, within --extract-timeout; needs the ocr "
+                            "extra and Debian's tesseract-ocr); without it such pages "
+                            "are named on stderr")
 
 
 def check_limits(parser: argparse.ArgumentParser, max_bytes: int, seconds: float,
