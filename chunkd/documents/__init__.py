@@ -168,9 +168,12 @@ def _check_library(form: Format, where: str) -> None:
     except ImportError:
         found = False
     if not found:
+        # Caused by the missing module, as an import would say: the daemon retries an
+        # error of the installation (``cause: environment``) once the extra is there.
         raise InputError(f"{where}: reading {form.label} needs the documents extra "
                          f"({form.library.partition('.')[0]} is not installed): pip install "
-                         "'.[documents]' from chunkd's folder")
+                         "'.[documents]' from chunkd's folder") from ModuleNotFoundError(
+            f"No module named {form.library!r}", name=form.library)
     _found.add(form.library)
 
 
