@@ -18,7 +18,7 @@ from command import chunkd_command
 from stores import (CHUNKING, Postgres, assert_store_holds, embedded_texts, expected_chunks,
                     lance_rows, pgvector_rows, start_endpoint, stop_endpoint)
 
-from chunkd.sinks import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
+from chunkd.sinks.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
 
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sample.md")
 

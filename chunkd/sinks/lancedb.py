@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import RECORD_FIELDS
 from chunkd.errors import SettingsError
-from chunkd.sinks import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
+from chunkd.sinks.base import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
                           removal)
 
 if TYPE_CHECKING:

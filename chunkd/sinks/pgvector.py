@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from chunkd.errors import SettingsError
-from chunkd.sinks import (Change, StoreDown, StoreRefused, Stored, metadata, public_url,
+from chunkd.sinks.base import (Change, StoreDown, StoreRefused, Stored, metadata, public_url,
                           removal)
 
 if TYPE_CHECKING:

@@ -1,0 +1,141 @@
+"""The sink protocol and what every store shares: changes, errors, metadata, retries
+(see ``chunkd.sinks``)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import orjson
+
+
+#: The record fields a store keeps as metadata beside the text and the vector (with
+#: ``source`` and ``origin``), and their Arrow types' names in ``chunkd.chunk``.
+METADATA = ("index", "start", "end", "length", "tokens", "pages", "headings", "symbols",
+            "language")
+#: The collection (pgvector) or table (LanceDB) written when none is named.
+DEFAULT_COLLECTION = "chunkd"
+#: The environment variable that gives the store when ``--sink`` does not.
+URL_VARIABLE = "CHUNKD_SINK_URL"
+
+
+class StoreDown(Exception):
+    """The store could not be reached or lost the connection: worth trying again."""
+
+
+class StoreRefused(Exception):
+    """The store refused a change (a constraint, a vector of another length): the
+    source stays as it was; trying again the same change would not help."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a store's bookkeeping says of one source: the SHA-256 of the bytes it was
+    chunked from, the fingerprint of how (chunkd's version, the settings, the model),
+    and its chunk ids."""
+
+    sha256: str
+    fingerprint: str
+    ids: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A source's new state: its records, the SHA-256 of the bytes they were made from
+    and the fingerprint of how; ``sha256`` None: the source is removed."""
+
+    source: str
+    sha256: str | None
+    fingerprint: str = ""
+    records: list[dict] = field(default_factory=list)
+
+
+def removal(source: str) -> Change:
+    """The change that removes ``source``."""
+    return Change(source, None)
+
+
+class Sink(Protocol):
+    """A vector store's side of ``chunkd sync`` (see the module's docstring)."""
+
+    #: The store as messages name it: never with credentials.
+    where: str
+
+    def sources(self) -> dict[str, Stored]:
+        """The bookkeeping of every source of this origin in the collection."""
+        ...
+
+    def rows(self) -> dict[str, set[str]]:
+        """The chunk ids the store holds for each source of this origin (the rows
+        themselves, which a reader sees, not the bookkeeping)."""
+        ...
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        """The stored vectors of these ids (of this origin), for records that keep one."""
+        ...
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        """Make the store hold exactly each change's records for its source (every
+        current chunk, each with ``chunk_id``, ``text``, ``vector`` and the ``METADATA``
+        fields it has) and its bookkeeping, or nothing of a removed source: all the
+        changes in one transaction (each source whole; a group is cheaper to commit
+        than its sources one by one)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def public_url(url: str) -> str:
+    """A store's URL as messages show it: without a password, query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme or parts.scheme == "file":
+        return url
+    host = parts.netloc.rpartition("@")
+    user = host[0].partition(":")[0]
+    netloc = f"{user}@{host[2]}" if user else host[2]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def metadata(record: dict, source: str, origin: str, sha256: str,
+             fingerprint: str) -> dict[str, Any]:
+    """The metadata a store keeps of a record: its source, its origin, the source's
+    SHA-256 and fingerprint, and the ``METADATA`` fields (None where it has none)."""
+    return {"source": source, "origin": origin, "sha256": sha256, "fingerprint": fingerprint,
+            **{name: record.get(name) for name in METADATA}}
+
+
+def fingerprint(values: dict[str, Any]) -> str:
+    """The SHA-256 of ``values`` as compact JSON with sorted keys."""
+    return hashlib.sha256(orjson.dumps(values, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+T = TypeVar("T")
+
+#: Back-off between tries of a store call: the first wait, doubling up to the most,
+#: each with up to a quarter more at random (two syncs do not retry in step).
+BACKOFF_FIRST, BACKOFF_MOST = 0.5, 30.0
+
+
+def retrying(call: Callable[[], T], tries: int,
+             waiting: Callable[[StoreDown, float], None] = lambda error, seconds: None,
+             sleep: Callable[[float], None] = time.sleep) -> T:
+    """``call()``, tried up to ``tries`` times while the store is down, with back-off;
+    the last ``StoreDown`` is raised. ``waiting`` hears of each wait."""
+    delay = BACKOFF_FIRST
+    for attempt in range(1, tries + 1):
+        try:
+            return call()
+        except StoreDown as error:
+            if attempt == tries:
+                raise
+            seconds = delay * (1 + random.random() / 4)
+            waiting(error, seconds)
+            sleep(seconds)
+            delay = min(2 * delay, BACKOFF_MOST)
+    raise AssertionError("unreachable: the loop returns or raises")
