@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from chunkd.chunk import Chunk
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError",
            "Splitter", "split_text", "__version__"]
 

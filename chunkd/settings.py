@@ -27,7 +27,7 @@ from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice,
                             overlap_value, percent_of, switch, whole)
 # Below the settings: the strategies register their options when imported.
 from chunkd.strategies import REGISTRY, Strategy, strategy_class
-from chunkd.units import measure, resolve
+from chunkd.units import measure, resolve, window
 
 if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
@@ -184,7 +184,7 @@ def chunk_limit(tokenizer: str) -> int | None:
     """The most tokens a chunk may have for the model whose tokenizer ``tokenizer``
     names: its unit's ``max_size`` (a model folder's limit less the special tokens the
     model adds); None for a tokenizer that is no model's."""
-    return resolve(tokenizer).max_size
+    return window(tokenizer)
 
 
 def model_window(values: Mapping[str, Any]) -> int | None:

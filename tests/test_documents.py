@@ -283,7 +283,8 @@ def test_eval_reads_a_pdf_as_its_extracted_text(made, tmp_path):
     questions.write_text(json.dumps({"question": line, "doc": document.pdf.name,
                                      "references": [{"text": line}]}) + "\n")
     done = run_chunkd("eval", str(document.pdf), "--questions", str(questions),
-                      "--chars", str(len(text)), "--overlap", "0", "--format", "ndjson")
+                      "--chars", str(len(text)), "--overlap", "0", "-k", "1",  # the one chunk,
+                      "--format", "ndjson")  # larger than the default context budget
     assert done.returncode == 0, done.stderr.decode()
     [record] = [orjson.loads(row) for row in done.stdout.splitlines()]
     assert record["recall"] == 1.0

@@ -45,6 +45,18 @@ def resolve(spec: str) -> LengthUnit:
                         f"file, or a Hugging Face tokenizer.json file or model folder")
 
 
+def window(spec: str) -> int | None:
+    """The ``max_size`` of the unit ``spec`` names, without loading one that is no
+    model's (code points and tiktoken's encodings have none): the default settings
+    never load cl100k_base just to learn that it has no window."""
+    from chunkd.units import tiktoken_encodings
+
+    if spec in ("chars", "cl100k_base", "tokens") or spec in tiktoken_encodings.names() \
+            or spec.endswith(tiktoken_encodings.SUFFIX):
+        return None
+    return resolve(spec).max_size
+
+
 def measure(unit: str, tokenizer: str) -> LengthUnit:
     """The unit of a size in ``unit`` ("chars", "tokens"), tokens being those of
     ``tokenizer`` (a spec for ``resolve``): how settings name a unit
