@@ -273,13 +273,6 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             submit()
             while pending:
                 yield from take_first()
-        except BaseException:
-            # Interrupted, or the output failed: the documents in the workers are given
-            # up, and a worker held in a call that does not return (an embedding
-            # endpoint that hangs) must not hold up the exit.
-            for worker in list((pool._processes or {}).values()):
-                worker.kill()
-            raise
         finally:
             pool.shutdown(cancel_futures=True)
 
