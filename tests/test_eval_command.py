@@ -355,7 +355,7 @@ def test_charts(tmp_path):
     assert "svg" in page.tags and "script" not in page.tags
     assert all(link.startswith("#") for link in page.links)  # self-contained
     assert page.tags.count("tr") == 1 + 6 + 1 + 6 * 2  # table, then per document
-    assert "best by IoU: --strategy recursive" in page_text
+    assert "best by recall: --strategy recursive" in page_text  # at the default budget
 
 
 def test_missing_extra_is_named_with_its_install_command(tmp_path):
