@@ -611,13 +611,15 @@ def minilm():
 def test_the_real_model_served_gives_the_records_of_the_model_folder(server, minilm, tmp_path):
     """The filter through the endpoint, serving the real model, at concurrency 1 and 4:
     the same bytes; and the cuts the filter makes with the model folder itself (the
-    distances within float noise: the server embeds other batches than the folder's)."""
+    distances within float noise: the server embeds other batches than the folder's).
+    The folder makes its tokenizer the unit, so the endpoint's run is given it."""
     server.model = minilm
     path = tmp_path / "doc.md"
     source = sorted((EVAL / "docs").glob("*.md"))[0]
     path.write_text(source.read_text(encoding="utf-8")[:6000], encoding="utf-8")
     through = {concurrency: run_chunkd(
-        "--strategy", "semantic", "--tokens", "120", "--embed-url", server.url,
+        "--strategy", "semantic", "--tokens", "120", "--tokenizer", model_folder(),
+        "--embed-url", server.url,
         "--embed-model", "all-MiniLM-L6-v2", "--embed-concurrency", concurrency,
         "--embed-batch", "8", str(path)) for concurrency in ("1", "4")}
     assert through["1"].returncode == through["4"].returncode == 0, through["4"].stderr
@@ -727,7 +729,8 @@ def test_dense_eval_through_the_endpoint_equals_a_plain_reimplementation(server,
     asked.write_text("".join(json.dumps(question) + "\n" for question in questions))
     result = run_chunkd("eval", str(document), "--questions", str(asked), "--retriever",
                         "dense", "--embed-url", server.url, "--embed-model", "toy-model",
-                        "--tokens", "256", "--overlap", "0", "--format", "ndjson", "-q")
+                        "--tokens", "256", "--overlap", "0", "-k", "5", "--format", "ndjson",
+                        "-q")
     assert result.returncode == 0, result.stderr
     [record] = ndjson(result.stdout)
     chunks = [(document.name, chunk) for chunk in chunkd.split_text(
