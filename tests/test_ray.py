@@ -104,10 +104,6 @@ def test_bad_settings_fail_before_anything_runs(ray_cluster):
         chunk_dataset(documents, chunk_size=10, chunk_overlap=10)
 
 
-@pytest.mark.xfail(strict=True, reason="a known defect found at the end of the merge: "
-                   "Ray's semantic records differ from the filter's since the model's "
-                   "window and cross-document batching came in; strict, so the fix must "
-                   "remove this mark")
 def test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worker(
         ray_cluster, tmp_path):
     from chunkd.ray import chunk_dataset
@@ -141,5 +137,11 @@ def test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worke
     expected = ndjson(result.stdout)
     assert {row["folder"] for row in rows} >= {"zh-vuedocs", "en-policy"}
     assert any("distance" in record for record in expected)
-    assert in_order(through_ray) == in_order(
+    # The same cuts; the distances within float noise, since the filter batches the
+    # sentences of several documents together, and Ray those of its block.
+    through_ray, expected = in_order(through_ray), in_order(
         [dict(record, distance=record.get("distance")) for record in expected])
+    distances = [record.pop("distance") for record in through_ray]
+    assert through_ray == [{k: v for k, v in record.items() if k != "distance"}
+                           for record in expected]
+    assert distances == [pytest.approx(record["distance"], abs=1e-5) for record in expected]
