@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 pytest.importorskip("selectolax")
 
-from chunkd.documents.html import html_text  # noqa: E402
+from chunkd.documents.html import html_text
 
 
 @pytest.mark.parametrize(("data", "text"), [
