@@ -186,8 +186,11 @@ def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgre
     theirs.add_texts(["someone else's text"], ids=["theirs-1"])
     folder = tmp_path / "docs"
     folder.mkdir()
-    shutil.copy(SAMPLE, folder / "a.md")
-    assert sync(folder, postgres.url, endpoint, "--collection", "searched").returncode == 0
+    # A name of its own: a chunk's id is unique across the database's collections (see
+    # docs/sinks.md), and other tests sync the sample as a.md into theirs.
+    shutil.copy(SAMPLE, folder / "searched.md")
+    result = sync(folder, postgres.url, endpoint, "--collection", "searched")
+    assert result.returncode == 0, result.stderr
     ours = PGVector(FakeEmbeddings(size=8), collection_name="searched", connection=connection)
     for chunk_id, (source, text) in expected_chunks(folder, *CHUNKING[:2]).items():
         from test_embed_url import hashed
@@ -195,7 +198,7 @@ def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgre
         found = ours.similarity_search_with_score_by_vector(hashed([text])[0], k=1)
         assert [(document.id, document.page_content, document.metadata["source"])
                 for document, _ in found] == [(chunk_id, text, source)]
-    (folder / "a.md").unlink()
+    (folder / "searched.md").unlink()
     assert sync(folder, postgres.url, endpoint, "--collection", "searched").returncode == 0
     assert pgvector_rows(postgres.url, "searched") == {}
     assert [document.page_content for document in theirs.get_by_ids(["theirs-1"])] \
