@@ -63,10 +63,6 @@ def test_stdlib_sample_definitions_whole():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a known defect: at 200 tokens wave.py's "
-                   "_Chunk.__init__ is split though it fits with its class's signature "
-                   "(the cut sums the pieces' counts, which exceed the whole's); strict, "
-                   "so the fix must remove this mark")
 def test_stdlib_definitions_whole():
     """The same over every top-level module of the standard library, at three sizes."""
     assert check_stdlib(stdlib_sources(), [("chars", 400), ("chars", 1500),

@@ -530,7 +530,9 @@ class Document:
                 continue
             piece = pieces[at]
             alone = opened is not None and self.fits(piece[0], piece[1])
-            trimmed = None if alone else self.trimmed(piece)
+            # Over the size only by its white space: alone, or (fitting alone) after
+            # what is open, where a definition goes with its class's signature.
+            trimmed = self.trimmed(piece, opened if alone else None)
             if trimmed is not None:
                 pieces[at:at + 1] = trimmed
                 continue
@@ -597,12 +599,12 @@ class Document:
         self.cuts.append(opened)
         return pieces[back][0] if moved else None
 
-    def trimmed(self, piece: Piece) -> list[Piece] | None:
+    def trimmed(self, piece: Piece, after: int | None = None) -> list[Piece] | None:
         """A piece too long only by the white space and trailing comments around its
-        content, as its content and the rest, each a piece; None if its content does
-        not fit either. The content ends at its last node's code (``code_end``) and
-        starts at its line's start, or (if that is too long, for a definition) at its
-        first code point that is not white space."""
+        content (alone, or ``after`` the chunk open from there), as its content and the
+        rest, each a piece; None if its content does not fit either. The content ends at
+        its last node's code (``code_end``) and starts at its line's start, or (if that
+        is too long, for a definition) at its first code point that is not white space."""
         piece_start, piece_end, nodes = piece
         end = piece_end if not nodes else min(
             piece_end, self.offsets.point(self.code_end(nodes[-1])))
@@ -615,7 +617,7 @@ class Document:
         if self.is_definition(piece):   # whole without its indentation, rather than cut
             starts.append(first.start())
         for start in starts:
-            if self.fits(start, end):
+            if self.fits(start if after is None else after, end):
                 return [(piece_start, start, ())] * (start > piece_start) \
                     + [(start, end, nodes)] + [(end, piece_end, ())] * (end < piece_end)
         return None
