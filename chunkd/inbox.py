@@ -309,6 +309,29 @@ class Inbox:
             return None
         return header if isinstance(header, dict) else None
 
+    def read_result(self, relative: str) -> dict | None:
+        """The input's result whole (its chunks too, in this daemon's format), as a
+        consumer of the results reads it; None if there is none, or it is unreadable or
+        not chunkd's (a file planted at its name, a FIFO, is never read)."""
+        parts, name = _split(relative)
+        try:
+            with subfolder(self.output, parts) as folder:
+                fd = os.open(name + self.result_suffix, os.O_RDONLY | os.O_NOFOLLOW
+                             | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+                with open(fd, "rb", buffering=0) as stream:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        return None
+                    data = b"".join(read_blocks(stream))
+            if self.options.format == "msgpack":
+                import msgpack
+
+                result = msgpack.unpackb(data, raw=False)
+            else:
+                result = orjson.loads(data)
+        except Exception:  # missing, unreadable or not ours
+            return None
+        return result if isinstance(result, dict) else None
+
     def current(self, relative: str, st: os.stat_result) -> bool:
         """Whether the input has a current result (or error result): one recorded
         by this chunkd version (another may chunk differently) for these settings, this

@@ -1,0 +1,204 @@
+"""``chunkd watch INBOX --sink URL``: the installed daemon on real folders keeps a real
+PostgreSQL with pgvector and a real LanceDB folder equal to its results, as readers
+chunkd did not write (langchain-postgres's PGVector, LanceDB's client) and ``chunkd
+sync --check`` see it: through edits, renames, deletions, kill -9 and a store that was
+down."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import urllib.request
+
+import pytest
+
+from stores import (CHUNKING, assert_store_holds, collection_name, expected_chunks,
+                    lance_rows, paragraphs, pgvector_rows, sync)
+from test_sync import socket_port
+from watching import Watcher
+
+pytestmark = pytest.mark.slow
+
+#: Short settle and rescan times (tests/test_daemon_journal.py's), one worker.
+OPTIONS = ("--rescan", "0.5", "--workers", "1", "-v")
+
+
+def watch_sink(watch, inbox, url, endpoint, collection, *options, env=None) -> Watcher:
+    watcher = watch(inbox, "--sink", url, "--collection", collection, *CHUNKING,
+                    "--embed-url", endpoint.url, "--embed-model", "hashed", *OPTIONS,
+                    *options, env=env)
+    watcher.started()
+    return watcher
+
+
+def wait_for_store(watcher: Watcher, rows, collection: str, inbox, timeout: float = 60) -> None:
+    """Wait until the store holds exactly the chunks of the inbox's files (by id), then
+    check their sources, texts and vectors."""
+    expected = expected_chunks(inbox, *CHUNKING[:2])
+    deadline = time.monotonic() + timeout
+    while set(rows(collection)) != set(expected):
+        assert time.monotonic() < deadline, (
+            f"the store never held the inbox's chunks; log tail: {watcher.log()[-8:]}")
+        assert watcher.process.poll() is None, f"chunkd watch exited: {watcher.log()[-8:]}"
+        time.sleep(0.2)
+    assert_store_holds(rows(collection), expected)
+
+
+def assert_checked(inbox, url, endpoint, collection) -> None:
+    """``chunkd sync INBOX --check`` with the daemon's options finds no difference."""
+    checked = sync(inbox, url, endpoint, "--check", "--collection", collection)
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stdout + checked.stderr
+
+
+def test_follows_adds_edits_renames_and_deletions(watch, inbox, store, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    (inbox / "sub").mkdir()
+    (inbox / "a.md").write_text(paragraphs(1, 4))
+    (inbox / "b.txt").write_text(paragraphs(2, 5))
+    watcher = watch_sink(watch, inbox, url, endpoint, collection)
+    (inbox / "sub" / "c.md").write_text(paragraphs(3, 3))  # added while it runs
+    wait_for_store(watcher, rows, collection, inbox)
+
+    with open(inbox / "b.txt", "a") as stream:  # an edit
+        stream.write("\n" + paragraphs(4, 2))
+    wait_for_store(watcher, rows, collection, inbox)
+    (inbox / "a.md").rename(inbox / "a2.md")   # a rename
+    (inbox / "sub" / "c.md").unlink()           # a deletion
+    wait_for_store(watcher, rows, collection, inbox)
+    assert {metadata["source"] for _, _, metadata in rows(collection).values()} \
+        == {"a2.md", "b.txt"}
+    assert_checked(inbox, url, endpoint, collection)
+    assert watcher.stop() == 0
+
+
+def test_kill_9_and_restart_catch_up(watch, inbox, store, endpoint, request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    for number in range(12):
+        (inbox / f"{number:02}.md").write_text(paragraphs(100 + number, 3))
+    watcher = watch_sink(watch, inbox, url, endpoint, collection)
+    # Killed once the store has some of the files but not all of them.
+    watcher.wait_for(lambda: len(watcher.lines("stored ")) >= 2, what="files stored")
+    watcher.process.send_signal(signal.SIGKILL)
+    watcher.process.wait()
+    held = {metadata["source"] for _, _, metadata in rows(collection).values()}
+    # Changes while it is down: an edit, a deletion, an addition.
+    (inbox / "00.md").write_text(paragraphs(200, 2))
+    (inbox / "01.md").unlink()
+    (inbox / "new.md").write_text(paragraphs(201, 3))
+    watcher = watch_sink(watch, inbox, url, endpoint, collection)
+    wait_for_store(watcher, rows, collection, inbox)
+    assert_checked(inbox, url, endpoint, collection)
+    assert watcher.stop() == 0
+    assert held, "the kill came before anything was stored"
+
+
+def test_a_store_down_then_back(watch, inbox, postgres, endpoint):
+    rows = lambda collection: pgvector_rows(postgres.url, collection)  # noqa: E731
+    (inbox / "a.md").write_text(paragraphs(300, 3))
+    watcher = watch_sink(watch, inbox, postgres.url, endpoint, "down")
+    wait_for_store(watcher, rows, "down", inbox)
+    postgres.stop()
+    try:
+        started = time.monotonic()
+        (inbox / "b.md").write_text(paragraphs(301, 3))
+        (inbox / "a.md").write_text(paragraphs(302, 2))
+        # Results are still written while the store is down.
+        watcher.wait_for(lambda: {"a.md", "b.md"} <= set(watcher.processed()[1:]),
+                         what="the results written while the store is down")
+        watcher.wait_for(lambda: watcher.lines("store down: trying again"),
+                         what="a try that found the store down")
+        time.sleep(3.0)  # an outage of a few seconds: the tries back off meanwhile
+        down_for = time.monotonic() - started
+    finally:
+        postgres.start()
+    tries = len(watcher.lines("store down: trying again"))
+    # Back-off from 0.5 s, doubling: 0.5 + 1 + 2 + 4 s cover 7.5 s in 4 tries.
+    assert 1 <= tries <= 5 and down_for < 7.5, (tries, down_for)
+    assert len([line for line in watcher.log() if "results are still written" in line]) == 1
+    wait_for_store(watcher, rows, "down", inbox)
+    assert any(line.startswith("the store is back") for line in watcher.log())
+    assert_checked(inbox, postgres.url, endpoint, "down")
+
+    # Down again, a change, and a stop: the daemon stops within seconds; the restart
+    # catches up once the store is back.
+    postgres.stop()
+    try:
+        (inbox / "c.md").write_text(paragraphs(303, 3))
+        watcher.wait_for(lambda: "c.md" in watcher.processed(), what="c.md's result")
+        watcher.wait_for(lambda: len(watcher.lines("store down: trying again")) > tries,
+                         what="a try that found the store down again")
+        stopping = time.monotonic()
+        assert watcher.stop() == 0
+        assert time.monotonic() - stopping < 10
+    finally:
+        postgres.start()
+    watcher = watch_sink(watch, inbox, postgres.url, endpoint, "down")
+    wait_for_store(watcher, rows, "down", inbox)
+    assert_checked(inbox, postgres.url, endpoint, "down")
+    assert watcher.stop() == 0
+
+
+def test_the_password_never_appears_and_the_metrics_move(watch, inbox, endpoint):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    env = dict(os.environ, CHUNKD_SINK_URL="postgresql://chunkd:S3cret-Pass@127.0.0.1:1/db")
+    with socket_port() as port:
+        watcher = watch(inbox, *CHUNKING, "--embed-url", endpoint.url, "--embed-model",
+                        "hashed", *OPTIONS, "--metrics", f"127.0.0.1:{port}", env=env)
+        watcher.started()
+        (inbox / "a.md").write_text(paragraphs(400, 3))
+        watcher.wait_for(lambda: "a.md" in watcher.processed(), what="a.md's result")
+        watcher.wait_for(lambda: len(watcher.lines("store down: trying again")) >= 2,
+                         what="two tries of the store")
+
+        def values() -> dict[tuple[str, str], float]:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+            return {(sample.name, ",".join(sample.labels.values())): sample.value
+                    for family in text_string_to_metric_families(text.decode())
+                    for sample in family.samples}
+
+        found = values()
+    assert found[("chunkd_files_chunked_total", "")] == 1
+    assert found[("chunkd_files_failed_total", "")] == 0
+    assert found[("chunkd_queue_depth", "")] == 0
+    assert found[("chunkd_sink_failures_total", "down")] >= 2
+    assert found[("chunkd_sink_transactions_total", "apply")] == 0
+    assert found[("chunkd_sink_pending", "")] >= 1
+    assert found[("chunkd_sink_lag_seconds", "")] > 0
+    stopping = time.monotonic()
+    assert watcher.stop() == 0
+    assert time.monotonic() - stopping < 10
+    log = watcher.log_path.read_bytes()
+    assert b"S3cret-Pass" not in log
+    assert b"chunkd: postgresql://chunkd@127.0.0.1:1/db collection chunkd:" in log
+    assert log.count(b"results are still written") == 1
+
+
+def test_metrics_count_the_store_transactions(watch, inbox, tmp_path, endpoint):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    url = str(tmp_path / "lance")
+    with socket_port() as port:
+        watcher = watch_sink(watch, inbox, url, endpoint, "chunkd", "--metrics",
+                             f"127.0.0.1:{port}")
+        for number in range(3):
+            (inbox / f"{number}.md").write_text(paragraphs(500 + number, 2))
+        wait_for_store(watcher, lambda collection: lance_rows(url, collection), "chunkd",
+                       inbox)
+        (inbox / "0.md").unlink()
+        wait_for_store(watcher, lambda collection: lance_rows(url, collection), "chunkd",
+                       inbox)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    found = {(sample.name, ",".join(sample.labels.values())): sample.value
+             for family in text_string_to_metric_families(text.decode())
+             for sample in family.samples}
+    assert found[("chunkd_files_chunked_total", "")] == 3
+    assert found[("chunkd_sink_transactions_total", "apply")] >= 1
+    assert found[("chunkd_sink_transactions_total", "remove")] >= 1
+    assert found[("chunkd_sink_pending", "")] == 0
+    assert found[("chunkd_sink_lag_seconds", "")] == 0
+    assert found[("chunkd_queue_depth", "")] == 0
+    assert watcher.stop() == 0
