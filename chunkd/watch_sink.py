@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from chunkd.metrics import Metrics
 
 log = logging.getLogger("chunkd")
+#: Seconds before a store that refuses to be used at all (its tables are not usable),
+#: or an unexpected failure, is tried again.
+AGAIN_SECONDS = 30.0
 
 
 class Stopped(Exception):
@@ -55,6 +58,8 @@ class Follower:
         self.wake = threading.Condition()
         self.stopping = threading.Event()
         self.down = False
+        #: The last refusal of the whole store logged (its tables unusable), if any.
+        self.refused: str | None = None
         self.thread = threading.Thread(target=self.run, name="chunkd-sink", daemon=True)
 
     def start(self) -> None:
@@ -91,14 +96,21 @@ class Follower:
                     self.wake.wait()
             try:
                 retrying(self.catch_up, sys.maxsize, self.waiting, self.pause)
+                self.refused = None
+                continue
             except Stopped:
                 return
+            except StoreRefused as error:  # its tables are not usable: said once
+                if str(error) != self.refused:
+                    self.refused = str(error)
+                    log.error("chunkd: %s; the store's changes wait, trying again every "
+                              "%g s", error, AGAIN_SECONDS)
             except Exception:  # a bug, not the store's fault: said, and tried again later
-                log.exception("chunkd: %s: unexpected failure; reconciling again in %g s",
-                              self.sink.where, 30.0)
-                self.reconciling = True
-                if self.stopping.wait(30.0):
-                    return
+                log.exception("chunkd: %s: unexpected failure; trying again in %g s",
+                              self.sink.where, AGAIN_SECONDS)
+            self.reconciling = True
+            if self.stopping.wait(AGAIN_SECONDS):
+                return
 
     def waiting(self, error: StoreDown, seconds: float) -> None:
         """The store is down: said once per outage; each try only with --verbose."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import urllib.request
 
 import pytest
 
+from command import chunkd_command
 from stores import (CHUNKING, assert_store_holds, collection_name, expected_chunks,
                     lance_rows, paragraphs, pgvector_rows, sync)
 from test_sync import socket_port
@@ -83,7 +85,14 @@ def test_kill_9_and_restart_catch_up(watch, inbox, store, endpoint, request):
     watcher.wait_for(lambda: len(watcher.lines("stored ")) >= 2, what="files stored")
     watcher.process.send_signal(signal.SIGKILL)
     watcher.process.wait()
-    held = {metadata["source"] for _, _, metadata in rows(collection).values()}
+    # Each source the store holds is whole: exactly its file's chunks.
+    whole: dict[str, set[str]] = {}
+    for chunk_id, (source, _) in expected_chunks(inbox, *CHUNKING[:2]).items():
+        whole.setdefault(source, set()).add(chunk_id)
+    held: dict[str, set[str]] = {}
+    for chunk_id, (_, _, metadata) in rows(collection).items():
+        held.setdefault(metadata["source"], set()).add(chunk_id)
+    assert all(ids == whole[source] for source, ids in held.items())
     # Changes while it is down: an edit, a deletion, an addition.
     (inbox / "00.md").write_text(paragraphs(200, 2))
     (inbox / "01.md").unlink()
@@ -202,3 +211,47 @@ def test_metrics_count_the_store_transactions(watch, inbox, tmp_path, endpoint):
     assert found[("chunkd_sink_lag_seconds", "")] == 0
     assert found[("chunkd_queue_depth", "")] == 0
     assert watcher.stop() == 0
+
+
+def test_two_daemons_into_one_collection_keep_to_their_own(watch, tmp_path, store, endpoint,
+                                                           request):
+    kind, url, rows = store
+    collection = collection_name(request)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "a.md").write_text(paragraphs(600, 3))
+    (one / "b.md").write_text(paragraphs(601, 3))
+    (two / "c.md").write_text(paragraphs(602, 3))
+    first = watch_sink(watch, one, url, endpoint, collection)
+    second = watch_sink(watch, two, url, endpoint, collection)
+    def both() -> dict[str, tuple[str, str]]:
+        return expected_chunks(one, *CHUNKING[:2]) | expected_chunks(two, *CHUNKING[:2])
+
+    expected = both()
+    first.wait_for(lambda: set(rows(collection)) == set(expected), what="both inboxes stored")
+    (one / "b.md").unlink()  # the first removes its own b.md; the second's rows stay
+    expected = both()
+    first.wait_for(lambda: set(rows(collection)) == set(expected), what="b.md removed")
+    assert_store_holds(rows(collection), expected)
+    assert second.process.poll() is None
+    for folder in (one, two):
+        assert_checked(folder, url, endpoint, collection)
+    assert (first.stop(), second.stop()) == (0, 0)
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--sink", "x"), b"--sink needs the model that embeds the chunks"),
+    (("--sink", "mysql://u:pw@h/db", "--embed-url", "http://127.0.0.1:1", "--embed-model", "m"),
+     b"--sink mysql://u@h/db: not a store chunkd writes"),
+    (("--sink", "x", "--embed-url", "http://127.0.0.1:1", "--embed-model", "m", "--metrics",
+      "nowhere"), b"--metrics nowhere: nowhere: give HOST:PORT"),
+])
+def test_usage_errors_are_one_line(inbox, options, message):
+    env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
+    done = subprocess.run([chunkd_command(), "watch", str(inbox), *options],
+                          capture_output=True, timeout=60, env=env)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert b"pw" not in done.stderr
