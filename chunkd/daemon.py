@@ -633,12 +633,15 @@ class Daemon:
         for path in stranded:
             log.warning("an input left under a hidden name by a run stopped while moving it "
                         "to --move-done: %s; give it its name back", display_name(path))
-        self.reconcile()
-        if self.follower is not None:
-            self.follower.start()  # it reconciles the store with the results first
         self.start_pool()
         self.start_observer()
         self.rescan("start")
+        # After the start's rescan (which only queues: nothing is chunked yet), so that an
+        # input deleted once reconcile() has looked at it is one the daemon knows of, and
+        # its results go when the next event or rescan misses it.
+        self.reconcile()
+        if self.follower is not None:
+            self.follower.start()  # it reconciles the store with the results first
         log.info("%s; %s to catch up", self.status(), _count(len(self.waiting), "file"))
         self.notifier.ready(self.status())
         period = min(self.args.rescan, self.poll or self.args.rescan)

@@ -33,6 +33,22 @@ def takes_model(values: Mapping[str, Any]) -> bool:
     return values.get("strategy") == "semantic" or bool(values.get("vectors"))
 
 
+def model_tokenizer(values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The tokenizer of the ``--embed`` model, where its folder holds one: a spec for
+    ``chunkd.units.resolve`` and the option that names the model; None for a model with
+    none on disk (an endpoint, a Python object, a model not found: its check says so)."""
+    from chunkd.embeddings import tokenizer_folder
+
+    model = values.get("embed")
+    if not isinstance(model, str):
+        return None
+    try:
+        folder = tokenizer_folder(model)
+    except SettingsError:
+        return None
+    return None if folder is None else (folder, "embed")
+
+
 def _check_model(value: Any, name: str) -> Any:
     """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
     a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept

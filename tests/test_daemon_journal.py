@@ -156,6 +156,24 @@ def test_a_crash_between_a_change_and_its_line_is_repaired_at_start(inbox, tmp_p
     assert replay(lines) == {} and not list(inbox.glob("*.chunks.json"))
 
 
+def test_an_input_deleted_as_the_daemon_starts_loses_its_results(inbox, tmp_path, watch):
+    """Deleted just after the start's reconciliation looked at it: its results go, and
+    the journal says so."""
+    journal = tmp_path / "journal.ndjson"
+    (inbox / "a.md").write_text(text(4), encoding="utf-8")
+    (inbox / "b.md").write_text(text(5), encoding="utf-8")
+    watcher = watch(inbox, *OPTIONS, "--journal", str(journal))
+    watcher.wait_for(lambda: up_to_date(inbox, journal), what="a and b")
+    assert watcher.stop() == 0
+    watcher = watch(inbox, *OPTIONS, "--journal", str(journal),
+                    faults={"delete_after_reconcile": str(inbox / "a.md")})
+    watcher.wait_for(lambda: not (inbox / "a.md").exists() and up_to_date(inbox, journal),
+                     what="a's results removed")
+    assert set(results(inbox)) == {"b.md"}
+    assert [line["event"] for line in journal_lines(journal)][-1] == "removed"
+    assert watcher.stop() == 0
+
+
 def test_random_adds_edits_renames_deletions_and_kill_9_lose_nothing(inbox, tmp_path):
     journal = tmp_path / "journal.ndjson"
     generator = random.Random(20261204)

@@ -249,7 +249,7 @@ def test_minilm_vectors_are_sentence_transformers(tmp_path, minilm):
     from sentence_transformers import SentenceTransformer
 
     paths = documents(tmp_path, 3)
-    run = run_chunkd("--chars", "200", "--overlap", "0", "--vectors", "--embed", minilm[0],
+    run = run_chunkd("--tokens", "50", "--overlap", "0", "--vectors", "--embed", minilm[0],
                      "--embed-cache", str(tmp_path / "cache"), *paths)
     assert run.returncode == 0, run.stderr
     records = ndjson(run.stdout)
@@ -258,9 +258,28 @@ def test_minilm_vectors_are_sentence_transformers(tmp_path, minilm):
     vectors = numpy.array([record["vector"] for record in records], dtype=numpy.float32)
     assert vectors.shape == (len(records), 384)
     assert numpy.allclose(vectors, oracle, atol=1e-5)
-    again = run_chunkd("--chars", "200", "--overlap", "0", "--vectors", "--embed", minilm[0],
+    again = run_chunkd("--tokens", "50", "--overlap", "0", "--vectors", "--embed", minilm[0],
                        "--embed-cache", str(tmp_path / "cache"), *paths)
     assert again.stdout == run.stdout
+
+
+def test_minilm_vectors_fit_its_window_by_default(tmp_path, minilm):
+    """Counted in the model's own tokens, at most its window less its special tokens (as
+    its own tokenizer counts them, with them); a size in code points is refused."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer
+
+    path = tmp_path / "long.md"
+    path.write_text(" ".join(SENTENCES * 40) + " " + "漢字と仮名の文。" * 300, encoding="utf-8")
+    run = run_chunkd("--vectors", "--embed", minilm[0], str(path))
+    assert run.returncode == 0, run.stderr
+    tokenizer = AutoTokenizer.from_pretrained(minilm[0])
+    counts = [len(tokenizer(record["text"])["input_ids"]) for record in ndjson(run.stdout)]
+    window = SentenceTransformer(minilm[0], device="cpu").max_seq_length
+    assert window == 256 and window - 10 <= max(counts) <= window
+    refused = run_chunkd("--vectors", "--embed", minilm[0], "--chars", "500", str(path))
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert b"reads 254 tokens a chunk" in refused.stderr
 
 
 def test_float32_unless_asked(minilm):

@@ -133,8 +133,10 @@ class Strategy:
         the chunks with, where the strategy embeds them itself and the model has one on
         disk: a spec for ``chunkd.units.resolve`` and the option that names the model.
         Sizes then count in its tokens, within its window, unless ``--tokenizer`` says
-        otherwise."""
-        return None
+        otherwise. By default, the model ``--vectors`` embeds the chunks with."""
+        from chunkd.embedder import model_tokenizer
+
+        return model_tokenizer(values) if values.get("vectors") else None
 
     @classmethod
     def check(cls, settings: Settings) -> None:

@@ -184,18 +184,14 @@ class Semantic(Strategy):
 
     @classmethod
     def model_tokenizer(cls, values: Mapping[str, Any]) -> tuple[str, str] | None:
-        """The ``--embed`` model's folder, when it holds a tokenizer; none in LangChain's
-        mode, which has no maximum unless one is given, as its ``SemanticChunker``."""
-        from chunkd.embeddings import tokenizer_folder
+        """The ``--embed`` model's tokenizer; none in LangChain's mode without
+        ``--vectors``, which has no maximum unless one is given, as its
+        ``SemanticChunker``."""
+        from chunkd.embedder import model_tokenizer
 
-        model = values["embed"]
-        if values["sentence_split"] == "langchain" or not isinstance(model, str):
+        if values["sentence_split"] == "langchain" and not values.get("vectors"):
             return None
-        try:
-            folder = tokenizer_folder(model)
-        except SettingsError:  # a model not on disk: the strategy's check says so, later
-            return None
-        return None if folder is None else (folder, "embed")
+        return model_tokenizer(values)
 
     @classmethod
     def check(cls, settings: Settings) -> None:

@@ -23,6 +23,8 @@ and in each of its worker processes. Faults:
 - "kill_before_journal": an event (chunked, error, removed); the daemon is killed
   (SIGKILL) just before it appends its first journal line of that event, after the
   change itself was made: the crash the journal's reconciliation at start repairs.
+- "delete_after_reconcile": a path; deleted just after the daemon's reconciliation at
+  start has looked at the results, as a user's deletion at that moment would be.
 """
 
 import errno
@@ -158,3 +160,14 @@ if faults.get("kill_before_journal"):
         return real_append(self, event, *args, **kwargs)
 
     chunkd.journal.Journal.append = killed_append
+
+if faults.get("delete_after_reconcile"):
+    import chunkd.daemon
+
+    real_reconcile = chunkd.daemon.Daemon.reconcile
+
+    def reconcile_then_delete(self):
+        real_reconcile(self)
+        os.unlink(faults["delete_after_reconcile"])
+
+    chunkd.daemon.Daemon.reconcile = reconcile_then_delete
