@@ -24,6 +24,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy
+
 from chunkd.changes import texts
 from chunkd.inbox import CHUNKER, ERROR_SUFFIX, Inbox
 from chunkd.sinks import Change, Sink, StoreDown, StoreRefused, removal, retrying
@@ -202,7 +204,11 @@ class Follower:
             return removal(name)
         if result.get("chunker") != CHUNKER or result.get("settings") != self.inbox.recorded_settings:
             return None
-        return Change(name, result["sha256"], self.fingerprint, result.get("chunks") or [])
+        records = result.get("chunks") or []
+        for record in records:
+            if isinstance(record.get("vector"), bytes):  # msgpack: little-endian float32s
+                record["vector"] = numpy.frombuffer(record["vector"], "<f4")
+        return Change(name, result["sha256"], self.fingerprint, records)
 
     def commit(self, group: Sequence[Change]) -> None:
         """Apply a group in one transaction; a group the store refuses is applied a

@@ -255,3 +255,17 @@ def test_usage_errors_are_one_line(inbox, options, message):
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
     assert b"pw" not in done.stderr
+
+
+def test_msgpack_results_in_an_output_folder_are_followed(watch, inbox, tmp_path, endpoint):
+    url = str(tmp_path / "lance")
+    rows = lambda collection: lance_rows(url, collection)  # noqa: E731
+    (inbox / "a.md").write_text(paragraphs(700, 3))
+    watcher = watch_sink(watch, inbox, url, endpoint, "chunkd", "--format", "msgpack",
+                         "--output-dir", str(tmp_path / "out"))
+    wait_for_store(watcher, rows, "chunkd", inbox)
+    (inbox / "a.md").write_text(paragraphs(701, 2))
+    wait_for_store(watcher, rows, "chunkd", inbox)
+    assert (tmp_path / "out" / "a.md.chunks.msgpack").is_file()
+    assert_checked(inbox, url, endpoint, "chunkd")
+    assert watcher.stop() == 0
