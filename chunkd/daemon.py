@@ -501,6 +501,10 @@ class Daemon:
             if self.metrics:
                 (self.metrics.files_chunked if kind == "processed"
                  else self.metrics.files_failed).inc()
+                if outcome.embedded is not None:
+                    sent, vectors = outcome.embedded
+                    self.metrics.texts_embedded.inc(sent)
+                    self.metrics.cache_hits.inc(max(0, vectors - sent))
         if kind == "processed":
             log.info("processed %s: %s", name, outcome.message)
             self.reported.pop(relative, None)

@@ -39,7 +39,7 @@ from chunkd import __version__
 from chunkd.changes import Changes, result_ids
 from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
-from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder
+from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
 from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
@@ -105,7 +105,7 @@ class Outcome:
 
     A result or error result written also says what it changed (``changes``), the
     input's ``sha256`` and the result's file name; ``moved``: the input went to
-    --move-done."""
+    --move-done; ``embedded``: what its vectors cost."""
 
     kind: str
     message: str = ""
@@ -114,6 +114,9 @@ class Outcome:
     sha256: str | None = None
     result: str | None = None
     moved: bool = False
+    #: With --vectors: the texts sent to the model and the chunks given vectors (the
+    #: others' vectors were in a cache); None when the model's cache does not count.
+    embedded: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -556,9 +559,11 @@ class Inbox:
             if text is None:
                 text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
             made_lists = chunk_blocks(self.chunker, source, text)
+            sent_before = None
             if self.settings[VECTORS]:
-                made_lists = with_vectors(made_lists, embedder(self.settings),
-                                          batch_size(self.settings))
+                model = embedder(self.settings)
+                sent_before = texts_sent(model)
+                made_lists = with_vectors(made_lists, model, batch_size(self.settings))
             for made in made_lists:
                 finished = self.finish(made, identify)
                 for chunk in finished:
@@ -610,8 +615,13 @@ class Inbox:
         moved = ""
         if self.done is not None:
             moved = self.move_to_done(folder, relative, name, after)
+        embedded = None
+        if sent_before is not None:
+            sent_after = texts_sent(embedder(self.settings))
+            assert sent_after is not None, "the same model, counted before"
+            embedded = (sent_after - sent_before, records.count)
         return Outcome("processed", message + moved, signature(after), changes, sha256,
-                       relative + self.result_suffix, moved == MOVED)
+                       relative + self.result_suffix, moved == MOVED, embedded)
 
     def finish(self, chunks: list[Chunk], identify: ChunkIds) -> list[Chunk]:
         """A document's next chunks as its result's records: the one place where a

@@ -15,8 +15,8 @@ import urllib.request
 import pytest
 
 from command import chunkd_command
-from stores import (CHUNKING, assert_store_holds, collection_name, expected_chunks,
-                    lance_rows, paragraphs, pgvector_rows, sync)
+from stores import (CHUNKING, assert_store_holds, collection_name, embedded_texts,
+                    expected_chunks, lance_rows, paragraphs, pgvector_rows, sync)
 from test_sync import socket_port
 from watching import Watcher
 
@@ -197,6 +197,10 @@ def test_metrics_count_the_store_transactions(watch, inbox, tmp_path, endpoint):
             (inbox / f"{number}.md").write_text(paragraphs(500 + number, 2))
         wait_for_store(watcher, lambda collection: lance_rows(url, collection), "chunkd",
                        inbox)
+        with open(inbox / "1.md", "a") as stream:  # its earlier chunks' vectors are cached
+            stream.write("\n" + paragraphs(510, 1))
+        wait_for_store(watcher, lambda collection: lance_rows(url, collection), "chunkd",
+                       inbox)
         (inbox / "0.md").unlink()
         wait_for_store(watcher, lambda collection: lance_rows(url, collection), "chunkd",
                        inbox)
@@ -204,7 +208,10 @@ def test_metrics_count_the_store_transactions(watch, inbox, tmp_path, endpoint):
     found = {(sample.name, ",".join(sample.labels.values())): sample.value
              for family in text_string_to_metric_families(text.decode())
              for sample in family.samples}
-    assert found[("chunkd_files_chunked_total", "")] == 3
+    assert found[("chunkd_files_chunked_total", "")] == 4
+    # The workers' counts reach the daemon: what the endpoint was sent, and the rest.
+    assert found[("chunkd_texts_embedded_total", "")] == embedded_texts(endpoint) > 0
+    assert found[("chunkd_embed_cache_hits_total", "")] >= 1
     assert found[("chunkd_sink_transactions_total", "apply")] >= 1
     assert found[("chunkd_sink_transactions_total", "remove")] >= 1
     assert found[("chunkd_sink_pending", "")] == 0
