@@ -276,3 +276,31 @@ def test_msgpack_results_in_an_output_folder_are_followed(watch, inbox, tmp_path
     assert (tmp_path / "out" / "a.md.chunks.msgpack").is_file()
     assert_checked(inbox, url, endpoint, "chunkd")
     assert watcher.stop() == 0
+
+
+def test_a_refused_source_is_said_once_and_the_others_stored(watch, inbox, postgres, endpoint):
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_postgres import PGVector
+
+    rows = lambda collection: pgvector_rows(postgres.url, collection)  # noqa: E731
+    (inbox / "ra.md").write_text(paragraphs(800, 3))
+    (inbox / "rb.md").write_text(paragraphs(801, 3))
+    taken = next(chunk_id for chunk_id, (source, _) in
+                 expected_chunks(inbox, *CHUNKING[:2]).items() if source == "rb.md")
+    other = PGVector(FakeEmbeddings(size=8), collection_name="holder2",
+                     connection=postgres.url.replace("postgresql://", "postgresql+psycopg://"))
+    other.add_texts(["holds an id chunkd wants"], ids=[taken])
+    watcher = watch_sink(watch, inbox, postgres.url, endpoint, "refused")
+    watcher.wait_for(lambda: any("chunk ids are held by another collection" in line
+                                 for line in watcher.log()), what="the refusal")
+    watcher.wait_for(lambda: watcher.lines("stored ra.md"), what="ra.md stored")
+    assert {metadata["source"] for _, _, metadata in rows("refused").values()} == {"ra.md"}
+    refusals = [line for line in watcher.log() if "held by another collection" in line]
+    assert len(refusals) == 1 and refusals[0].startswith("chunkd: postgresql://"), refusals
+    # The id freed and the file edited: it is stored whole.
+    other.delete([taken])
+    with open(inbox / "rb.md", "a") as stream:
+        stream.write("\n" + paragraphs(802, 1))
+    wait_for_store(watcher, rows, "refused", inbox)
+    assert_checked(inbox, postgres.url, endpoint, "refused")
+    assert watcher.stop() == 0
