@@ -202,7 +202,8 @@ class Follower:
         result = None if relative is None else self.inbox.read_result(relative)
         if result is None:
             return removal(name)
-        if result.get("chunker") != CHUNKER or result.get("settings") != self.inbox.recorded_settings:
+        if result.get("chunker") != CHUNKER \
+                or result.get("settings") != self.inbox.recorded_settings:
             return None
         records = result.get("chunks") or []
         for record in records:
