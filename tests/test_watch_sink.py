@@ -7,6 +7,7 @@ down."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import time
@@ -75,33 +76,53 @@ def test_follows_adds_edits_renames_and_deletions(watch, inbox, store, endpoint,
     assert watcher.stop() == 0
 
 
-def test_kill_9_and_restart_catch_up(watch, inbox, store, endpoint, request):
+def sources_held(rows: dict) -> dict[str, set[str]]:
+    held: dict[str, set[str]] = {}
+    for chunk_id, (_, _, metadata) in rows.items():
+        held.setdefault(metadata["source"], set()).add(chunk_id)
+    return held
+
+
+def test_kill_9_at_random_points_and_restart_catch_up(watch, inbox, store, endpoint, request):
     kind, url, rows = store
     collection = collection_name(request)
+    chance = random.Random(request.node.name)
+    versions: dict[str, list[set[str]]] = {}  # every version of each file so far
+
+    def note_versions() -> None:
+        now: dict[str, set[str]] = {}
+        for chunk_id, (source, _) in expected_chunks(inbox, *CHUNKING[:2]).items():
+            now.setdefault(source, set()).add(chunk_id)
+        for source, ids in now.items():
+            versions.setdefault(source, []).append(ids)
+
     for number in range(12):
         (inbox / f"{number:02}.md").write_text(paragraphs(100 + number, 3))
-    watcher = watch_sink(watch, inbox, url, endpoint, collection)
-    # Killed once the store has some of the files but not all of them.
-    watcher.wait_for(lambda: len(watcher.lines("stored ")) >= 2, what="files stored")
-    watcher.process.send_signal(signal.SIGKILL)
-    watcher.process.wait()
-    # Each source the store holds is whole: exactly its file's chunks.
-    whole: dict[str, set[str]] = {}
-    for chunk_id, (source, _) in expected_chunks(inbox, *CHUNKING[:2]).items():
-        whole.setdefault(source, set()).add(chunk_id)
-    held: dict[str, set[str]] = {}
-    for chunk_id, (_, _, metadata) in rows(collection).items():
-        held.setdefault(metadata["source"], set()).add(chunk_id)
-    assert all(ids == whole[source] for source, ids in held.items())
-    # Changes while it is down: an edit, a deletion, an addition.
-    (inbox / "00.md").write_text(paragraphs(200, 2))
-    (inbox / "01.md").unlink()
-    (inbox / "new.md").write_text(paragraphs(201, 3))
+    note_versions()
+    for round in range(3):
+        watcher = watch_sink(watch, inbox, url, endpoint, collection)
+        # Killed once the store has taken a few files (of this round's changes, or the
+        # catch-up of the round before), at a random moment after.
+        stored = len(watcher.lines("stored "))
+        watcher.wait_for(lambda: len(watcher.lines("stored ")) > stored, what="a file stored")
+        time.sleep(chance.uniform(0, 0.5))
+        watcher.process.send_signal(signal.SIGKILL)
+        watcher.process.wait()
+        # Each source the store holds is one whole version of its file, never a mix.
+        for source, ids in sources_held(rows(collection)).items():
+            assert ids in versions[source], source
+        # Changes while it is down: edits, deletions, an addition.
+        for path in chance.sample(sorted(inbox.glob("*.md")), 4):
+            if chance.random() < 0.3:
+                path.unlink()
+            else:
+                path.write_text(paragraphs(chance.randint(0, 10**6), chance.randint(1, 4)))
+        (inbox / f"new{round}.md").write_text(paragraphs(chance.randint(0, 10**6), 3))
+        note_versions()
     watcher = watch_sink(watch, inbox, url, endpoint, collection)
     wait_for_store(watcher, rows, collection, inbox)
     assert_checked(inbox, url, endpoint, collection)
     assert watcher.stop() == 0
-    assert held, "the kill came before anything was stored"
 
 
 def test_a_store_down_then_back(watch, inbox, postgres, endpoint):
