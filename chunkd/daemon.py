@@ -49,11 +49,18 @@ from chunkd.notify import Notifier
 from chunkd.readers import display_name
 from chunkd.writers import name_value
 from chunkd.signals import Requests, die_with_parent
-from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
+from chunkd.errors import SettingsError
+from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
+                             settings_from_flags)
+from chunkd.sinks import URL_VARIABLE
 from chunkd.strategies import build, strategy_class
+from chunkd.sync import add_sink_options
 
 if TYPE_CHECKING:
     import ctypes
+
+    from chunkd.metrics import Metrics
+    from chunkd.watch_sink import Follower
 
     from watchdog.observers.api import BaseObserver
 
@@ -124,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-results", action="store_true",
                         help="keep the results of an input deleted or renamed away (by "
                              "default they are removed, and the journal says so)")
+    add_sink_options(parser, "DIR", "watching")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="log only problems")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="log every step")
@@ -207,6 +215,9 @@ class Daemon:
         #: Results of an input that left stay: asked, or it was moved to --move-done.
         self.keep_results = args.keep_results or args.move_done is not None
         self.journal: Journal | None = None
+        #: The store the results are applied to (``--sink``), and the metrics served.
+        self.follower: Follower | None = None
+        self.metrics: Metrics | None = None
         self.events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         requests.wake = self.events
         self.options = replace(inbox.options, identities=inbox.identities())
@@ -363,6 +374,13 @@ class Daemon:
     def wait(self, relative: str, seen: Signature | None, due: float) -> None:
         self.waiting[relative] = (seen, due)
         heapq.heappush(self.due, (due, relative))
+        if self.metrics:
+            self.metrics.queue.add(relative)
+
+    def unwait(self, relative: str) -> None:
+        del self.waiting[relative]
+        if self.metrics:
+            self.metrics.queue.done(relative)
 
     def room(self) -> bool:
         """Whether another file may be handed to the pool (a few per worker are queued,
@@ -380,7 +398,7 @@ class Daemon:
                 continue                  # a stale entry: the file was rescheduled
             st = self.inbox.stat(relative)
             if st is None:
-                del self.waiting[relative]  # gone before it settled
+                self.unwait(relative)  # gone before it settled
                 self.gone(relative)
                 continue
             if signature(st) != seen:
@@ -389,7 +407,7 @@ class Daemon:
             if relative in self.suspects and self.running:
                 self.wait(relative, seen, now)  # it runs alone: once the others are done
                 return
-            del self.waiting[relative]
+            del self.waiting[relative]  # still queued (metrics) until its outcome is in
             log.debug("chunking %s (%d bytes)", display_name(relative), st.st_size)
             self.submit(relative)
 
@@ -397,6 +415,8 @@ class Daemon:
         future, generation = self.running.pop(relative, (None, 0))
         if future is None:
             return
+        if self.metrics:
+            self.metrics.queue.done(relative)
         try:
             outcome = future.result()
         except BrokenProcessPool:
@@ -455,6 +475,8 @@ class Daemon:
         else:
             self.changes.pop(relative, None)
         if kind == "failed":              # the environment's fault: back off, log once
+            if self.metrics:
+                self.metrics.files_failed.inc()
             delay = min(2 * self.backoff.get(relative, RETRY_FIRST / 2), RETRY_MOST)
             self.backoff[relative] = delay
             self.report(relative, logging.ERROR, f"failed {name}: {outcome.message}; "
@@ -476,6 +498,13 @@ class Daemon:
             self.remove(relative, outcome.message)
         if kind in ("processed", "error"):
             self.counts[kind] += 1
+            if self.metrics:
+                (self.metrics.files_chunked if kind == "processed"
+                 else self.metrics.files_failed).inc()
+                if outcome.embedded is not None:
+                    sent, vectors = outcome.embedded
+                    self.metrics.texts_embedded.inc(sent)
+                    self.metrics.cache_hits.inc(max(0, vectors - sent))
         if kind == "processed":
             log.info("processed %s: %s", name, outcome.message)
             self.reported.pop(relative, None)
@@ -520,6 +549,8 @@ class Daemon:
             if result is not None:
                 fields["result_stat"] = self.inbox.result_stat(result)
             self.journal.append(event, relative, changes, **fields)
+        if self.follower is not None:
+            self.follower.changed(relative)
 
     def reconcile(self) -> None:
         """At start, before any file is chunked: remove the results of inputs that are
@@ -613,6 +644,8 @@ class Daemon:
         # input deleted once reconcile() has looked at it is one the daemon knows of, and
         # its results go when the next event or rescan misses it.
         self.reconcile()
+        if self.follower is not None:
+            self.follower.start()  # it reconciles the store with the results first
         log.info("%s; %s to catch up", self.status(), _count(len(self.waiting), "file"))
         self.notifier.ready(self.status())
         period = min(self.args.rescan, self.poll or self.args.rescan)
@@ -678,6 +711,8 @@ class Daemon:
         killer.cancel()
         if self.observer is not None:
             self.observer.join(timeout=5)
+        if self.follower is not None:
+            self.follower.stop(STOP_GRACE)
         log.info("stopped")
         return EXIT_OK
 
@@ -772,6 +807,20 @@ def _lock_in(folder: int, what: str) -> str | None:
     return f"cannot take the lock file {LOCK_NAME} in the {what}: it keeps being replaced"
 
 
+def follower(url: str, args: argparse.Namespace, root: Path, inbox: Inbox,
+             settings: Settings, metrics: Metrics | None) -> Follower:
+    """The thread that keeps the store at ``url`` equal to the results, recording the
+    fingerprint ``chunkd sync`` gives the same options (so that its ``--check`` holds)."""
+    from chunkd.embedder import embedder
+    from chunkd.sinks import open_sink
+    from chunkd.sync import chunk_settings, store_fingerprint
+    from chunkd.watch_sink import Follower
+
+    fingerprint = store_fingerprint(chunk_settings(args), embedder(settings).name)
+    sink = open_sink(url, args.collection, args.origin or str(root))
+    return Follower(inbox, sink, fingerprint, metrics)
+
+
 def main(argv: list[str], requests: Requests | None = None) -> int:
     """``chunkd watch``; returns the exit status. ``requests``: signal handlers the
     caller installed before importing this module (``chunkd.cli`` does)."""
@@ -779,7 +828,17 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         requests = Requests()
         requests.install()
     parser = build_parser()
-    args, settings = parse_with_settings(parser, argv)
+    args = parser.parse_args(argv)
+    url = args.sink or os.environ.get(URL_VARIABLE) or None
+    if url is not None:
+        if args.embed is None and args.embed_url is None:
+            parser.error("--sink needs the model that embeds the chunks: --embed MODEL or "
+                         "--embed-url URL --embed-model NAME")
+        args.vectors = True  # the workers embed: each result carries the store's vectors
+    try:
+        settings = settings_from_flags(given_flags(args))
+    except SettingsError as error:
+        parser.error(str(error))
     settings = settings.replace(ids=True)  # results always carry ids: changes are told by them
     durations = [args.settle, args.rescan] + ([] if args.poll is None else [args.poll])
     if not all(math.isfinite(seconds) for seconds in durations) or args.settle < 0 \
@@ -833,6 +892,18 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
         log.error("chunkd watch: %s", refused)
         return EXIT_CONFIG
     daemon = Daemon(inbox, args, Notifier(), requests)
+    try:
+        if args.metrics:
+            from chunkd.metrics import Metrics
+
+            daemon.metrics = Metrics()
+            daemon.metrics.serve(args.metrics)
+        if url is not None:
+            daemon.follower = follower(url, args, root, inbox, settings, daemon.metrics)
+    except SettingsError as error:
+        parser.error(str(error))
+    except (OSError, ValueError) as error:
+        parser.error(f"--metrics {args.metrics}: {getattr(error, 'strerror', None) or error}")
     if args.journal is not None:
         journal_path = args.journal.resolve()
         inside = inbox.relative(str(journal_path))

@@ -256,6 +256,13 @@ def embedder(values: Any) -> Embedder:
     return value if cache is None else _on_disk(value, cache)
 
 
+def texts_sent(model: Any) -> int | None:
+    """How many texts the model behind ``model``'s caches has been sent in this process,
+    when a cache on disk counts them (``chunkd.embedding_cache.DiskCached``), else None."""
+    sent = getattr(getattr(model, "inner", None), "sent", None)
+    return sent if isinstance(sent, int) else None
+
+
 def batch_size(values: Any) -> int:
     """Texts to gather before a call to the model: ``--embed-batch`` if given, else
     the endpoint's default, else enough for a local model's batches to fill."""

@@ -39,7 +39,7 @@ from chunkd import __version__
 from chunkd.changes import Changes, result_ids
 from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
-from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder
+from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
 from chunkd.embeddings import EmbedError
 from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
 from chunkd.settings import Settings
@@ -105,7 +105,7 @@ class Outcome:
 
     A result or error result written also says what it changed (``changes``), the
     input's ``sha256`` and the result's file name; ``moved``: the input went to
-    --move-done."""
+    --move-done; ``embedded``: what its vectors cost."""
 
     kind: str
     message: str = ""
@@ -114,6 +114,9 @@ class Outcome:
     sha256: str | None = None
     result: str | None = None
     moved: bool = False
+    #: With --vectors: the texts sent to the model and the chunks given vectors (the
+    #: others' vectors were in a cache); None when the model's cache does not count.
+    embedded: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,29 @@ class Inbox:
         except Exception:  # missing, unreadable or not ours: not current
             return None
         return header if isinstance(header, dict) else None
+
+    def read_result(self, relative: str) -> dict | None:
+        """The input's result whole (its chunks too, in this daemon's format), as a
+        consumer of the results reads it; None if there is none, or it is unreadable or
+        not chunkd's (a file planted at its name, a FIFO, is never read)."""
+        parts, name = _split(relative)
+        try:
+            with subfolder(self.output, parts) as folder:
+                fd = os.open(name + self.result_suffix, os.O_RDONLY | os.O_NOFOLLOW
+                             | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+                with open(fd, "rb", buffering=0) as stream:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        return None
+                    data = b"".join(read_blocks(stream))
+            if self.options.format == "msgpack":
+                import msgpack
+
+                result = msgpack.unpackb(data, raw=False)
+            else:
+                result = orjson.loads(data)
+        except Exception:  # missing, unreadable or not ours
+            return None
+        return result if isinstance(result, dict) else None
 
     def current(self, relative: str, st: os.stat_result) -> bool:
         """Whether the input has a current result (or error result): one recorded
@@ -533,9 +559,11 @@ class Inbox:
             if text is None:
                 text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
             made_lists = chunk_blocks(self.chunker, source, text)
+            sent_before = None
             if self.settings[VECTORS]:
-                made_lists = with_vectors(made_lists, embedder(self.settings),
-                                          batch_size(self.settings))
+                model = embedder(self.settings)
+                sent_before = texts_sent(model)
+                made_lists = with_vectors(made_lists, model, batch_size(self.settings))
             for made in made_lists:
                 finished = self.finish(made, identify)
                 for chunk in finished:
@@ -587,8 +615,13 @@ class Inbox:
         moved = ""
         if self.done is not None:
             moved = self.move_to_done(folder, relative, name, after)
+        embedded = None
+        if sent_before is not None:
+            sent_after = texts_sent(embedder(self.settings))
+            assert sent_after is not None, "the same model, counted before"
+            embedded = (sent_after - sent_before, records.count)
         return Outcome("processed", message + moved, signature(after), changes, sha256,
-                       relative + self.result_suffix, moved == MOVED)
+                       relative + self.result_suffix, moved == MOVED, embedded)
 
     def finish(self, chunks: list[Chunk], identify: ChunkIds) -> list[Chunk]:
         """A document's next chunks as its result's records: the one place where a

@@ -64,18 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                "differences, 2 bad options, 3 the store could not be reached (after "
                "--retries) or its tables are not usable.")
     parser.add_argument("folder", type=Path, metavar="FOLDER", help="the folder to mirror")
-    parser.add_argument("--sink", metavar="URL",
-                        help="the store: postgresql://USER@HOST/DB (pgvector, in "
-                             "langchain-postgres's tables; the password from PGPASSWORD "
-                             "or ~/.pgpass, never the command line) or a folder (LanceDB); "
-                             f"default: ${URL_VARIABLE}")
-    parser.add_argument("--collection", default=DEFAULT_COLLECTION, metavar="NAME",
-                        help="the collection (pgvector) or table (LanceDB) to write "
-                             f"(default: {DEFAULT_COLLECTION})")
-    parser.add_argument("--origin", metavar="NAME",
-                        help="the name this folder's files go by in the collection, so "
-                             "that syncs of other folders into it keep to theirs (default: "
-                             "FOLDER's absolute path)")
+    add_sink_options(parser, "FOLDER", "syncing")
     parser.add_argument("--check", action="store_true",
                         help="change nothing: list the files missing, stale or orphaned "
                              "in the store and those whose ids differ; exit 0 only when "
@@ -94,12 +83,30 @@ def build_parser() -> argparse.ArgumentParser:
                         help="while the store cannot be reached, try a call N more times, "
                              "waiting 0.5 s, then twice as long each time up to 30 s "
                              "(default: 5)")
-    parser.add_argument("--metrics", metavar="HOST:PORT",
-                        help="serve Prometheus metrics at http://HOST:PORT/metrics while "
-                             "syncing")
     parser.add_argument("-q", "--quiet", action="store_true", help="say only what is wrong")
     add_settings_options(parser)
     return parser
+
+
+def add_sink_options(parser: argparse.ArgumentParser, folder: str, doing: str) -> None:
+    """The options that name the store and its collection, and ``--metrics``: declared
+    once for ``chunkd sync`` and ``chunkd watch`` (``folder``: the folder's metavar;
+    ``doing``: what the command does while it serves the metrics)."""
+    parser.add_argument("--sink", metavar="URL",
+                        help="the store: postgresql://USER@HOST/DB (pgvector, in "
+                             "langchain-postgres's tables; the password from PGPASSWORD "
+                             "or ~/.pgpass, never the command line) or a folder (LanceDB); "
+                             f"default: ${URL_VARIABLE}")
+    parser.add_argument("--collection", default=DEFAULT_COLLECTION, metavar="NAME",
+                        help="the collection (pgvector) or table (LanceDB) to write "
+                             f"(default: {DEFAULT_COLLECTION})")
+    parser.add_argument("--origin", metavar="NAME",
+                        help=f"the name this folder's files go by in the collection, so "
+                             "that syncs of other folders into it keep to theirs (default: "
+                             f"{folder}'s absolute path)")
+    parser.add_argument("--metrics", metavar="HOST:PORT",
+                        help=f"serve Prometheus metrics at http://HOST:PORT/metrics while "
+                             f"{doing}")
 
 
 # --- what the folder holds ------------------------------------------------------------
@@ -169,12 +176,22 @@ def chunks_model(args: argparse.Namespace) -> Embedder:
 
 def chunk_settings(args: argparse.Namespace) -> Settings:
     """The chunking settings the options give, with chunk ids (the rows' ids); the model
-    options go to the strategy only where it takes them (semantic)."""
+    options go to the strategy only where it takes them (semantic). ``--vectors`` is
+    left out: the store's vectors are added after chunking (``chunkd watch --sink``
+    gives it, and its rows must have the fingerprint a sync would give them)."""
     from chunkd.evaluate.grid import taken
 
-    given = given_flags(args)
+    given = {key: value for key, value in given_flags(args).items() if key != "vectors"}
     kind = strategy_class(given.get("strategy", "recursive"))
     return settings_from_flags(taken(given, kind) | {"ids": True})
+
+
+def store_fingerprint(settings: Settings, model: str) -> str:
+    """How a store's rows of a source were made, as its bookkeeping records it:
+    chunkd's version, the chunking settings (``chunk_settings``) and the model's
+    identity. ``chunkd watch --sink`` and ``chunkd sync`` give the same one for the
+    same options, so that either checks what the other wrote."""
+    return fingerprint({"chunker": CHUNKER, "settings": settings.as_dict(), "model": model})
 
 
 # --- syncing --------------------------------------------------------------------------
@@ -210,8 +227,7 @@ class Sync:
                  embedder: Embedder, sink: Sink, metrics: Metrics | None, limits: Limits) -> None:
         self.args, self.inbox, self.settings = args, inbox, settings
         self.embedder, self.sink, self.metrics, self.limits = embedder, sink, metrics, limits
-        self.fingerprint = fingerprint({"chunker": CHUNKER, "settings": settings.as_dict(),
-                                        "model": embedder.name})
+        self.fingerprint = store_fingerprint(settings, embedder.name)
         self.chunker = build(settings)
         self.tally = Tally()
 

@@ -79,3 +79,38 @@ def minilm():
 
     folder = model_folder()
     return folder, chunkd.embeddings.model(folder)
+
+
+# --- the sink tests' stores (tests/stores.py) ---------------------------------------
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A real PostgreSQL with pgvector, one a test module."""
+    from stores import Postgres
+
+    server = Postgres()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def endpoint():
+    """The loopback embedding endpoint (hashed vectors)."""
+    from stores import start_endpoint, stop_endpoint
+
+    server = start_endpoint()
+    yield server
+    stop_endpoint(server)
+
+
+@pytest.fixture(params=["pgvector", "lancedb"])
+def store(request, tmp_path):
+    """(kind, URL, reader of a collection's rows): the PostgreSQL server, or a LanceDB
+    folder of the test's own."""
+    from stores import lance_rows, pgvector_rows
+
+    if request.param == "pgvector":
+        server = request.getfixturevalue("postgres")
+        return "pgvector", server.url, lambda collection: pgvector_rows(server.url, collection)
+    path = str(tmp_path / "lance")
+    return "lancedb", path, lambda collection: lance_rows(path, collection)

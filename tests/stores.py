@@ -8,6 +8,7 @@ endpoint's vectors."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import tempfile
 import threading
@@ -106,6 +107,14 @@ def assert_store_holds(rows: dict[str, tuple[str, numpy.ndarray, dict]],
         numpy.testing.assert_array_equal(vector, numpy.asarray(hashed([text])[0], numpy.float32))
 
 
+def sync(folder, url, endpoint, *options, env=None) -> subprocess.CompletedProcess:
+    """``chunkd sync FOLDER --sink URL`` with the tests' chunking and the endpoint."""
+    return subprocess.run(
+        [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
+         endpoint.url, "--embed-model", "hashed", *options],
+        capture_output=True, timeout=300, env=env)
+
+
 def start_endpoint() -> Endpoint:
     endpoint = Endpoint()
     threading.Thread(target=endpoint.serve_forever, args=(0.02,), daemon=True).start()
@@ -121,3 +130,17 @@ def stop_endpoint(endpoint: Endpoint) -> None:
 def embedded_texts(endpoint: Endpoint) -> int:
     """How many texts the endpoint has been asked to embed so far."""
     return sum(len(body["input"]) for _, _, body in endpoint.requests)
+
+
+def paragraphs(seed: int, count: int) -> str:
+    """A text of ``count`` paragraphs, different for each seed."""
+    chance = random.Random(seed)
+    words = ("river sea mountain snow bread oven yeast delta rope boot salt deep "
+             "winter plain climber flour").split()
+    return "\n\n".join(" ".join(chance.choice(words) for _ in range(chance.randint(20, 60)))
+                       + "." for _ in range(count)) + "\n"
+
+
+def collection_name(request) -> str:
+    """A collection of the test's own (a chunk id is unique across a database)."""
+    return "c_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")

@@ -15,54 +15,12 @@ import urllib.request
 import pytest
 
 from command import chunkd_command
-from stores import (CHUNKING, Postgres, assert_store_holds, embedded_texts, expected_chunks,
-                    lance_rows, pgvector_rows, start_endpoint, stop_endpoint)
+from stores import (CHUNKING, assert_store_holds, collection_name, embedded_texts,
+                    expected_chunks, lance_rows, paragraphs, pgvector_rows, sync)
 
 from chunkd.sinks.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
 
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sample.md")
-
-
-def paragraphs(seed: int, count: int) -> str:
-    """A text of ``count`` paragraphs, different for each seed."""
-    chance = random.Random(seed)
-    words = ("river sea mountain snow bread oven yeast delta rope boot salt deep "
-             "winter plain climber flour").split()
-    return "\n\n".join(" ".join(chance.choice(words) for _ in range(chance.randint(20, 60)))
-                       + "." for _ in range(count)) + "\n"
-
-
-# --- fixtures ------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def postgres():
-    server = Postgres()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def endpoint():
-    server = start_endpoint()
-    yield server
-    stop_endpoint(server)
-
-
-@pytest.fixture(params=["pgvector", "lancedb"])
-def store(request, tmp_path):
-    """(kind, URL, reader of a collection's rows)."""
-    if request.param == "pgvector":
-        server = request.getfixturevalue("postgres")
-        return "pgvector", server.url, lambda collection: pgvector_rows(server.url, collection)
-    path = str(tmp_path / "lance")
-    return "lancedb", path, lambda collection: lance_rows(path, collection)
-
-
-def sync(folder, url, endpoint, *options, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
-         endpoint.url, "--embed-model", "hashed", *options],
-        capture_output=True, timeout=300, env=env)
 
 
 def start_sync(folder, url, endpoint, *options) -> subprocess.Popen:
@@ -77,10 +35,6 @@ def assert_equal(folder, url, endpoint, rows, collection="chunkd", *options) -> 
     checked = sync(folder, url, endpoint, "--check", "--collection", collection, *options)
     assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
     assert_store_holds(rows(collection), expected_chunks(folder, *CHUNKING[:2]))
-
-
-def collection_name(request) -> str:
-    return "c_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")
 
 
 # --- the sequence --------------------------------------------------------------------

@@ -53,17 +53,17 @@ def test_template_differs_from_the_unit_only_in_its_inbox():
     assert all(allowed.match(line) for line in changed), changed
 
 
-def _with_embed_drop_in(unit: str, folder: pathlib.Path) -> pathlib.Path:
+def _with_drop_in(unit: str, folder: pathlib.Path, drop_in: str = "embed.conf") -> pathlib.Path:
     """``unit`` (an instance of the template, for chunkd@) in ``folder`` with
-    ``systemd/embed.conf`` in its drop-in folder, where systemd looks for it beside the
+    ``systemd/DROP_IN`` in its drop-in folder, where systemd looks for it beside the
     unit file; ExecStart at the installed chunkd."""
     source = UNITS / unit.replace("@inbox.", "@.")
     (folder / source.name).write_text(source.read_text(encoding="utf-8").replace(
         INSTALLED_AT, chunkd_command()), encoding="utf-8")
     drop_ins = folder / (source.name + ".d")
     drop_ins.mkdir()
-    (drop_ins / "embed.conf").write_text((UNITS / "embed.conf").read_text(encoding="utf-8"),
-                                         encoding="utf-8")
+    (drop_ins / drop_in).write_text((UNITS / drop_in).read_text(encoding="utf-8"),
+                                    encoding="utf-8")
     if unit != source.name:
         (folder / unit).symlink_to(folder / source.name)
     return folder / unit
@@ -74,7 +74,7 @@ def test_the_embed_drop_in_verifies_and_keeps_the_unit_safe(unit, tmp_path):
     """docs/daemon.md's drop-in for a model in the daemon: verify is clean with it, it
     turns MemoryDenyWriteExecute off (security reports the setting as open: the drop-in
     was read) and the unit stays 0.2 SAFE, as the docs say."""
-    target = _with_embed_drop_in(unit, tmp_path)
+    target = _with_drop_in(unit, tmp_path)
     verified = subprocess.run(["systemd-analyze", "verify", str(target)],
                               capture_output=True, text=True, timeout=60)
     assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
@@ -87,3 +87,23 @@ def test_the_embed_drop_in_verifies_and_keeps_the_unit_safe(unit, tmp_path):
     assert score and (score.group(1), score.group(2)) == ("0.2", "SAFE"), result.stdout
     daemon_md = (UNITS.parent / "docs" / "daemon.md").read_text(encoding="utf-8")
     assert "install -D -m 644 systemd/embed.conf /etc/systemd/system/chunkd.service.d/" in daemon_md
+
+
+@pytest.mark.parametrize("unit", ["chunkd.service", "chunkd@inbox.service"])
+def test_the_sink_drop_in_opens_only_tcp_and_keeps_the_unit_safe(unit, tmp_path):
+    """docs/daemon.md's drop-in for a store or an endpoint over TCP: verify is clean with
+    it, it was read (security reports Internet sockets allowed), the unit stays SAFE."""
+    target = _with_drop_in(unit, tmp_path, "sink.conf")
+    verified = subprocess.run(["systemd-analyze", "verify", str(target)],
+                              capture_output=True, text=True, timeout=60)
+    assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
+    result = subprocess.run(["systemd-analyze", "security", "--offline=true", str(target)],
+                            capture_output=True, text=True, timeout=60)
+    [setting] = [line for line in result.stdout.splitlines()
+                 if "RestrictAddressFamilies=~AF_(INET|INET6)" in line]
+    assert setting.startswith("✗")
+    score = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\w+)", result.stdout)
+    assert score and float(score.group(1)) <= 1.0 and score.group(2) == "SAFE", result.stdout
+    daemon_md = (UNITS.parent / "docs" / "daemon.md").read_text(encoding="utf-8")
+    assert "install -D -m 644 systemd/sink.conf /etc/systemd/system/chunkd.service.d/" in daemon_md
+    assert "install -D -m 600 systemd/chunkd.env /etc/chunkd/chunkd.env" in daemon_md
