@@ -175,15 +175,11 @@ def chunks_model(args: argparse.Namespace) -> Embedder:
 
 
 def chunk_settings(args: argparse.Namespace) -> Settings:
-    """The chunking settings the options give, with chunk ids (the rows' ids); the model
-    options go to the strategy only where it takes them (semantic). ``--vectors`` is
-    left out: the store's vectors are added after chunking (``chunkd watch --sink``
-    gives it, and its rows must have the fingerprint a sync would give them)."""
-    from chunkd.evaluate.grid import taken
-
-    given = {key: value for key, value in given_flags(args).items() if key != "vectors"}
-    kind = strategy_class(given.get("strategy", "recursive"))
-    return settings_from_flags(taken(given, kind) | {"ids": True})
+    """The chunking settings the options give, with chunk ids (the rows' ids) and
+    vectors: the store's chunks are embedded, so in every strategy the model's options
+    are taken and sizes count within its window (``--vectors``); ``chunkd watch --sink``
+    gives the same settings, so that either checks what the other wrote."""
+    return settings_from_flags(given_flags(args) | {"vectors": True, "ids": True})
 
 
 def store_fingerprint(settings: Settings, model: str) -> str:
@@ -436,6 +432,7 @@ def main(argv: list[str]) -> int:
         parser.error("--retries must be 0 or more, --max-bytes at least 1")
     limits = check_limits(parser, args.max_bytes, args.extract_timeout)
     try:
+        embedder = chunks_model(args)  # first: its message says what sync needs
         settings = chunk_settings(args)
     except SettingsError as error:
         parser.error(str(error))
@@ -448,7 +445,6 @@ def main(argv: list[str]) -> int:
         include=tuple(args.include or DEFAULT_INCLUDE + strategy_class(settings.strategy).include))
     metrics = None
     try:
-        embedder = chunks_model(args)
         if args.metrics:
             from chunkd.metrics import Metrics
             metrics = Metrics()

@@ -329,3 +329,39 @@ def test_a_refused_source_is_said_once_and_the_others_stored(watch, inbox, postg
     wait_for_store(watcher, rows, "refused", inbox)
     assert_checked(inbox, postgres.url, endpoint, "refused")
     assert watcher.stop() == 0
+
+
+def test_a_model_folder_counts_in_its_tokens_and_sync_checks_it(watch, inbox, tmp_path):
+    """With the real model folder: the daemon's chunks count in the model's own tokens
+    (as the filter makes them with its tokenizer), their vectors are the model's,
+    ``chunkd sync --check`` with the same options finds the store equal to the inbox, and
+    ``chunkd sync`` into another store makes the same chunks."""
+    import numpy
+    from embedding import model_folder
+    from sentence_transformers import SentenceTransformer
+
+    path = str(tmp_path / "lance")
+    # Words the two tokenizers count differently, so that the unit decides the cuts.
+    (inbox / "a.md").write_text(" ".join(["unbelievably", "蒸汽机", "naïveté", "of"] * 60))
+    (inbox / "b.md").write_text(paragraphs(701, 2))
+    options = ("--tokens", "60", "--embed", model_folder())
+    watcher = watch(inbox, "--sink", path, *options, *OPTIONS)
+    watcher.started()
+    expected = expected_chunks(inbox, "--tokens", "60", "--tokenizer", model_folder())
+    watcher.wait_for(lambda: os.path.isdir(path) and set(lance_rows(path, "chunkd"))
+                     == set(expected), timeout=120, what="the inbox stored")
+    rows = lance_rows(path, "chunkd")
+    ids = sorted(expected)
+    vectors = SentenceTransformer(model_folder(), device="cpu").encode(
+        [expected[chunk_id][1] for chunk_id in ids], show_progress_bar=False)
+    for chunk_id, vector in zip(ids, vectors):
+        numpy.testing.assert_allclose(rows[chunk_id][1], vector, atol=1e-5)
+    checked = subprocess.run([chunkd_command(), "sync", str(inbox), "--sink", path, "--check",
+                              *options], capture_output=True, timeout=300)
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stdout + checked.stderr
+    other = str(tmp_path / "synced")
+    synced = subprocess.run([chunkd_command(), "sync", str(inbox), "--sink", other, *options],
+                            capture_output=True, timeout=300)
+    assert synced.returncode == 0, synced.stderr
+    assert set(lance_rows(other, "chunkd")) == set(rows)
+    assert watcher.stop() == 0
