@@ -31,12 +31,15 @@ WORDS = ("river sea mountain snow bread oven yeast delta rope boot salt deep win
 
 
 class Instant(http.server.BaseHTTPRequestHandler):
-    """``/v1/embeddings`` on loopback: a vector a text, from its SHA-256, at once."""
+    """``/v1/embeddings`` on loopback: a vector a text, from its SHA-256, at once
+    (``texts``: how many it has been sent)."""
 
     dimension = 384
+    texts = 0
 
     def do_POST(self) -> None:
         texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        Instant.texts += len(texts)
         data = [{"index": index, "embedding": numpy.random.default_rng(
             int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
             .standard_normal(self.dimension, dtype=numpy.float32).round(6).tolist()}

@@ -285,6 +285,7 @@ class Sync:
             (stored.keys() | rows.keys()) - names)]
         for start in range(0, len(gone), GROUP_FILES):
             self.commit(gone[start:start + GROUP_FILES])
+        self.store(self.sink.settle)
         return EXIT_FAILED if self.tally.failed else EXIT_OK
 
     def prepare(self, name: str, relative: str, st: os.stat_result, known: Stored | None,

@@ -139,6 +139,7 @@ class Follower:
                 with self.wake:
                     group = self.take()
                 if not group:
+                    self.sink.settle()  # caught up
                     break
                 changes = [self.change(name, relative) for name, relative in group]
                 self.commit([change for change in changes if change is not None])

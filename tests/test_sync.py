@@ -130,6 +130,35 @@ def test_check_finds_a_row_deleted_behind_its_back(postgres, tmp_path, endpoint)
 # --- the store and its neighbours ----------------------------------------------------
 
 @pytest.mark.slow
+def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoint):
+    """In a database of its own (another test's LangChain may create the rows' table
+    without a dimension, which takes no HNSW index): after the first sync the index is
+    there, valid, and PostgreSQL's planner searches by cosine distance with it."""
+    import psycopg
+
+    with psycopg.connect(postgres.url, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE indexed")
+    url = postgres.url.replace("/postgres?", "/indexed?")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"{number}.md").write_text(paragraphs(800 + number, 4))
+    done = sync(folder, url, endpoint)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(url) as connection:
+        valid = connection.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = 'chunkd_embedding_hnsw'").fetchall()
+        connection.execute("SET enable_seqscan = off")
+        plan = connection.execute(
+            "EXPLAIN SELECT id FROM langchain_pg_embedding ORDER BY embedding <=> "
+            "(SELECT embedding FROM langchain_pg_embedding LIMIT 1) LIMIT 3").fetchall()
+    assert valid == [(True,)]
+    assert "chunkd_embedding_hnsw" in " ".join(line for (line,) in plan)
+
+
+
+@pytest.mark.slow
 def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgres, tmp_path,
                                                                          endpoint):
     from langchain_core.embeddings import FakeEmbeddings

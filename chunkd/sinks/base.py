@@ -87,6 +87,11 @@ class Sink(Protocol):
         than its sources one by one)."""
         ...
 
+    def settle(self) -> None:
+        """The writer has caught up (a sync's end, a daemon with nothing pending):
+        build what is cheaper built once after a load than kept up row by row."""
+        ...
+
     def close(self) -> None:
         ...
 

@@ -166,5 +166,9 @@ class LanceSink:
     def remove(self, source: str) -> None:
         self.apply([removal(source)])
 
+    def settle(self) -> None:
+        """Nothing: LanceDB searches without an index, and one is built by its owner
+        (``create_index``) once the table is large enough to need it."""
+
     def close(self) -> None:
         self.table = self.database = None

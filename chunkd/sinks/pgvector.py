@@ -16,6 +16,8 @@ race): the ``vector`` extension, the tables, LangChain's GIN index on the metada
 an HNSW index on the embedding for cosine distance (LangChain's default), which needs
 the column's dimension: chunkd creates the table with the dimension of its vectors; a
 table LangChain created without one gets no HNSW index (searches still work, exactly).
+The HNSW index is built once the writer has caught up (``settle``), not before the first
+rows: built after a load it costs a fraction of what every insert pays to keep it up.
 
 The connection's settings come from the URL and libpq's environment (``PGPASSWORD``,
 ``~/.pgpass``, ``PGSSLMODE``...); the password never appears in a message.
@@ -93,6 +95,7 @@ class PgvectorSink:
         self.connection: psycopg.Connection | None = None
         self.collection_id: uuid.UUID | None = None
         self.dimension: int | None = None  # once the tables are known to take it
+        self.index_due = False  # the rows' table may lack its HNSW index (settle)
 
     # --- the connection --------------------------------------------------------------
 
@@ -178,8 +181,7 @@ class PgvectorSink:
                 raise StoreRefused(f"{self.where}: its embedding column takes vectors of "
                                    f"{declared} dimensions, the model makes {dimension}")
             else:
-                if declared > 0:
-                    cursor.execute(HNSW)
+                self.index_due = declared > 0  # built by settle(), once rows are in
                 self.dimension = dimension or declared
         collection = self._collection(cursor, create=True)
         assert collection is not None, "the collection was just made"
@@ -282,6 +284,18 @@ class PgvectorSink:
 
     def remove(self, source: str) -> None:
         self.apply([removal(source)])
+
+    def settle(self) -> None:
+        """Build the HNSW index if this writer's tables lack it (``IF NOT EXISTS``:
+        another writer may have built it)."""
+        if not self.index_due:
+            return
+
+        def build(cursor: psycopg.Cursor) -> None:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            cursor.execute(HNSW)
+        self._run(build)
+        self.index_due = False
 
     def _lock(self, cursor: psycopg.Cursor, collection: uuid.UUID, source: str) -> None:
         """One writer at a time per source (two syncs of one folder): a transaction
