@@ -175,6 +175,32 @@ def test_a_store_down_then_back(watch, inbox, postgres, endpoint):
     assert watcher.stop() == 0
 
 
+def test_a_full_disk_under_lancedb_then_room_again(watch, inbox, tmp_path, endpoint):
+    """LanceDB's commits fail with ENOSPC (injected) while files change: the results
+    are written, the store is said down once and tried with back-off, and once there is
+    room it is caught up and checked equal."""
+    path, full = str(tmp_path / "lance"), tmp_path / "disk-full"
+    rows = lambda collection: lance_rows(path, collection)  # noqa: E731
+    (inbox / "a.md").write_text(paragraphs(310, 3))
+    watcher = watch(inbox, "--sink", path, "--collection", "full", *CHUNKING, "--embed-url",
+                    endpoint.url, "--embed-model", "hashed", *OPTIONS,
+                    faults={"lance_enospc_while": str(full)})
+    watcher.started()
+    wait_for_store(watcher, rows, "full", inbox)
+    full.touch()
+    (inbox / "b.md").write_text(paragraphs(311, 3))
+    watcher.wait_for(lambda: "b.md" in watcher.processed(), what="b.md's result")
+    watcher.wait_for(lambda: watcher.lines("store down: trying again"),
+                     what="a try that found the disk full")
+    assert "b.md" not in {metadata["source"] for _, _, metadata in rows("full").values()}
+    full.unlink()
+    wait_for_store(watcher, rows, "full", inbox)
+    assert len([line for line in watcher.log() if "results are still written" in line]) == 1
+    assert any("No space left on device" in line for line in watcher.log())
+    assert_checked(inbox, path, endpoint, "full")
+    assert watcher.stop() == 0
+
+
 def test_the_password_never_appears_and_the_metrics_move(watch, inbox, endpoint):
     from prometheus_client.parser import text_string_to_metric_families
 

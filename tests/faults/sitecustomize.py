@@ -23,6 +23,8 @@ and in each of its worker processes. Faults:
 - "kill_before_journal": an event (chunked, error, removed); the daemon is killed
   (SIGKILL) just before it appends its first journal line of that event, after the
   change itself was made: the crash the journal's reconciliation at start repairs.
+- "lance_enospc_while": a path; while it exists, LanceDB's commits (``merge_insert``)
+  fail with ENOSPC, as on a full disk;
 - "delete_after_reconcile": a path; deleted just after the daemon's reconciliation at
   start has looked at the results, as a user's deletion at that moment would be.
 """
@@ -171,3 +173,15 @@ if faults.get("delete_after_reconcile"):
         os.unlink(faults["delete_after_reconcile"])
 
     chunkd.daemon.Daemon.reconcile = reconcile_then_delete
+
+if faults.get("lance_enospc_while"):
+    import lancedb.merge
+
+    real_execute = lancedb.merge.LanceMergeInsertBuilder.execute
+
+    def full_disk_execute(self, *args, **kwargs):
+        if os.path.exists(faults["lance_enospc_while"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_execute(self, *args, **kwargs)
+
+    lancedb.merge.LanceMergeInsertBuilder.execute = full_disk_execute
