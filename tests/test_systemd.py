@@ -69,17 +69,23 @@ def _with_drop_in(unit: str, folder: pathlib.Path, drop_in: str = "embed.conf") 
     return folder / unit
 
 
+def verified_and_rated(target) -> subprocess.CompletedProcess:
+    """``systemd-analyze verify`` finds nothing to say of the unit with its drop-in; its
+    ``security`` report."""
+    verified = subprocess.run(["systemd-analyze", "verify", str(target)],
+                              capture_output=True, text=True, timeout=60)
+    assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
+    return subprocess.run(["systemd-analyze", "security", "--offline=true", str(target)],
+                          capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.parametrize("unit", ["chunkd.service", "chunkd@inbox.service"])
 def test_the_embed_drop_in_verifies_and_keeps_the_unit_safe(unit, tmp_path):
     """docs/daemon.md's drop-in for a model in the daemon: verify is clean with it, it
     turns MemoryDenyWriteExecute off (security reports the setting as open: the drop-in
     was read) and the unit stays 0.2 SAFE, as the docs say."""
     target = _with_drop_in(unit, tmp_path)
-    verified = subprocess.run(["systemd-analyze", "verify", str(target)],
-                              capture_output=True, text=True, timeout=60)
-    assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
-    result = subprocess.run(["systemd-analyze", "security", "--offline=true", str(target)],
-                            capture_output=True, text=True, timeout=60)
+    result = verified_and_rated(target)
     [setting] = [line for line in result.stdout.splitlines()
                  if "MemoryDenyWriteExecute=" in line]
     assert setting.startswith("✗") and "may create writable executable" in setting
@@ -94,11 +100,7 @@ def test_the_sink_drop_in_opens_only_tcp_and_keeps_the_unit_safe(unit, tmp_path)
     """docs/daemon.md's drop-in for a store or an endpoint over TCP: verify is clean with
     it, it was read (security reports Internet sockets allowed), the unit stays SAFE."""
     target = _with_drop_in(unit, tmp_path, "sink.conf")
-    verified = subprocess.run(["systemd-analyze", "verify", str(target)],
-                              capture_output=True, text=True, timeout=60)
-    assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
-    result = subprocess.run(["systemd-analyze", "security", "--offline=true", str(target)],
-                            capture_output=True, text=True, timeout=60)
+    result = verified_and_rated(target)
     [setting] = [line for line in result.stdout.splitlines()
                  if "RestrictAddressFamilies=~AF_(INET|INET6)" in line]
     assert setting.startswith("✗")
