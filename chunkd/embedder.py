@@ -49,6 +49,27 @@ def model_tokenizer(values: Mapping[str, Any]) -> tuple[str, str] | None:
     return None if folder is None else (folder, "embed")
 
 
+def served_window(values: Mapping[str, Any]) -> int | None:
+    """The window of the ``--embed-url`` endpoint's model in ``--tokenizer``'s tokens:
+    the most tokens the server takes in one text (``input_limit``, TEI's ``/info``) less
+    the special tokens the tokenizer's model adds. None without an endpoint, where the
+    server does not say, or where the tokenizer is no Hugging Face model's: the server
+    counts in its model's tokens, which only that model's tokenizer counts."""
+    url, name, tokenizer = values.get("embed_url"), values.get("embed_model"), \
+        values.get("tokenizer")
+    if url is None or name is None or tokenizer is None:
+        return None
+    from chunkd.embeddings import OpenAIEmbedder, endpoint
+    from chunkd.units import special_tokens
+
+    special = special_tokens(tokenizer)
+    if special is None:
+        return None
+    served = endpoint(url, name)
+    limit = served.inner.input_limit() if isinstance(served.inner, OpenAIEmbedder) else None
+    return None if limit is None else limit - special
+
+
 def _check_model(value: Any, name: str) -> Any:
     """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
     a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept

@@ -287,7 +287,9 @@ class OpenAIEmbedder:
     record shows them. Where ``limits`` leaves a batch bound open, the first
     ``embed`` asks the server's ``/info`` (Hugging Face TEI's ``max_client_batch_size``
     and ``max_batch_tokens``): any other answer leaves the defaults; no answer (within
-    the timeout), a 429 or a 5xx leaves them for this call, and the next asks again."""
+    the timeout), a 429 or a 5xx leaves them for this call, and the next asks again.
+    The same answer gives the model's window (``input_limit``, TEI's
+    ``max_input_length``)."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None,
@@ -308,7 +310,7 @@ class OpenAIEmbedder:
         self.first_wait, self.longest_wait = first_wait, longest_wait
         self.limits = limits or Limits.default()
         self.dimension: int | None = None
-        self._bounds: tuple[int, int] | None = None
+        self._told: dict[str, int] | None = None
         self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
@@ -378,23 +380,33 @@ class OpenAIEmbedder:
         return [count(text) for text in texts]
 
     def bounds(self) -> tuple[int, int]:
-        """Texts and tokens a request: the limits given, else the server's, else the
-        defaults. The server is asked on first use, and again on the next while it
-        does not answer (a server starting, or down, may later)."""
+        """Texts and tokens a request: the limits given, else the server's (``told``),
+        else the defaults."""
+        given = self.limits
+        told = {} if given.batch and given.batch_tokens else self.told()
+        return (given.batch or told.get("max_client_batch_size", ENDPOINT_BATCH),
+                given.batch_tokens or told.get("max_batch_tokens", ENDPOINT_BATCH_TOKENS))
+
+    def input_limit(self) -> int | None:
+        """The most tokens of its model the server takes in one text, the special
+        tokens the model adds included (TEI's ``max_input_length``); None where the
+        server does not say."""
+        return self.told().get("max_input_length")
+
+    def told(self) -> dict[str, int]:
+        """What the server's ``/info`` says of its limits (``_info``), asked on first
+        use, and again on the next while it does not answer (a server starting, or
+        down, may later)."""
         with self._asking:
-            if self._bounds is not None:
-                return self._bounds
-            given = self.limits
-            told = {} if given.batch and given.batch_tokens else self._info()
-            bounds = (given.batch or (told or {}).get("max_client_batch_size", ENDPOINT_BATCH),
-                      given.batch_tokens or (told or {}).get("max_batch_tokens",
-                                                             ENDPOINT_BATCH_TOKENS))
-            if told is not None:
-                self._bounds = bounds
-            return bounds
+            if self._told is None:
+                told = self._info()
+                if told is None:
+                    return {}
+                self._told = told
+            return self._told
 
     def _info(self) -> dict[str, int] | None:
-        """The batch limits the server's ``GET /info`` gives (Hugging Face TEI's): none
+        """The limits the server's ``GET /info`` gives (Hugging Face TEI's): none
         from a server that answers otherwise (most have no ``/info``), None from one
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
         parts = urllib.parse.urlsplit(self.url)
@@ -415,7 +427,7 @@ class OpenAIEmbedder:
         if not isinstance(info, dict):
             return {}
         return {key: value for key, value in info.items()
-                if key in ("max_client_batch_size", "max_batch_tokens")
+                if key in ("max_client_batch_size", "max_batch_tokens", "max_input_length")
                 and isinstance(value, int) and not isinstance(value, bool) and value > 0}
 
     def _headers(self) -> dict[str, str]:

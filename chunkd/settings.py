@@ -189,10 +189,16 @@ def chunk_limit(tokenizer: str) -> int | None:
 
 def model_window(values: Mapping[str, Any]) -> int | None:
     """The window of the model the chunks are for, in the tokenizer's tokens:
-    ``--embed-window``, else the tokenizer's model's (``chunk_limit``), else None."""
+    ``--embed-window``, else the smaller of the tokenizer's model's (``chunk_limit``)
+    and the one the ``--embed-url`` endpoint reports (``served_window``), else None."""
+    from chunkd.embedder import served_window
+
     given = values.get("embed_window")
-    return given if given is not None else chunk_limit(values.get("tokenizer")
-                                                       or DEFAULT_TOKENIZER)
+    if given is not None:
+        return given
+    known = (chunk_limit(values.get("tokenizer") or DEFAULT_TOKENIZER),
+             served_window(values))
+    return min((window for window in known if window is not None), default=None)
 
 
 def default_unit_and_size(kind: type[Strategy], values: Mapping[str, Any]) -> tuple[str, int]:
@@ -333,7 +339,8 @@ class Settings:
                 "and semantic strategies, not {strategy}", flags=(
             Flag("--embed-window", "the most tokens of --tokenizer a chunk may have for the "
                                    "model that embeds it (default: the window a model "
-                                   "folder's config gives, less its special tokens): the "
+                                   "folder's config, or --embed-url's GET /info, gives, "
+                                   "less its special tokens): the "
                                    "default size is at most it, a larger --tokens is "
                                    "refused, and so is --chars", metavar="N",
                  parse=number_value),))
@@ -591,6 +598,9 @@ def _model_named(kind: type[Strategy], values: dict[str, Any],
         return f"the model ({spell('embed_window')} {values['embed_window']})"
     if own is not None:
         return f"the model of {spell(own[1])} {values[own[1]]}"
+    if chunk_limit(values["tokenizer"]) is None and model_window(values) is not None:
+        return (f"{spell('embed_model')} {values['embed_model']} (as {spell('embed_url')}'s "
+                "/info says)")
     return f"the model of {spell('tokenizer')} {values['tokenizer']}"
 
 

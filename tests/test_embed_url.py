@@ -476,6 +476,56 @@ def test_given_bounds_are_not_asked_for_and_win(server):
     assert [len(request) for request in sent(server)] == [8, 8, 4]
 
 
+def served_window_run(server: Endpoint, path: pathlib.Path, *flags: str):
+    """The installed ``chunkd --vectors`` through the endpoint on ``path``, counting in
+    MiniLM's tokenizer file (which says no window of its own) unless ``flags`` say."""
+    return run_chunkd("--vectors", "--embed-url", server.url, "--embed-model", "toy-model",
+                      *(flags or ("--tokenizer", str(minilm_folder() / "tokenizer.json"))),
+                      str(path))
+
+
+@pytest.mark.slow
+def test_the_servers_window_bounds_the_default_size_and_a_larger_one_is_refused(server,
+                                                                                tmp_path):
+    """TEI's ``/info`` says ``max_input_length``, in its model's tokens with [CLS] and
+    [SEP]: counted in that model's tokenizer, the chunks fit it less those two by
+    default, and a larger ``--tokens`` is a usage error naming the endpoint's model."""
+    count = minilm_tokens()
+    path = tmp_path / "doc.txt"
+    path.write_text(TEXT * 6, encoding="utf-8")
+    server.info = {"max_input_length": 40}
+    fitted = served_window_run(server, path)
+    assert fitted.returncode == 0, fitted.stderr
+    counts = [count(record["text"]) for record in ndjson(fitted.stdout)]
+    assert len(counts) > 5 and max(counts) <= 38 and max(counts) > 30
+    assert server.infos >= 1
+    refused = served_window_run(server, path, "--tokens", "39", "--tokenizer",
+                                str(minilm_folder() / "tokenizer.json"))
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert refused.stderr.decode().count("\n") == 1
+    assert "38 tokens" in refused.stderr.decode() and "toy-model" in refused.stderr.decode()
+    assert served_window_run(server, path, "--tokens", "38", "--tokenizer",
+                             str(minilm_folder() / "tokenizer.json")).returncode == 0
+
+
+@pytest.mark.slow
+def test_the_servers_window_is_not_applied_to_another_tokenizers_counts(server, tmp_path):
+    """In cl100k_base's tokens (the default tokenizer), the endpoint's window, in its
+    model's tokens, promises nothing: the default size stays, and so do the chunks."""
+    path = tmp_path / "doc.txt"
+    path.write_text(TEXT * 30, encoding="utf-8")
+    server.info = {"max_input_length": 40}
+    told = served_window_run(server, path, "--tokenizer", "cl100k_base")
+    server.info = None
+    untold = served_window_run(server, path, "--tokenizer", "cl100k_base")
+    assert told.returncode == untold.returncode == 0, told.stderr
+    from chunkd.units import resolve
+
+    count = resolve("cl100k_base").count
+    assert told.stdout == untold.stdout
+    assert max(count(record["text"]) for record in ndjson(told.stdout)) > 100
+
+
 @pytest.mark.parametrize("info", [{"max_client_batch_size": "many"}, [1, 2],
                                   {"max_client_batch_size": 0}, None])
 def test_an_info_that_says_nothing_leaves_the_defaults(server, info):

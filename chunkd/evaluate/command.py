@@ -249,7 +249,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
 
 def count_in_the_model(args: argparse.Namespace) -> None:
     """Sizes for a retriever that embeds with a model on disk: counted in the model's
-    tokens (unless ``--tokenizer`` says otherwise), within its window less what
+    tokens (unless ``--tokenizer`` says otherwise), within its window (or an endpoint's,
+    ``served_window``) less what
     ``--document-prefix`` takes, so that no chunk is cut short by the model unseen (a
     grid size over it is left out, and said)."""
     from chunkd.embeddings import tokenizer_folder
@@ -257,11 +258,14 @@ def count_in_the_model(args: argparse.Namespace) -> None:
     from chunkd.settings import model_window
     from chunkd.units import resolve
 
-    if args.retriever not in EMBEDDING or args.embed is None:
+    if args.retriever not in EMBEDDING or (args.embed is None and args.embed_url is None):
         return
-    if args.tokenizer is None:
+    if args.tokenizer is None and args.embed is not None:
         args.tokenizer = tokenizer_folder(args.embed)
-    window = model_window({"tokenizer": args.tokenizer, "embed_window": args.embed_window})
+    window = model_window({"tokenizer": args.tokenizer, "embed_window": args.embed_window,
+                           "embed_url": args.embed_url, "embed_model": args.embed_model})
+    if window is not None and args.embed_window is None and args.embed_url is not None:
+        args.embed_window = window  # what the endpoint says, as if given
     if window is not None and args.document_prefix:
         prefix = resolve(args.tokenizer or DEFAULT_TOKENIZER).count(args.document_prefix)
         if prefix >= window:

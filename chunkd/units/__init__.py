@@ -49,12 +49,22 @@ def window(spec: str) -> int | None:
     """The ``max_size`` of the unit ``spec`` names, without loading one that is no
     model's (code points and tiktoken's encodings have none): the default settings
     never load cl100k_base just to learn that it has no window."""
+    return None if _no_model(spec) else resolve(spec).max_size
+
+
+def special_tokens(spec: str) -> int | None:
+    """The tokens the model of the Hugging Face tokenizer ``spec`` names adds to every
+    input ([CLS] and [SEP]); None for a unit that is no such tokenizer."""
+    return None if _no_model(spec) else getattr(resolve(spec), "special", None)
+
+
+def _no_model(spec: str) -> bool:
+    """Whether ``spec`` names code points or a tiktoken encoding, known without
+    loading it."""
     from chunkd.units import tiktoken_encodings
 
-    if spec in ("chars", "cl100k_base", "tokens") or spec in tiktoken_encodings.names() \
-            or spec.endswith(tiktoken_encodings.SUFFIX):
-        return None
-    return resolve(spec).max_size
+    return spec in ("chars", "cl100k_base", "tokens") or spec in tiktoken_encodings.names() \
+        or spec.endswith(tiktoken_encodings.SUFFIX)
 
 
 def measure(unit: str, tokenizer: str) -> LengthUnit:
