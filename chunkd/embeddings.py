@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
-from chunkd.http_client import NoAnswer, TooLarge, call
 
 if TYPE_CHECKING:
     import numpy
@@ -409,6 +408,8 @@ class OpenAIEmbedder:
         """The limits the server's ``GET /info`` gives (Hugging Face TEI's): none
         from a server that answers otherwise (most have no ``/info``), None from one
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
+        from chunkd.http_client import NoAnswer, TooLarge, call  # http and ssl: for endpoints only
+
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[:-len("/v1/embeddings")] + "/info"
         try:
@@ -462,6 +463,8 @@ class OpenAIEmbedder:
     def _post(self, texts: list[str], given_up: threading.Event) -> bytes:
         """The body of a successful answer to one call, after retries; ``given_up``
         (another call failed) ends the tries."""
+        from chunkd.http_client import NoAnswer, TooLarge, call
+
         body = json.dumps({"model": self.model, "input": texts}).encode()
         headers = self._headers()
         limit = ANSWER_BYTES + len(texts) * (TEXT_BYTES + (self.dimension or WIDEST)

@@ -19,7 +19,6 @@ UTF-8, or ``E`` and why not (``F`` too, from a worker that then ends).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import selectors
 import signal
@@ -311,6 +310,8 @@ def _detach(requests: int, answers: int) -> None:
     for name in ("SIGTERM", "SIGALRM", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:  # Linux: killed when the parent ends
+        import ctypes  # in the worker only: ctypes costs every command's start-up
+
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
