@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import chunkd
 import windows_reference as reference
 from command import chunkd_command, ndjson, run_chunkd
+from memory import STREAM_BYTES, stream_through_chunkd
 from document_files import soffice
 from markdown_checks import (MAX_CHARS, check_markdown, section_texts, table_spans,
                              unit_length)
@@ -298,3 +299,19 @@ def test_the_twin_gives_the_compiled_tables(documents, tmp_path):
             assert result.returncode == 0, result.stderr
             outputs.add(result.stdout)
         assert len(outputs) == 1 and outputs.pop().count(b'"embed_text"') > 40
+
+
+# --- memory ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [
+    # One table of 210 MB: the first block's header, then every line a row.
+    b"| item | price |\n| --- | --- |\n" + b"| widget | 1.50 |\n" * 10_000,
+    # Tables whose rows of 1 MB are cut as they stream.
+    b"| a |\n| - |\n| " + b"word " * 200_000,
+], ids=["rows", "long rows"])
+def test_a_gigantic_table_streams_in_bounded_memory(block):
+    status, lines, peak_mb = stream_through_chunkd(
+        ["--strategy", "markdown", "--embed-text"], block)
+    assert status == 0 and lines > STREAM_BYTES // 1100
+    assert peak_mb < 64, f"peak RSS {peak_mb} MB"

@@ -160,6 +160,8 @@ _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 #: What opens fenced code, and what may close it (the section scanner's rule).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _CLOSING = re.compile(r" {0,3}(`+|~+)")
+#: What a line that may matter to tables has: a pipe, or the start of a fence.
+_TABLE_OR_FENCE = re.compile(r"\||^ {0,3}(?:```|~~~)", re.MULTILINE)
 
 
 def cell_count(row: str) -> int:
@@ -260,7 +262,11 @@ class TableSplitter:
         """Read the lines now complete (and the last one if ``final``)."""
         chunks: list[Chunk] = []
         end = self.buf_start + len(self.buf)
-        while (newline := self.buf.find("\n", self.scanned - self.buf_start)) >= 0:
+        while True:
+            self._skip_plain_lines()
+            newline = self.buf.find("\n", self.scanned - self.buf_start)
+            if newline < 0:
+                break
             line_end = self.buf_start + newline + 1
             self._see(line_end)
             chunks += self._line(line_end)
@@ -278,6 +284,21 @@ class TableSplitter:
                     self.header[0] if self.header is not None else self.line_start)
             chunks += self._prose(held)
         return chunks
+
+    def _skip_plain_lines(self) -> None:
+        """Outside tables, pass over the complete lines that have no pipe and do not
+        start a fence (they neither start a table nor change a fence): a search, not a
+        line at a time."""
+        if self.table is not None or self.long_line is not None or self.scanned > self.line_start:
+            return
+        start = self.line_start - self.buf_start
+        complete = self.buf.rfind("\n", start) + 1
+        if complete:
+            found = _TABLE_OR_FENCE.search(self.buf, start, complete)
+            plain = self.buf.rfind("\n", start, found.start()) + 1 if found else complete
+            if plain > start:
+                self.line_start = self.scanned = self.buf_start + plain
+                self.header, self.heading_line = None, False
 
     def _see(self, upto: int) -> None:
         """The line in hand is read up to ``upto``: note a "|" in its first
