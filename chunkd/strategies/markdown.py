@@ -16,7 +16,10 @@ space (a space is as long as a size of 1). A piece fed whole (``split_text``) is
 whole until the next feed, and each section's text is sliced from it.
 
 With ``embed_text`` the heading path goes before each chunk's text, and counts toward
-the size, as in Docling's HybridChunker: see ``EmbedPrefix``.
+the size, as in Docling's HybridChunker: see ``EmbedPrefix``; and each section's pipe
+tables are cut apart from its text, between rows, with the table's header before every
+piece of its body: see ``TableSplitter``. Without ``embed_text`` the chunks stay
+LangChain's.
 """
 
 from __future__ import annotations
