@@ -135,6 +135,7 @@ def test_the_header_goes_before_every_piece_of_a_long_table():
     "| h |\n| - |\n| " + "long " * 80 + "|\n| short |\n",            # a row over the size
     "| " + "header " * 20 + "|\n| --- |\n" + "| cell |\n" * 40,        # header over half
     "| a |\n| - |\n\n| b |\n| - |\n| 1 |\n",                             # two tables
+    "   | indented | header |\n  |---|---|\n" + " | x | y |\n" * 30,      # white space
 ])
 @pytest.mark.parametrize("unit,size", [("chars", 64), ("chars", 150), ("tokens", 30)])
 def test_handwritten_tables(text, unit, size):
@@ -157,10 +158,11 @@ words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
 def tables(draw) -> str:
     columns = draw(st.integers(1, 4))
     outer = draw(st.booleans()) or columns == 1
+    indent = draw(st.sampled_from(["", "", " ", "   "]))
 
     def row(cells: list[str]) -> str:
         inner = " | ".join(cells)
-        return f"| {inner} |" if outer else inner
+        return indent + (f"| {inner} |" if outer else inner)
 
     header = row(draw(st.lists(words, min_size=columns, max_size=columns)))
     separator = row([draw(st.sampled_from(["---", ":--", "--:", ":-:", "-"]))

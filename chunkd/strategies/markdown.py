@@ -341,7 +341,7 @@ class TableSplitter:
         table = self.table
         if table is not None:
             if table.long_row is not None:
-                return self._long_row(end) + self._end_long_row(end)
+                return self._long_row(end) + self._end_long_row()
             if self.pipe and self._text(self.line_start, end).strip():
                 return self._row(self.line_start, end)
             chunks = self._end_table()
@@ -421,8 +421,7 @@ class TableSplitter:
         text = self._text(start, end)
         if self.strip:
             text = text.strip()
-        repeat = "" if start == table.start else table.repeat
-        return self.length(self.prefix + repeat + text) <= self.size
+        return self.length(self.prefix + self._repeat(start) + text) <= self.size
 
     def _row(self, start: int, end: int) -> list[Chunk]:
         """The table's next row, [start, end): into the piece in hand if it fits, else
@@ -438,21 +437,25 @@ class TableSplitter:
             table.piece = (start, end)
             return chunks
         self._cut_row(start)
-        return chunks + self._long_row(end) + self._end_long_row(end)
+        return chunks + self._long_row(end) + self._end_long_row()
 
     def _cut_row(self, start: int) -> None:
+        """The row at ``start`` goes to the recursive splitter, at the size less the
+        prefix and the header it is embedded under."""
         table = self.table
         assert table is not None
         table.long_row = start
-        self._resize(self.prefix + ("" if start == table.start else table.repeat))
+        self._resize(self.prefix + self._repeat(start))
         self.origin = start
 
     def _start_long_row(self, end: int) -> list[Chunk]:
+        """The row in hand, read up to ``end``, is too long to fit: cut it as it streams."""
         chunks = self._end_piece()
         self._cut_row(self.line_start)
         return chunks + self._long_row(end)
 
     def _long_row(self, end: int) -> list[Chunk]:
+        """The row being cut reaches ``end``."""
         table = self.table
         assert table is not None and table.long_row is not None
         if end <= self.given:
@@ -461,7 +464,8 @@ class TableSplitter:
         self.given = end
         return self._embedded(self.splitter.feed(text), self._repeat(table.long_row))
 
-    def _end_long_row(self, end: int) -> list[Chunk]:
+    def _end_long_row(self) -> list[Chunk]:
+        """The row being cut has ended."""
         table = self.table
         assert table is not None and table.long_row is not None
         chunks = self._embedded(self.splitter.finish(), self._repeat(table.long_row))
@@ -470,6 +474,7 @@ class TableSplitter:
         return chunks
 
     def _repeat(self, start: int) -> str:
+        """The header a piece of the table that starts at ``start`` is embedded under."""
         table = self.table
         assert table is not None
         return "" if start == table.start else table.repeat
@@ -483,16 +488,17 @@ class TableSplitter:
         start, end = table.piece
         table.piece = None
         self.given = end
-        text = self._text(start, end)
+        text, before = self._text(start, end), self.prefix + self._repeat(start)
         if self.strip:
             start += len(text) - len(text.lstrip())
             text = text.strip()
         if not text:
             return []
         return [Chunk(0, start, start + len(text), self.length(text), text,
-                      embed_text=self.prefix + self._repeat(start) + text)]
+                      embed_text=before + text)]
 
     def _end_table(self) -> list[Chunk]:
+        """The table in hand has ended."""
         chunks = self._end_piece()
         self.table = None
         return chunks
