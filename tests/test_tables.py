@@ -194,6 +194,37 @@ def test_generated_markdown_with_tables(text, unit, data):
     check(text, unit, size, overlap, random.Random(data.draw(st.integers(0, 2**32))))
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(table_documents(), st.sampled_from(["chars", "tokens"]),
+       st.sampled_from(["end", "start", "none"]), st.data())
+def test_tables_that_keep_their_white_space(text, unit, keep, data):
+    """--no-strip (and any --keep-separator): a piece of a table is its rows as they are,
+    line endings included, and its embed_text the prefix (and header), then that text,
+    within the size (but where a piece of a row alone is not)."""
+    size = data.draw(st.integers(20, 300) if unit == "chars" else st.integers(8, 80))
+    overlap = data.draw(st.integers(0, size // 3))
+    options = dict(unit=unit, strategy="markdown", embed_text=True, strip_whitespace=False,
+                   keep_separator=keep)
+    whole = chunkd.split_text(text, size, overlap, **options)
+    splitter = chunkd.Splitter(size, overlap, **options)
+    pieces = random_cuts(text, random.Random(data.draw(st.integers(0, 2**32))), 9)
+    assert [c for piece in pieces for c in splitter.feed(piece)] + splitter.finish() == whole
+    length = unit_length(unit)
+    for section, headings, start, _ in section_texts(text, False):
+        for table_start, _, table_end in table_spans(section, bool(headings)):
+            rows = {start + table_start + offset
+                    for offset, _ in reference.lines(section[table_start:table_end])}
+            for chunk in whole:
+                if start + table_start <= chunk.start < start + table_end:
+                    assert chunk.end <= start + table_end
+                    if chunk.start in rows and chunk.text.endswith("\n"):   # rows whole
+                        assert text[chunk.start:chunk.end] == chunk.text
+                        assert length(chunk.embed_text) <= size
+    for chunk in whole:
+        assert chunk.embed_text.endswith(chunk.text)
+        assert length(chunk.embed_text) <= max(size, length(chunk.text))
+
+
 def random_document(rng: random.Random) -> str:
     """Markdown of paragraphs, headings and tables of up to 40 rows, drawn by ``rng``."""
     parts = []
