@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from chunkd.chunk import Chunk
 from chunkd.options import Flag, Option, register_option, switch
@@ -61,12 +61,12 @@ class Markdown(Strategy):
     def splitter(cls, settings: Settings) -> Chunker:
         from chunkd.strategies.recursive import STRIP_WHITESPACE
 
-        splitter: RecursiveSplitter | TableSplitter = Recursive.splitter(  # type: ignore[assignment]
-            settings)
-        if settings.embed_text:
-            splitter = TableSplitter(splitter, EmbedPrefix(settings),  # type: ignore[arg-type]
-                                     settings[STRIP_WHITESPACE])
-        return MarkdownSplitter(splitter, settings[STRIP_HEADINGS])
+        recursive = cast("RecursiveSplitter", Recursive.splitter(settings))
+        if not settings.embed_text:
+            return MarkdownSplitter(recursive, settings[STRIP_HEADINGS])
+        return MarkdownSplitter(TableSplitter(recursive, EmbedPrefix(settings),
+                                              settings[STRIP_WHITESPACE]),
+                                settings[STRIP_HEADINGS])
 
 
 #: Leave each section's heading line out of its chunks (it stays in ``headings``).
