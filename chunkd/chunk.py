@@ -88,7 +88,12 @@ class Chunk(NamedTuple):
     * ``embed_text``: the text to embed, the heading path, a blank line, then the text
       (``embed_text``). In the markdown strategy it fits the size: the path takes at
       most half of it (outermost headings dropped first, then the innermost cut) and
-      the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``);
+      the text is split in the rest (``chunkd.strategies.markdown.EmbedPrefix``); a
+      pipe table is one chunk if it fits, else cut between rows, and a chunk that
+      starts in a table's body has the table's header row and separator row, each
+      then a newline, between the path and the text, within the size too (not when
+      they and the path would take more than half of it;
+      ``chunkd.strategies.markdown.TableSplitter``);
     * ``chunk_id``: a stable UUID of the chunk in its document (``ids``; ``chunkd.ids``);
     * ``pages``: the first and last page (1-based) of a PDF that the chunk's text comes
       from (``chunkd.documents``).

@@ -378,7 +378,8 @@ class Settings:
                 "(--strategy {strategy} gives none)", flags=(
             Flag("--embed-text", "add \"embed_text\": the heading path (A > B > C), a blank "
                                  "line, then the chunk's text (markdown, sections; code: "
-                                 "the file's path and symbols)"),))
+                                 "the file's path and symbols); markdown: a pipe table "
+                                 "cut between rows, its header before every piece"),))
     #: Add each chunk's exact count in the tokenizer's tokens as ``tokens``.
     count_tokens = Option[bool](
         False, "add tokens", check=switch, fields=("tokens",), flags=(

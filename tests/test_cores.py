@@ -111,6 +111,7 @@ def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
 #: tokens are cl100k_base's, and o200k_base's (from its file) for the recursive strategy.
 STRATEGY_SETTINGS = [("recursive", "--chars", "300"), ("recursive", "--tokens", "80"),
                      ("markdown", "--chars", "300"), ("markdown", "--tokens", "80"),
+                     ("markdown", "--tokens", "80", "--embed-text"),
                      ("graphemes", "--size", "200"), ("words", "--size", "40"),
                      ("sentences", "--size", "3"), ("sections", "--size", "1"),
                      ("recursive", "--tokens", "80", "--tokenizer", str(O200K_FILE))]
