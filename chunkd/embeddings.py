@@ -31,6 +31,8 @@ import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -86,6 +88,51 @@ def as_matrix(vectors: Any, count: int, name: str) -> numpy.ndarray:
     return matrix
 
 
+class Tally:
+    """How many of one ``embed`` call's texts are embedded so far, told to ``told(done,
+    total)`` as it grows (from the threads that embed, one at a time)."""
+
+    def __init__(self, total: int, told: Callable[[int, int], None]) -> None:
+        self.total, self.done, self.told = total, 0, told
+        self.lock = threading.Lock()
+        told(0, total)
+
+    def add(self, count: int) -> None:
+        with self.lock:
+            self.done = min(self.total, self.done + count)
+            self.told(self.done, self.total)
+
+    def finish(self) -> None:
+        """All embedded (a model may not count its batches)."""
+        self.add(self.total)
+
+
+#: Who is told of each ``embed`` call's progress (``embedding_progress``); and the
+#: tally of the call under way, which the models add their batches to (``embedded``).
+_TOLD: ContextVar[Callable[[int, int], None] | None] = ContextVar("told", default=None)
+_TALLY: ContextVar[Tally | None] = ContextVar("tally", default=None)
+
+
+@contextmanager
+def embedding_progress(told: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Within it (unless ``told`` is None), each ``embed`` of a model that ``chunkd.embedder.embedder`` made tells
+    ``told(done, total)`` as its texts are embedded: 0 at once, then those its cache
+    holds, then a batch at a time as the model ends each (all at once where it cannot
+    say), last ``done == total``."""
+    token = _TOLD.set(told)
+    try:
+        yield
+    finally:
+        _TOLD.reset(token)
+
+
+def embedded(count: int) -> None:
+    """Count ``count`` more texts of the ``embed`` call under way as embedded."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.add(count)
+
+
 class FunctionEmbedder:
     """Any callable from a list of texts to their vectors (a list of lists, an array),
     called a batch at a time."""
@@ -102,9 +149,11 @@ class FunctionEmbedder:
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        parts = [as_matrix(self.function(list(texts[start:start + self.batch])),
-                           len(texts[start:start + self.batch]), self.name)
-                 for start in range(0, len(texts), self.batch)]
+        parts = []
+        for start in range(0, len(texts), self.batch):
+            batch = list(texts[start:start + self.batch])
+            parts.append(as_matrix(self.function(batch), len(batch), self.name))
+            embedded(len(batch))
         if len({part.shape[1] for part in parts}) > 1:
             raise EmbedError(f"{self.name} returned vectors of different lengths")
         return numpy.concatenate(parts)
@@ -148,11 +197,22 @@ class Cached:
 
         vectors = self.vectors
         missing = list(dict.fromkeys(text for text in texts if text not in vectors))
+        told = _TOLD.get()
+        tally = None if told is None else Tally(len(texts), told)
+        if tally is not None:
+            tally.add(len(texts) - len(missing))  # those held, and repeats of the others
         if missing:
             missing.sort(key=len, reverse=True)
-            for text, vector in zip(missing, self.inner.embed(missing)):
+            token = _TALLY.set(tally)
+            try:
+                made = self.inner.embed(missing)
+            finally:
+                _TALLY.reset(token)
+            for text, vector in zip(missing, made):
                 vectors[text] = vector
                 self.held += vector.nbytes + len(text)
+        if tally is not None:
+            tally.finish()
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         made = numpy.stack([vectors[text] for text in texts])
@@ -320,9 +380,12 @@ class OpenAIEmbedder:
         calls = [list(texts[start:end])
                  for start, end in batches(self.counts(texts), batch, batch_tokens)]
         if self.limits.concurrency == 1 or len(calls) == 1:
-            parts = [self._batch(call, threading.Event()) for call in calls]
+            parts = []
+            for call in calls:
+                parts.append(self._batch(call, threading.Event()))
+                embedded(len(call))
         else:
-            parts = self._in_flight(calls)
+            parts = self._in_flight(calls, _TALLY.get())
         for part in parts:
             if self.dimension is None:
                 self.dimension = part.shape[1]
@@ -331,10 +394,11 @@ class OpenAIEmbedder:
                                  f"vectors of {self.dimension}")
         return numpy.concatenate(parts)
 
-    def _in_flight(self, calls: list[list[str]]) -> list[numpy.ndarray]:
+    def _in_flight(self, calls: list[list[str]], tally: Tally | None) -> list[numpy.ndarray]:
         """The vectors of each call's texts, up to ``limits.concurrency`` calls in flight,
-        from daemon threads: after a failure or an interrupt, the calls not yet sent are
-        dropped, those in flight end at their next try, and none holds up the exit."""
+        from daemon threads (each call's texts counted in ``tally`` as it ends): after a
+        failure or an interrupt, the calls not yet sent are dropped, those in flight end
+        at their next try, and none holds up the exit."""
         given_up = threading.Event()
         lock = threading.Lock()
         waiting = iter(range(len(calls)))
@@ -349,6 +413,8 @@ class OpenAIEmbedder:
                     return
                 try:
                     parts[number] = self._batch(calls[number], given_up)
+                    if tally is not None:
+                        tally.add(len(calls[number]))
                 except BaseException as error:  # noqa: BLE001 (raised in the caller)
                     with lock:
                         failures.append(error)
@@ -550,6 +616,9 @@ class SentenceTransformerEmbedder:
         self.name = folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
         self.batch = batch
         self.shown = f"--embed {folder}"
+        # Each batch counted as its last module ends it (``encode`` batches on its own).
+        self.model[-1].register_forward_hook(
+            lambda module, given, made: embedded(len(made["sentence_embedding"])))
         try:
             self.embed(["chunkd"])
         except EmbedError as error:
