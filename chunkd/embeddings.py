@@ -30,7 +30,7 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -133,6 +133,24 @@ def embedded(count: int) -> None:
         tally.add(count)
 
 
+@contextmanager
+def counting(count: int) -> Iterator[None]:
+    """Around a cache's ``embed`` of ``count`` texts: their tally, which the models it
+    calls add to, all done at the end; none if nobody is told, or if an outer cache's
+    call is counted already (the texts this one holds count there at once)."""
+    told = _TOLD.get()
+    if told is None or _TALLY.get() is not None:
+        yield
+        return
+    tally = Tally(count, told)
+    token = _TALLY.set(tally)
+    try:
+        yield
+        tally.finish()
+    finally:
+        _TALLY.reset(token)
+
+
 class FunctionEmbedder:
     """Any callable from a list of texts to their vectors (a list of lists, an array),
     called a batch at a time."""
@@ -197,22 +215,13 @@ class Cached:
 
         vectors = self.vectors
         missing = list(dict.fromkeys(text for text in texts if text not in vectors))
-        told = _TOLD.get()
-        tally = None if told is None else Tally(len(texts), told)
-        if tally is not None:
-            tally.add(len(texts) - len(missing))  # those held, and repeats of the others
-        if missing:
-            missing.sort(key=len, reverse=True)
-            token = _TALLY.set(tally)
-            try:
-                made = self.inner.embed(missing)
-            finally:
-                _TALLY.reset(token)
-            for text, vector in zip(missing, made):
-                vectors[text] = vector
-                self.held += vector.nbytes + len(text)
-        if tally is not None:
-            tally.finish()
+        with counting(len(texts)):
+            embedded(len(texts) - len(missing))  # those held, and repeats of the others
+            if missing:
+                missing.sort(key=len, reverse=True)
+                for text, vector in zip(missing, self.inner.embed(missing)):
+                    vectors[text] = vector
+                    self.held += vector.nbytes + len(text)
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         made = numpy.stack([vectors[text] for text in texts])
@@ -617,8 +626,7 @@ class SentenceTransformerEmbedder:
         self.batch = batch
         self.shown = f"--embed {folder}"
         # Each batch counted as its last module ends it (``encode`` batches on its own).
-        self.model[-1].register_forward_hook(
-            lambda module, given, made: embedded(len(made["sentence_embedding"])))
+        self.model[-1].register_forward_hook(_count_batch)
         try:
             self.embed(["chunkd"])
         except EmbedError as error:
@@ -640,6 +648,14 @@ class SentenceTransformerEmbedder:
             raise EmbedError(f"{self.shown}: the model cannot run: {_one_line(error)}"
                              f"{denied}") from None
         return numpy.asarray(vectors, dtype=numpy.float32)
+
+
+def _count_batch(module: Any, given: Any, made: Any) -> None:
+    """A sentence-transformers model's batch of embeddings, counted as embedded (one it
+    cannot count is counted when ``embed`` returns)."""
+    vectors = made.get("sentence_embedding") if isinstance(made, Mapping) else None
+    if vectors is not None:
+        embedded(len(vectors))
 
 
 def _status(code: int) -> str:

@@ -173,3 +173,38 @@ def test_a_client_that_goes_away_stops_its_split(slow_endpoint):
     assert code == 0
     assert len(re.findall(r"stopped a split of .* after [\d.]+ s: its page went away",
                           stderr)) == 5
+
+
+# --- in process: what the models and their caches count ----------------------------------
+
+def progress_of(model, texts: list[str]) -> list[tuple[int, int]]:
+    """What ``embedding_progress`` is told while ``model`` embeds ``texts``, each
+    change once."""
+    from chunkd.embeddings import embedding_progress
+
+    told: list[tuple[int, int]] = []
+    with embedding_progress(lambda done, total: told.append((done, total))):
+        model.embed(texts)
+    return [step for number, step in enumerate(told) if not number or step != told[number - 1]]
+
+
+def test_a_local_model_counts_each_batch_and_its_caches_what_they_hold(minilm, tmp_path):
+    from chunkd.embedder import embedder
+
+    texts = sentences(100, "local-").split(". ")
+    assert len(set(texts)) == 100
+    model = embedder({"embed": minilm[0]})
+    # The real all-MiniLM-L6-v2 embeds 32 texts a batch.
+    assert progress_of(model, texts) == [(0, 100), (32, 100), (64, 100), (96, 100), (100, 100)]
+    # Held in memory: counted at once; a repeated text with the one it repeats.
+    more = sentences(10, "more-").split(". ")
+    assert progress_of(model, texts + more + more[:3]) == [(0, 113), (103, 113), (113, 113)]
+    # A cache on disk between the two: one count, its total the texts asked for; those
+    # it has stored counted at once.
+    from chunkd.embeddings import Cached
+
+    stored = embedder({"embed": minilm[0], "embed_cache": str(tmp_path / "cache")})
+    fresh = sentences(40, "disk-").split(". ")
+    assert progress_of(stored, fresh + texts[:10]) == [(0, 50), (32, 50), (50, 50)]
+    newer = sentences(8, "newer-").split(". ")
+    assert progress_of(Cached(stored.inner), newer + fresh) == [(0, 48), (40, 48), (48, 48)]
