@@ -115,10 +115,10 @@ _TALLY: ContextVar[Tally | None] = ContextVar("tally", default=None)
 
 @contextmanager
 def embedding_progress(told: Callable[[int, int], None] | None) -> Iterator[None]:
-    """Within it (unless ``told`` is None), each ``embed`` of a model that ``chunkd.embedder.embedder`` made tells
-    ``told(done, total)`` as its texts are embedded: 0 at once, then those its cache
-    holds, then a batch at a time as the model ends each (all at once where it cannot
-    say), last ``done == total``."""
+    """Within it (unless ``told`` is None), each ``embed`` of a model that
+    ``chunkd.embedder.embedder`` made tells ``told(done, total)`` as its texts are
+    embedded: 0 at once, then those its caches hold, then a batch at a time as the
+    model ends each (all at once where it cannot say), last ``done == total``."""
     token = _TOLD.set(told)
     try:
         yield

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.browser
 RECORD_STATUS = """() => {
   window.statuses = [];
   new MutationObserver((records) => {
-    for (const record of records) for (const node of record.addedNodes) window.statuses.push(node.textContent);
+    for (const record of records) {
+      for (const node of record.addedNodes) window.statuses.push(node.textContent);
+    }
   }).observe(document.getElementById("action-status"), { childList: true });
 }"""
 EMBEDDING = re.compile(r"Embedding: ([\d,]+) of ([\d,]+) sentences · ([\d.]+) s")

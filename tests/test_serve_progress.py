@@ -19,13 +19,14 @@ import pytest
 from browser import Serve, request
 from test_embed_url import Endpoint
 
+from chunkd.serve import PROGRESS_INTERVAL
+
 #: What the page sends to ask for progress.
 STREAMED = {"Accept": "application/x-ndjson"}
-#: The server's least time between two progress lines (chunkd.serve.PROGRESS_INTERVAL).
-INTERVAL = 0.25
-#: Each request to the endpoint is answered after this long: longer than the interval,
-#: so that every batch's count is a line of its own.
+#: Each request to the endpoint is answered after this long: longer than the server's
+#: least time between two progress lines, so that every batch's count is a line of its own.
 SLOW = 0.4
+assert SLOW > PROGRESS_INTERVAL
 
 
 def sentences(count: int, seed: str = "") -> str:
@@ -99,11 +100,11 @@ def test_a_semantic_split_tells_the_sentences_embedded_as_batches_end(slow_endpo
     embedded = sum(len(body["input"]) for _, _, body in slow_endpoint.requests) - sent
     assert embedded == 48  # a window a sentence, each embedded once
     counts = counts_of(progress, "sentences")
-    # 0 first, then each batch of 8 as it ends (SLOW > INTERVAL: none held back), the
-    # last at the total.
+    # 0 first, then each batch of 8 as it ends (SLOW > PROGRESS_INTERVAL: none held
+    # back), the last at the total.
     assert counts == [(done, 48) for done in range(0, 49, 8)], counts
     # Throttled: at most a line an interval, besides the first and last of each count.
-    assert len(progress) <= took / INTERVAL + 4
+    assert len(progress) <= took / PROGRESS_INTERVAL + 4
 
 
 def test_a_refused_split_gives_the_same_status_and_message_streamed():
