@@ -1,31 +1,79 @@
 """Work in another process, bounded: what ``chunkd serve``'s splits (a process forked
 for each) and the documents' extraction worker share. The parent reads a child's
-answer from a pipe until the child ends, or gives up at a deadline (and kills it); a
-child may grow its memory by a fixed amount, no further."""
+progress and answer from a pipe until the child ends, or gives up at a deadline (and
+kills it); a child may grow its memory by a fixed amount, no further."""
 
 from __future__ import annotations
 
 import os
 import resource
 import selectors
+import socket
 import time
+from collections.abc import Callable
+
+import orjson
+
+#: What a child writes to its pipe: lines of progress (``PROGRESS``, JSON, a newline),
+#: then ``ANSWER`` and its answer.
+PROGRESS, ANSWER = b"p", b"a"
 
 
-def read_until_end(fd: int, deadline: float) -> bytes | None:
-    """What a child writes to ``fd`` until it ends; None at the deadline."""
-    parts: list[bytes] = []
+class ClientGone(Exception):
+    """The connection watched while a child works has ended (``read_until_end``)."""
+
+
+def read_until_end(fd: int, deadline: float, told: Callable[[dict], None] | None = None,
+                   client: socket.socket | None = None) -> bytes | None:
+    """What a child answers on ``fd`` (after ``ANSWER``, until it ends; b"" if it ended
+    without), each progress line before it given to ``told``; None at the deadline;
+    ``ClientGone`` once ``client`` has closed (a client that sends nothing after its
+    request, as a browser: the connection readable is its end)."""
+    pending, answer = b"", list[bytes]()
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
+        if client is not None:
+            selector.register(client, selectors.EVENT_READ)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            if not selector.select(min(left, 1.0)):
-                continue
-            data = os.read(fd, 1 << 20)
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
+            for key, _ in selector.select(min(left, 1.0)):
+                if key.fileobj is client:
+                    if _closed(client):
+                        raise ClientGone
+                    selector.unregister(client)  # it sent more: its end cannot be seen
+                    continue
+                data = os.read(fd, 1 << 20)
+                if not data:
+                    return b"".join(answer)
+                if answer:
+                    answer.append(data)
+                    continue
+                pending += data
+                while pending[:1] == PROGRESS and b"\n" in pending:
+                    line, pending = pending[1:].split(b"\n", 1)
+                    if told is not None:
+                        told(orjson.loads(line))
+                if pending[:1] == ANSWER:
+                    answer.append(pending[1:])
+
+
+def _closed(connection: socket.socket) -> bool:
+    """Whether a readable connection has ended (or failed)."""
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def write_all(out: int, data: bytes) -> None:
+    """Write all of ``data`` to the pipe ``out``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out, view):]
 
 
 def limit_memory(more: int) -> None:

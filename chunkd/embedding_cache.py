@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from chunkd.embeddings import counting, embedded
 from chunkd.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -243,15 +244,17 @@ class DiskCached:
         vectors: dict[bytes, numpy.ndarray] = {
             key: numpy.frombuffer(vector, dtype="<f4") for key, vector in found.items()}
         missing = {key: text for key, text in zip(keys, texts) if key not in vectors}
-        if missing:
-            order = sorted(missing, key=lambda key: -len(missing[key]))
-            made = self.inner.embed([missing[key] for key in order])
-            self.sent += len(order)
-            stored = []
-            for key, vector in zip(order, made):
-                vectors[key] = vector
-                stored.append((key, numpy.asarray(vector, dtype="<f4").tobytes()))
-            self.cache.put(stored)
+        with counting(len(texts)):
+            embedded(len(texts) - len(missing))  # those stored, and repeats of the others
+            if missing:
+                order = sorted(missing, key=lambda key: -len(missing[key]))
+                made = self.inner.embed([missing[key] for key in order])
+                self.sent += len(order)
+                stored = []
+                for key, vector in zip(order, made):
+                    vectors[key] = vector
+                    stored.append((key, numpy.asarray(vector, dtype="<f4").tobytes()))
+                self.cache.put(stored)
         if len({vector.shape for vector in vectors.values()}) > 1:
             # Vectors of another length under this identity: not this model's.
             raise_mixed(self.name)

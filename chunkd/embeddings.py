@@ -30,7 +30,9 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -85,6 +87,69 @@ def as_matrix(vectors: Any, count: int, name: str) -> numpy.ndarray:
     return matrix
 
 
+class Tally:
+    """How many of one ``embed`` call's texts are embedded so far, told to ``told(done,
+    total)`` as it grows (from the threads that embed, one at a time)."""
+
+    def __init__(self, total: int, told: Callable[[int, int], None]) -> None:
+        self.total, self.done, self.told = total, 0, told
+        self.lock = threading.Lock()
+        told(0, total)
+
+    def add(self, count: int) -> None:
+        with self.lock:
+            self.done = min(self.total, self.done + count)
+            self.told(self.done, self.total)
+
+    def finish(self) -> None:
+        """All embedded (a model may not count its batches)."""
+        self.add(self.total)
+
+
+#: Who is told of each ``embed`` call's progress (``embedding_progress``); and the
+#: tally of the call under way, which the models add their batches to (``embedded``).
+_TOLD: ContextVar[Callable[[int, int], None] | None] = ContextVar("told", default=None)
+_TALLY: ContextVar[Tally | None] = ContextVar("tally", default=None)
+
+
+@contextmanager
+def embedding_progress(told: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Within it (unless ``told`` is None), each ``embed`` of a model that
+    ``chunkd.embedder.embedder`` made tells ``told(done, total)`` as its texts are
+    embedded: 0 at once, then those its caches hold, then a batch at a time as the
+    model ends each (all at once where it cannot say), last ``done == total``."""
+    token = _TOLD.set(told)
+    try:
+        yield
+    finally:
+        _TOLD.reset(token)
+
+
+def embedded(count: int) -> None:
+    """Count ``count`` more texts of the ``embed`` call under way as embedded."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.add(count)
+
+
+@contextmanager
+def counting(count: int) -> Iterator[None]:
+    """Around a cache's ``embed`` of ``count`` texts: their tally, which the models it
+    calls add to, all done at the end; none if nobody is told, or if an outer cache's
+    call is counted already (the texts this one holds count there at once)."""
+    told = _TOLD.get()
+    if told is None or _TALLY.get() is not None:
+        yield
+        return
+    tally = Tally(count, told)
+    token = _TALLY.set(tally)
+    try:
+        yield
+        tally.finish()
+    finally:
+        _TALLY.reset(token)
+
+
 class FunctionEmbedder:
     """Any callable from a list of texts to their vectors (a list of lists, an array),
     called a batch at a time."""
@@ -101,9 +166,11 @@ class FunctionEmbedder:
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        parts = [as_matrix(self.function(list(texts[start:start + self.batch])),
-                           len(texts[start:start + self.batch]), self.name)
-                 for start in range(0, len(texts), self.batch)]
+        parts = []
+        for start in range(0, len(texts), self.batch):
+            batch = list(texts[start:start + self.batch])
+            parts.append(as_matrix(self.function(batch), len(batch), self.name))
+            embedded(len(batch))
         if len({part.shape[1] for part in parts}) > 1:
             raise EmbedError(f"{self.name} returned vectors of different lengths")
         return numpy.concatenate(parts)
@@ -147,11 +214,13 @@ class Cached:
 
         vectors = self.vectors
         missing = list(dict.fromkeys(text for text in texts if text not in vectors))
-        if missing:
-            missing.sort(key=len, reverse=True)
-            for text, vector in zip(missing, self.inner.embed(missing)):
-                vectors[text] = vector
-                self.held += vector.nbytes + len(text)
+        with counting(len(texts)):
+            embedded(len(texts) - len(missing))  # those held, and repeats of the others
+            if missing:
+                missing.sort(key=len, reverse=True)
+                for text, vector in zip(missing, self.inner.embed(missing)):
+                    vectors[text] = vector
+                    self.held += vector.nbytes + len(text)
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
         made = numpy.stack([vectors[text] for text in texts])
@@ -321,9 +390,12 @@ class OpenAIEmbedder:
         calls = [list(texts[start:end])
                  for start, end in batches(self.counts(texts), batch, batch_tokens)]
         if self.limits.concurrency == 1 or len(calls) == 1:
-            parts = [self._batch(call, threading.Event()) for call in calls]
+            parts = []
+            for call in calls:
+                parts.append(self._batch(call, threading.Event()))
+                embedded(len(call))
         else:
-            parts = self._in_flight(calls)
+            parts = self._in_flight(calls, _TALLY.get())
         for part in parts:
             if self.dimension is None:
                 self.dimension = part.shape[1]
@@ -332,10 +404,11 @@ class OpenAIEmbedder:
                                  f"vectors of {self.dimension}")
         return numpy.concatenate(parts)
 
-    def _in_flight(self, calls: list[list[str]]) -> list[numpy.ndarray]:
+    def _in_flight(self, calls: list[list[str]], tally: Tally | None) -> list[numpy.ndarray]:
         """The vectors of each call's texts, up to ``limits.concurrency`` calls in flight,
-        from daemon threads: after a failure or an interrupt, the calls not yet sent are
-        dropped, those in flight end at their next try, and none holds up the exit."""
+        from daemon threads (each call's texts counted in ``tally`` as it ends): after a
+        failure or an interrupt, the calls not yet sent are dropped, those in flight end
+        at their next try, and none holds up the exit."""
         given_up = threading.Event()
         lock = threading.Lock()
         waiting = iter(range(len(calls)))
@@ -350,6 +423,8 @@ class OpenAIEmbedder:
                     return
                 try:
                     parts[number] = self._batch(calls[number], given_up)
+                    if tally is not None:
+                        tally.add(len(calls[number]))
                 except BaseException as error:  # noqa: BLE001 (raised in the caller)
                     with lock:
                         failures.append(error)
@@ -565,6 +640,8 @@ class SentenceTransformerEmbedder:
         self.name = folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
         self.batch = batch
         self.shown = f"--embed {folder}"
+        # Each batch counted as its last module ends it (``encode`` batches on its own).
+        self.model[-1].register_forward_hook(_count_batch)
         try:
             self.embed(["chunkd"])
         except EmbedError as error:
@@ -586,6 +663,14 @@ class SentenceTransformerEmbedder:
             raise EmbedError(f"{self.shown}: the model cannot run: {_one_line(error)}"
                              f"{denied}") from None
         return numpy.asarray(vectors, dtype=numpy.float32)
+
+
+def _count_batch(module: Any, given: Any, made: Any) -> None:
+    """A sentence-transformers model's batch of embeddings, counted as embedded (one it
+    cannot count is counted when ``embed`` returns)."""
+    vectors = made.get("sentence_embedding") if isinstance(made, Mapping) else None
+    if vectors is not None:
+        embedded(len(vectors))
 
 
 def _status(code: int) -> str:

@@ -15,7 +15,13 @@ without a model) is told what the server lacks. The other options (``--language`
 server's, fixed when it started; so is ``--tokenizer``, loaded once at start: a request
 never names a file of the server.
 The answer is a report: the filter's records for that document, with exact token
-counts, and a summary.
+counts, and a summary. A request that accepts ``application/x-ndjson`` (the page's)
+gets the split's progress as it goes instead, a line at most every
+``PROGRESS_INTERVAL`` seconds (``{"progress": {"of": "sentences", "done": 96,
+"total": 431}}``: the document's code points fed to the chunker, the semantic
+strategy's sentences embedded), then ``{"status": 200, "answer": REPORT}`` (or the
+status and ``{"error": ...}`` the request would have had); a client that closes the
+connection meanwhile stops its split.
 
 Safety, for a page that holds the user's documents: it listens on the loopback
 address unless ``--host`` says otherwise; it answers only requests whose Host names
@@ -53,7 +59,7 @@ import socketserver
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NoReturn
@@ -62,7 +68,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import orjson
 
 from chunkd import __version__
-from chunkd.child import limit_memory, read_until_end
+from chunkd.child import ANSWER, PROGRESS, ClientGone, limit_memory, read_until_end, write_all
 from chunkd.documents import Limits, extract_source
 from chunkd.embedder import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
@@ -71,7 +77,7 @@ from chunkd.settings import (CommandParser, Settings, SettingsError, add_setting
                              flags, given_flags, options, parse_with_settings,
                              settings_from_flags)
 from chunkd.strategies import REGISTRY, Source, build
-from chunkd.web import (ASSETS, ReportTooLarge, asset, report, strategy_descriptions,
+from chunkd.web import (ASSETS, ReportTooLarge, Told, asset, report, strategy_descriptions,
                         with_token_counts)
 
 DEFAULT_PORT = 8000
@@ -91,6 +97,11 @@ MAX_ANSWER = 512 * 2**20
 #: The chunks of a document may hold at most this many times its code points (plus a
 #: mebibyte, for short documents): more repeats it over and over (the overlap).
 REPEAT_BOUND = 4
+#: The least time between two progress lines of a split (the first and the last of
+#: each count always go).
+PROGRESS_INTERVAL = 0.25
+#: The media type of an answer with progress lines (the request accepts it).
+NDJSON = "application/x-ndjson"
 
 #: The page loads its own script, style and data, nothing else, and cannot be framed.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -232,8 +243,12 @@ class Splits:
         self.running: set[int] = set()
         self.lock = threading.Lock()
 
-    def split(self, settings: Settings, body: bytes, name: str | None) -> tuple[int, bytes]:
-        """The status and JSON answer of a split (run within a slot: see ``slots``)."""
+    def split(self, settings: Settings, body: bytes, name: str | None,
+              told: Callable[[dict], None] | None = None,
+              client: socket.socket | None = None) -> tuple[int, bytes]:
+        """The status and JSON answer of a split (run within a slot: see ``slots``);
+        ``told`` is given its progress as it goes. ``ClientGone`` (the split stopped)
+        once ``client``, the connection that asked for it, has closed."""
         read_end, write_end = os.pipe()
         with self.lock:  # stop() sees every process
             try:
@@ -246,11 +261,11 @@ class Splits:
             if pid == 0:
                 os.close(read_end)
                 _split_in_child(write_end, settings, body, name, self.max_chunks,
-                                self.max_bytes, self.time_limit)
+                                self.max_bytes, self.time_limit, told is not None)
             self.running.add(pid)
         os.close(write_end)
         try:
-            answer = read_until_end(read_end, time.monotonic() + self.time_limit)
+            answer = read_until_end(read_end, time.monotonic() + self.time_limit, told, client)
         finally:
             os.close(read_end)
             with self.lock:  # a pid stop() may kill is never one reaped (and reused)
@@ -275,9 +290,30 @@ class Splits:
                 os.kill(pid, signal.SIGKILL)
 
 
+class _ProgressLines:
+    """Tells a split's progress (``chunkd.web.Told``) on its pipe: the first and the
+    last of each count, and others at most every ``PROGRESS_INTERVAL`` seconds."""
+
+    def __init__(self, out: int) -> None:
+        self.out = out
+        self.sent: tuple[str, int, int] | None = None
+        self.when = -math.inf
+
+    def __call__(self, of: str, done: int, total: int) -> None:
+        now, sent = time.monotonic(), self.sent
+        if sent == (of, done, total) or (sent is not None and sent[0] == of and done < total
+                                          and now - self.when < PROGRESS_INTERVAL):
+            return
+        self.sent, self.when = (of, done, total), now
+        write_all(self.out, PROGRESS + orjson.dumps({"of": of, "done": done,
+                                                      "total": total}) + b"\n")
+
+
 def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
-                    max_chunks: int, max_bytes: int, time_limit: float) -> NoReturn:
-    """A split's process: write the status (two bytes) and the answer to ``out``."""
+                    max_chunks: int, max_bytes: int, time_limit: float,
+                    progress: bool) -> NoReturn:
+    """A split's process: write its progress (if asked), then ``ANSWER``, the status
+    (two bytes) and the answer, to ``out``."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the server kills it
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -287,22 +323,21 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         os.closerange(3, out)
         os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         limit_memory(SPLIT_MEMORY)
-        status, answer = _split(settings, body, name, max_chunks, max_bytes)
-        view = memoryview(status.to_bytes(2, "big") + answer)
-        while view:
-            view = view[os.write(out, view):]
+        status, answer = _split(settings, body, name, max_chunks, max_bytes,
+                                _ProgressLines(out) if progress else None)
+        write_all(out, ANSWER + status.to_bytes(2, "big") + answer)
     finally:
         os._exit(0)
 
 
 def _split(settings: Settings, body: bytes, name: str | None, max_chunks: int,
-           max_bytes: int) -> tuple[int, bytes]:
+           max_bytes: int, told: Told | None) -> tuple[int, bytes]:
     """The status and JSON answer of one split (in its own process)."""
     try:
         text, source = _document(body, name, settings, max_bytes)
         data = orjson.dumps(report(settings, text, name, max_chunks=max_chunks,
                                    max_points=REPEAT_BOUND * len(text) + 2**20,
-                                   source=source))
+                                   source=source, told=told))
     except InputError as error:
         return 400, _error(str(error))
     except ReportTooLarge as error:
@@ -542,6 +577,7 @@ class PageHandler(BaseHTTPRequestHandler):
                                 "runs at once; try again")
             self.drain(length)
             return
+        streamed = self.accepts(NDJSON)
         try:
             started = time.perf_counter()
             body = self.read_body(length, time.monotonic() + splits.time_limit)
@@ -553,15 +589,43 @@ class PageHandler(BaseHTTPRequestHandler):
             except (SettingsError, ValueError) as error:
                 self.api_error(400, str(error))
                 return
-            status, data = splits.split(settings, body, name)
+            if streamed:
+                self.send_head(200, NDJSON, None)
+                self.close_connection = True  # the answer ends with the connection
+                try:
+                    status, data = splits.split(settings, body, name, self.progress_line,
+                                                self.connection)
+                except ClientGone:
+                    self.close_connection = True
+                    self.log(f"stopped a split of {_size(len(body))} after "
+                             f"{time.perf_counter() - started:.2f} s: its page went away")
+                    return
+            else:
+                status, data = splits.split(settings, body, name)
         finally:
             splits.slots.release()
-        self.respond(status, data, "application/json")
+        if streamed:
+            self.wfile.write(b'{"status":%d,"answer":%b}\n' % (status, data))
+        else:
+            self.respond(status, data, "application/json")
         if status == 200:
             self.log(f"split {_size(len(body))} in {time.perf_counter() - started:.2f} s")
         else:
             self.log(f"refused a split of {_size(len(body))}: "
                      f"{orjson.loads(data)['error']}")
+
+    def accepts(self, media_type: str) -> bool:
+        """Whether the request's Accept names ``media_type``."""
+        accept = ",".join(self.headers.get_all("Accept", []))
+        return media_type in (part.split(";")[0].strip().lower() for part in accept.split(","))
+
+    def progress_line(self, progress: dict) -> None:
+        """A split's progress, a line of the streamed answer; ``ClientGone`` if it
+        cannot be written (the page went away, or stopped reading)."""
+        try:
+            self.wfile.write(orjson.dumps({"progress": progress}) + b"\n")
+        except OSError:
+            raise ClientGone from None
 
     def check_host(self) -> bool:
         """Answer only requests for this server's names and port (DNS rebinding)."""
@@ -687,14 +751,20 @@ class PageHandler(BaseHTTPRequestHandler):
 
     def respond(self, status: int, body: bytes, content_type: str, *,
                 body_too: bool = True) -> None:
+        self.send_head(status, content_type, len(body))
+        if body_too:
+            self.wfile.write(body)
+
+    def send_head(self, status: int, content_type: str, length: int | None) -> None:
+        """The status line and headers; without a length, the answer ends with the
+        connection (HTTP/1.0)."""
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if length is not None:
+            self.send_header("Content-Length", str(length))
         for header, value in SECURITY_HEADERS.items():
             self.send_header(header, value)
         self.end_headers()
-        if body_too:
-            self.wfile.write(body)
 
     def log(self, line: str) -> None:
         log(line)

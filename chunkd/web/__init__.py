@@ -18,12 +18,13 @@ import importlib.resources
 import io
 import re
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import orjson
 
 from chunkd import __version__
 from chunkd.chunk import Chunk
+from chunkd.embeddings import embedding_progress
 from chunkd.settings import Settings
 from chunkd.strategies import REGISTRY, Source, begin, build
 from chunkd.strategies.semantic import Curve, curves
@@ -57,6 +58,10 @@ _REST_MARKUP = re.compile(r"(?::\w+:)?``?([^`]+?)``?")
 #: Code points fed to the chunker at a time, so that a bound stops a split early.
 FEED_POINTS = 1 << 14
 
+#: What a split's progress is told: how many of the document's "code points" are fed to
+#: the chunker, or of its "sentences" are embedded (the semantic strategy), of how many.
+Told = Callable[[str, int, int], None]
+
 
 class ReportTooLarge(ValueError):
     """A report over the bound its caller set; the message says which and what to do."""
@@ -81,46 +86,55 @@ def strategy_descriptions() -> list[dict]:
 
 def bounded_chunks(settings: Settings, text: str, name: str | None = None,
                    max_chunks: int | None = None, max_points: int | None = None,
-                   source: Source | None = None) -> list[Chunk]:
+                   source: Source | None = None, told: Told | None = None) -> list[Chunk]:
     """The chunks of the document ``name`` (``source``, when more is known of it: a
     PDF's page starts); over ``max_chunks`` chunks, or over ``max_points`` code
     points in all chunks together (the overlap repeats text), ``ReportTooLarge`` as
-    soon as a block of the text shows it, before the rest is cut."""
+    soon as a block of the text shows it, before the rest is cut. ``told``: told of
+    the progress (see ``Told``)."""
     chunker = build(settings)
     begin(chunker, source or Source(name))
 
     def blocks() -> Iterator[list[Chunk]]:
         for at in range(0, len(text), FEED_POINTS):
-            yield chunker.feed(text[at:at + FEED_POINTS])
+            block = chunker.feed(text[at:at + FEED_POINTS])
+            if told is not None:
+                told("code points", min(len(text), at + FEED_POINTS), len(text))
+            yield block
         yield chunker.finish()
 
     chunks: list[Chunk] = []
     points = 0
-    for block in blocks():
-        chunks += block
-        points += sum(chunk.end - chunk.start for chunk in block)
-        if max_chunks is not None and len(chunks) > max_chunks:
-            raise ReportTooLarge(f"these settings cut the document into more than "
-                                 f"{max_chunks:,} chunks, the most this server shows; "
-                                 "choose a larger size")
-        if max_points is not None and points > max_points:
-            raise ReportTooLarge(f"the chunks hold more than {max_points:,} code points "
-                                 "together, the most this server shows for this document; "
-                                 "choose a smaller overlap or a larger size")
+    sentences = None if told is None else (
+        lambda done, total: told("sentences", done, total))
+    with embedding_progress(sentences):
+        for block in blocks():
+            chunks += block
+            points += sum(chunk.end - chunk.start for chunk in block)
+            if max_chunks is not None and len(chunks) > max_chunks:
+                raise ReportTooLarge(f"these settings cut the document into more than "
+                                     f"{max_chunks:,} chunks, the most this server shows; "
+                                     "choose a larger size")
+            if max_points is not None and points > max_points:
+                raise ReportTooLarge(f"the chunks hold more than {max_points:,} code "
+                                     "points together, the most this server shows for "
+                                     "this document; choose a smaller overlap or a "
+                                     "larger size")
     return chunks
 
 
 def report(settings: Settings, text: str, name: str | None = None,
            max_chunks: int | None = None, max_points: int | None = None,
-           source: Source | None = None) -> dict:
+           source: Source | None = None, told: Told | None = None) -> dict:
     """The page's data for one document: ``jsonl`` is what ``chunkd`` writes for the
     same settings (with ``doc`` when the document has a ``name``, as for a FILE);
     ``tokenizer``, the identity of the tokenizer its tokens count in.
     ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``); ``source``: what
     is known of a PDF, HTML or DOCX document whose ``text`` was extracted; ``curve``,
-    the semantic strategy's distances, threshold and cuts (None for the others)."""
+    the semantic strategy's distances, threshold and cuts (None for the others);
+    ``told``: told of the split's progress as it goes (see ``Told``)."""
     with curves() as seen:
-        chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source)
+        chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source, told)
     fields = list(settings.record_fields())
     if source is not None and source.page_starts is not None:
         fields.append("pages")

@@ -9,6 +9,7 @@
   const count = new Intl.NumberFormat("en");
   const percent = new Intl.NumberFormat("en", { maximumFractionDigits: 1 });
   const seconds = new Intl.NumberFormat("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const tenths = new Intl.NumberFormat("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 
   /** An element with a class and text (as text, never as HTML). */
   function element(tag, className, text) {
@@ -358,7 +359,11 @@
       ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) facts.push(["Tokens", `${count.format(record.tokens)} (${tokenizerName(shown.report.tokenizer)})`]);
+    if (record.tokens !== undefined) {
+      const tokens = element("span", "one-line");
+      tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
+      facts.push(["Tokens", tokens]);
+    }
     facts.push(["Estimated tokens", record.estimated_tokens !== undefined
       ? count.format(record.estimated_tokens) : "—"]);
     if (record.headings !== undefined) {
@@ -386,10 +391,20 @@
     return digest === undefined ? identity : `${name}@${digest.slice(0, 8)}`;
   }
 
+  /** A tokenizer's name in a card: on one line, cut with an ellipsis where the card is
+   * narrower (a model folder's name can be long), the whole identity in its tooltip. */
+  function unitName(identity) {
+    const name = element("span", "unit-name", tokenizerName(identity));
+    name.title = identity;
+    return name;
+  }
+
+  /** Facts as a definition list; a value is text or an element. */
   function factList(facts) {
     const list = element("dl", "facts");
     for (const [term, value] of facts) {
-      const dt = element("dt", "", term), dd = element("dd", "", value);
+      const dt = element("dt", "", term), dd = element("dd");
+      dd.append(value);
       dd.dataset.fact = term;
       list.append(dt, dd);
     }
@@ -407,7 +422,7 @@
         + `${count.format(summary.min)}, max ${count.format(summary.max)}, size ${count.format(settings.size)}`]);
     }
     if (summary.tokens !== null) {
-      tiles.push(["Tokens", count.format(summary.tokens), `${tokenizerName(shown.report.tokenizer)} tokens in all chunks`]);
+      tiles.push(["Tokens", count.format(summary.tokens), [unitName(shown.report.tokenizer), " tokens in all chunks"]]);
     }
     if (summary.estimated_tokens !== null) {
       tiles.push(["Estimated tokens", count.format(summary.estimated_tokens), "estimated tokens in all chunks"]);
@@ -418,8 +433,9 @@
     $("totals").replaceChildren(...tiles.map(([name, value, label]) => {
       const tile = element("div", "stat");
       tile.dataset.fact = name;
-      const caption = element("span", "label", label);
-      caption.title = label;
+      const caption = element("span", "label");
+      caption.append(...[label].flat());
+      if (typeof label === "string") caption.title = label;
       tile.append(element("span", "value", value), caption);
       return tile;
     }));
@@ -815,35 +831,86 @@
     return params;
   }
 
+  /** What the status line says of a split under way `elapsed` seconds: how far it is
+   * (`progress`, the server's latest word), and for how long. */
+  function progressText(progress, elapsed) {
+    const time = `${tenths.format(elapsed)} s`;
+    if (!progress) return `Splitting… ${time}`;
+    const counts = `${count.format(progress.done)} of ${count.format(progress.total)}`;
+    return progress.of === "sentences" ? `Embedding: ${counts} sentences · ${time}`
+      : `Splitting: ${counts} ${progress.of} read · ${time}`;
+  }
+
+  /** A split's streamed answer: each progress line to `told` as it comes, then the
+   * last line, {status, answer}. */
+  async function readStream(answer, told) {
+    const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
+    let pending = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      pending += value;
+      let end;
+      while (pending.startsWith('{"progress"') && (end = pending.indexOf("\n")) >= 0) {
+        told(JSON.parse(pending.slice(0, end)).progress);
+        pending = pending.slice(end + 1);
+      }
+    }
+    return JSON.parse(pending);
+  }
+
+  let stopRunning = () => {};  // stops the split under way, if any
+
   async function split() {
     const body = source ? source.bytes : editor.value;
     const ticket = ++asked, began = performance.now();
     const size = source ? source.bytes.byteLength : body.length;
+    stopRunning();  // a split asked for before: its connection closed, the server stops it
+    const stop = new AbortController();
+    let progress = null;
+    // Past a second, the status line says how far the split is, and for how long.
+    const showProgress = () => {
+      const elapsed = (performance.now() - began) / 1000;
+      if (ticket === asked && elapsed >= 1) status(progressText(progress, elapsed));
+    };
+    const ticker = setInterval(showProgress, 250);
+    stopRunning = () => { clearInterval(ticker); stop.abort(); };
     showMessage("");
     status(size > 1e6 ? `Splitting ${byteSize(size)}…` : "Splitting…");
     $("split").disabled = true;
-    let answer, text;
+    let code = 0, result;
     try {
-      answer = await fetch(`/api/split?${query()}`, {
-        method: "POST", body, headers: { "Content-Type": "text/plain; charset=utf-8" } });
-      text = await answer.text();
+      const answer = await fetch(`/api/split?${query()}`, {
+        method: "POST", body, signal: stop.signal,
+        headers: { "Content-Type": "text/plain; charset=utf-8", Accept: "application/x-ndjson" } });
+      code = answer.status;
+      if (answer.headers.get("Content-Type") === "application/x-ndjson") {
+        ({ status: code, answer: result } = await readStream(answer, (told) => {
+          progress = told;
+          showProgress();
+        }));
+      } else {
+        const text = await answer.text();
+        try { result = JSON.parse(text); } catch { result = { error: text.trim() || answer.statusText }; }
+      }
     } catch {
-      answer = null;
+      code = 0;
+    } finally {
+      clearInterval(ticker);
     }
     if (ticket !== asked) return;  // a newer split was asked for meanwhile
+    stopRunning = () => {};
     $("split").disabled = false;
     status("");
-    if (!answer) {
+    if (!code) {
       showMessage("chunkd serve did not answer: is it still running?");
       return;
     }
-    let report;
-    try { report = JSON.parse(text); } catch { report = { error: text.trim() || answer.statusText }; }
-    if (!answer.ok || report.error) {
-      showMessage(report.error || `chunkd serve answered ${answer.status}`);
+    if (code !== 200 || result.error) {
+      showMessage(result.error || `chunkd serve answered ${code}`);
       return;
     }
-    show(report);
+    show(result);
     status(`${count.format(shown.records.length)} chunks, shown in `
       + `${seconds.format((performance.now() - began) / 1000)} s.`);
   }
