@@ -120,6 +120,9 @@ CONTAINERS = frozenset({
 #: Nodes that belong to the node after them (on the next line at most).
 LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
                      "attribute_item", "marker_annotation", "annotation"})
+#: The fields of a node that wraps a definition (a decorated or exported one), looked
+#: at in this order.
+WRAPPING = ("definition", "declaration")
 #: The kinds of level the cut goes down: a container's children are statements or
 #: members; a construct's, its header and body; a group's, leading comments and the
 #: node they lead.
@@ -200,8 +203,19 @@ def kind_ids(grammar: Grammar, names: frozenset[str]) -> frozenset[int]:
     less to read and look up than its ``type``, the name of that id."""
     language = parser(grammar).language
     assert language is not None   # made with it
+    # ERROR's id is past node_kind_count: looked up by its name
+    named = {kind for name in names if (kind := language.id_for_node_kind(name, True)) is not None}
     return frozenset(kind for kind in range(language.node_kind_count)
-                     if language.node_kind_for_id(kind) in names)
+                     if language.node_kind_for_id(kind) in names) | named
+
+
+@lru_cache(maxsize=None)
+def field_ids(grammar: Grammar, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The ids of ``grammar``'s fields named ``names`` (those it has), in that order."""
+    language = parser(grammar).language
+    assert language is not None   # made with it
+    return tuple(field for name in names
+                 if (field := language.field_id_for_name(name)) is not None)
 
 
 @register
@@ -400,12 +414,19 @@ class Document:
         self.grammar = grammar
         self.size = splitter.size
         self.count = splitter.unit.count
+        #: Sizes in code points and no embed_text prefix: a chunk fits if end - start
+        #: does (the cut asks this of tens of thousands of spans a document set).
+        self.bare = splitter.chars and splitter.prefixes is None
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
         self.code_ends: dict[int, int] = {}                 # by node id
         self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
+        self.containers = frozenset() if grammar is None else kind_ids(grammar, CONTAINERS)
+        self.definitions = frozenset() if grammar is None \
+            else kind_ids(grammar, grammar.definitions)
+        self.wrapping = () if grammar is None else field_ids(grammar, WRAPPING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
         self.tree = None if grammar is None else parser(grammar).parse(data)
@@ -425,6 +446,8 @@ class Document:
         return known
 
     def fits(self, start: int, end: int) -> bool:
+        if self.bare:
+            return end - start <= self.size
         prefix, length = self.prefix(start)
         if self.splitter.chars:
             return end - start + length <= self.size
@@ -434,6 +457,8 @@ class Document:
         """The most pieces from ``first`` on that fit in a chunk from ``start``: the
         index after the last (``first`` if none fits). In code points a chunk fits up to
         an end, found by bisection; in tokens, galloping, then bisection."""
+        if self.bare:
+            return bisect_right(pieces, start + self.size, first, key=_END)
         if self.splitter.chars:
             return bisect_right(pieces, start + self.size - self.prefix(start)[1], first,
                                 key=_END)
@@ -553,7 +578,7 @@ class Document:
             elif nodes and nodes[0].child_count:
                 levels.append(self.level(
                     nodes[0], start, end,
-                    CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
+                    CONTAINER if nodes[0].kind_id in self.containers else CONSTRUCT,
                     self.is_definition(piece)))
             else:   # a leaf, or white space
                 opened = self.cut_leaf(opened, start, end)
@@ -624,11 +649,16 @@ class Document:
 
     def is_definition(self, piece: Piece) -> bool:
         """Whether a piece is a definition (perhaps decorated or exported)."""
-        if self.grammar is None or len(piece[2]) != 1:
+        if len(piece[2]) != 1:
             return False
-        node, definitions = piece[2][0], self.grammar.definitions
-        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
-        return node.type in definitions or inner is not None and inner.type in definitions
+        node = piece[2][0]
+        if node.kind_id in self.definitions:
+            return True
+        for field in self.wrapping:
+            inner = node.child_by_field_id(field)
+            if inner is not None:
+                return inner.kind_id in self.definitions
+        return False
 
     def cut_leaf(self, opened: int | None, start: int, end: int) -> int:
         """Close chunks of a leaf over the size, the chunk open from ``opened`` (if not
