@@ -186,6 +186,20 @@ def test_go_defines_every_definition():
             assert sum(len(chunk.defines) for chunk in chunks) == len(definitions) > 3
 
 
+def test_keywords_in_strings():
+    """More keywords in a string than the tree has nodes (its definitions are then
+    found by the query, not at their keywords): ``defines`` and ``symbols`` as ``ast``
+    says."""
+    text = ('"""' + "class def " * 5000 + '"""\n\n'
+            "class A:\n    def f(self):\n        return 'def class'\n")
+    for size in (100, 1000):
+        chunks = code_chunks(text, size)
+        check_python_defines(text, chunks)
+        check_python_symbols(text, chunks)
+    assert [name for chunk in code_chunks(text, 1000) for name in chunk.defines] == \
+        ["class A", "class A > def f"]
+
+
 # --- hypothesis-made nesting -------------------------------------------------------------
 
 _NAMES = st.text(alphabet="abcxyzéßπ_", min_size=1, max_size=8).map(lambda s: "n" + s)
