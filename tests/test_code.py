@@ -104,8 +104,10 @@ def _tsx(rng: random.Random) -> str:
 
 
 def _go(rng: random.Random) -> str:
-    parts = ["package main\n\nimport \"fmt\"\n\n// Reader reads.\ntype Reader struct {\n"
-             "\tname string\n}\n\n"]
+    # "type" and "func" also as words in comments and strings, and a function literal
+    parts = ["package main\n\nimport \"fmt\"\n\n// Reader reads, a type with funcs.\n"
+             "type Reader struct {\n\tname string\n}\n\n"
+             "var describe = func() string { return \"a type, a func\" }\n\n"]
     for number in range(rng.randint(3, 8)):
         body = "".join(f"\tfmt.Println(\"línea {k}\")\n" for k in range(rng.randint(1, 30)))
         parts.append(f"// Read{number} reads.\nfunc (r *Reader) Read{number}() int {{\n{body}"
@@ -169,6 +171,33 @@ def test_languages_definitions_whole(grammar):
             assert {chunk.language for chunk in chunks} == {grammar}
             assert code_chunks(text, size, unit, name, pieces=random_cuts(text, rng)) == chunks
     assert fitting > 10
+
+
+def test_go_defines_every_definition():
+    """Go's definitions are found at their keywords ("func", "type", here also words in
+    comments and strings, and a function literal's): ``defines`` names each one that a
+    walk over every node of tree-sitter's tree finds, once."""
+    rng = random.Random("go defines")
+    for _ in range(6):
+        text = _go(rng)
+        definitions = tree_sitter_definitions(text, "go")
+        for size in (120, 400, 900):
+            chunks = code_chunks(text, size, "chars", "a.go")
+            assert sum(len(chunk.defines) for chunk in chunks) == len(definitions) > 3
+
+
+def test_keywords_in_strings():
+    """More keywords in a string than the tree has nodes (its definitions are then
+    found by the query, not at their keywords): ``defines`` and ``symbols`` as ``ast``
+    says."""
+    text = ('"""' + "class def " * 5000 + '"""\n\n'
+            "class A:\n    def f(self):\n        return 'def class'\n")
+    for size in (100, 1000):
+        chunks = code_chunks(text, size)
+        check_python_defines(text, chunks)
+        check_python_symbols(text, chunks)
+    assert [name for chunk in code_chunks(text, 1000) for name in chunk.defines] == \
+        ["class A", "class A > def f"]
 
 
 # --- hypothesis-made nesting -------------------------------------------------------------

@@ -55,7 +55,9 @@ class Grammar:
     """A language chunkd parses: its name in records, the package that carries its
     grammar (and the module and function giving it), the LangChain language whose
     separators cut an oversized leaf, the file name extensions and shebang
-    interpreters that name it, and its definitions' node types."""
+    interpreters that name it, its definitions' node types, and the keywords that each
+    of its definitions holds as a token of its own (none where some definition has
+    none, as a JavaScript method)."""
 
     name: str
     package: str
@@ -64,6 +66,7 @@ class Grammar:
     extensions: tuple[str, ...]
     interpreters: tuple[str, ...]
     definitions: frozenset[str]
+    keywords: tuple[str, ...] = ()
 
     @property
     def module(self) -> str:
@@ -80,7 +83,8 @@ _C = frozenset({"function_definition", "struct_specifier", "union_specifier",
 #: The languages, by the name records give them.
 GRAMMARS = {grammar.name: grammar for grammar in (
     Grammar("python", "tree-sitter-python", "language", "python", (".py", ".pyi", ".pyw"),
-            ("python",), frozenset({"function_definition", "class_definition"})),
+            ("python",), frozenset({"function_definition", "class_definition"}),
+            ("def", "class")),
     Grammar("javascript", "tree-sitter-javascript", "language", "js",
             (".js", ".mjs", ".cjs", ".jsx"), ("node", "nodejs"), _JAVASCRIPT),
     Grammar("typescript", "tree-sitter-typescript", "language_typescript", "ts",
@@ -88,7 +92,8 @@ GRAMMARS = {grammar.name: grammar for grammar in (
     Grammar("tsx", "tree-sitter-typescript", "language_tsx", "ts", (".tsx",), (),
             _TYPESCRIPT),
     Grammar("go", "tree-sitter-go", "language", "go", (".go",), (),
-            frozenset({"function_declaration", "method_declaration", "type_declaration"})),
+            frozenset({"function_declaration", "method_declaration", "type_declaration"}),
+            ("func", "type")),
     Grammar("rust", "tree-sitter-rust", "language", "rust", (".rs",), (),
             frozenset({"function_item", "struct_item", "enum_item", "union_item",
                        "trait_item", "impl_item", "mod_item", "macro_definition"})),
@@ -120,6 +125,9 @@ CONTAINERS = frozenset({
 #: Nodes that belong to the node after them (on the next line at most).
 LEADING = frozenset({"comment", "line_comment", "block_comment", "decorator",
                      "attribute_item", "marker_annotation", "annotation"})
+#: The fields of a node that wraps a definition (a decorated or exported one), looked
+#: at in this order.
+WRAPPING = ("definition", "declaration")
 #: The kinds of level the cut goes down: a container's children are statements or
 #: members; a construct's, its header and body; a group's, leading comments and the
 #: node they lead.
@@ -128,6 +136,9 @@ CONTAINER, CONSTRUCT, GROUP = range(3)
 #: time: a piece for each child at once took about 150 bytes of memory for each byte
 #: of a table of small numbers.
 MOST_CHILDREN = 4096
+#: A keyword looked up in the tree costs about as much as this many nodes visited by a
+#: query (the standard library: 7.5 microseconds a keyword, 175 nanoseconds a node).
+KEYWORD_NODES = 40
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
 
@@ -200,8 +211,19 @@ def kind_ids(grammar: Grammar, names: frozenset[str]) -> frozenset[int]:
     less to read and look up than its ``type``, the name of that id."""
     language = parser(grammar).language
     assert language is not None   # made with it
+    # ERROR's id is past node_kind_count: looked up by its name
+    named = {kind for name in names if (kind := language.id_for_node_kind(name, True)) is not None}
     return frozenset(kind for kind in range(language.node_kind_count)
-                     if language.node_kind_for_id(kind) in names)
+                     if language.node_kind_for_id(kind) in names) | named
+
+
+@lru_cache(maxsize=None)
+def field_ids(grammar: Grammar, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The ids of ``grammar``'s fields named ``names`` (those it has), in that order."""
+    language = parser(grammar).language
+    assert language is not None   # made with it
+    return tuple(field for name in names
+                 if (field := language.field_id_for_name(name)) is not None)
 
 
 @register
@@ -400,12 +422,19 @@ class Document:
         self.grammar = grammar
         self.size = splitter.size
         self.count = splitter.unit.count
+        #: Sizes in code points and no embed_text prefix: a chunk fits if end - start
+        #: does (the cut asks this of tens of thousands of spans a document set).
+        self.bare = splitter.chars and splitter.prefixes is None
         self.path = splitter.source.name if isinstance(splitter.source.name, str) else None
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
         self.code_ends: dict[int, int] = {}                 # by node id
         self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
+        self.containers = frozenset() if grammar is None else kind_ids(grammar, CONTAINERS)
+        self.definitions = frozenset() if grammar is None \
+            else kind_ids(grammar, grammar.definitions)
+        self.wrapping = () if grammar is None else field_ids(grammar, WRAPPING)
         data = _encoded(text)
         self.offsets = Offsets(text, data)
         self.tree = None if grammar is None else parser(grammar).parse(data)
@@ -425,6 +454,8 @@ class Document:
         return known
 
     def fits(self, start: int, end: int) -> bool:
+        if self.bare:
+            return end - start <= self.size
         prefix, length = self.prefix(start)
         if self.splitter.chars:
             return end - start + length <= self.size
@@ -434,6 +465,8 @@ class Document:
         """The most pieces from ``first`` on that fit in a chunk from ``start``: the
         index after the last (``first`` if none fits). In code points a chunk fits up to
         an end, found by bisection; in tokens, galloping, then bisection."""
+        if self.bare:
+            return bisect_right(pieces, start + self.size, first, key=_END)
         if self.splitter.chars:
             return bisect_right(pieces, start + self.size - self.prefix(start)[1], first,
                                 key=_END)
@@ -553,7 +586,7 @@ class Document:
             elif nodes and nodes[0].child_count:
                 levels.append(self.level(
                     nodes[0], start, end,
-                    CONTAINER if nodes[0].type in CONTAINERS else CONSTRUCT,
+                    CONTAINER if nodes[0].kind_id in self.containers else CONSTRUCT,
                     self.is_definition(piece)))
             else:   # a leaf, or white space
                 opened = self.cut_leaf(opened, start, end)
@@ -624,11 +657,16 @@ class Document:
 
     def is_definition(self, piece: Piece) -> bool:
         """Whether a piece is a definition (perhaps decorated or exported)."""
-        if self.grammar is None or len(piece[2]) != 1:
+        if len(piece[2]) != 1:
             return False
-        node, definitions = piece[2][0], self.grammar.definitions
-        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
-        return node.type in definitions or inner is not None and inner.type in definitions
+        node = piece[2][0]
+        if node.kind_id in self.definitions:
+            return True
+        for field in self.wrapping:
+            inner = node.child_by_field_id(field)
+            if inner is not None:
+                return inner.kind_id in self.definitions
+        return False
 
     def cut_leaf(self, opened: int | None, start: int, end: int) -> int:
         """Close chunks of a leaf over the size, the chunk open from ``opened`` (if not
@@ -727,15 +765,20 @@ class Document:
     @cached_property
     def outline(self) -> tuple[list[int], list[int], list[int], list[Node]]:
         """The definitions, in order: their start and end bytes, the index of the one
-        enclosing each (-1: none), and their nodes. Found by a tree-sitter query (in C:
-        no walk over every node in Python)."""
+        enclosing each (-1: none), and their nodes. Found at their keywords where the
+        grammar has them and the tree no error (a tree with none has no missing
+        keyword), else by a tree-sitter query (in C, but it visits every node: about a
+        quarter of the parse's time)."""
         if self.root is None or self.grammar is None:
             return [], [], [], []
-        from tree_sitter import QueryCursor
+        found = self.keyword_definitions() \
+            if self.grammar.keywords and not self.root.has_error else None
+        if found is None:
+            from tree_sitter import QueryCursor
 
-        captured = QueryCursor(definition_query(self.grammar)).captures(self.root)
-        nodes = sorted(captured.get("definition", []),
-                       key=lambda node: (node.start_byte, -node.end_byte))
+            captured = QueryCursor(definition_query(self.grammar)).captures(self.root)
+            found = captured.get("definition", [])
+        nodes = sorted(found, key=lambda node: (node.start_byte, -node.end_byte))
         starts = [node.start_byte for node in nodes]
         ends = [node.end_byte for node in nodes]
         parents = []
@@ -746,6 +789,33 @@ class Document:
             parents.append(enclosing[-1] if enclosing else -1)
             enclosing.append(len(parents) - 1)
         return starts, ends, parents, nodes
+
+    def keyword_definitions(self) -> list[Node] | None:
+        """The definitions of a tree without errors: the nodes of a definition's kind
+        whose child is a keyword token found in the text (a token is whole words: a
+        word that is not one, as in a string or a longer name, is passed over); None
+        if the words are so many that the query costs less (a text of keywords in
+        strings)."""
+        assert self.grammar is not None and self.root is not None   # outline's caller
+        root, data = self.root, self.offsets.data
+        words = [match.span() for match in keyword_pattern(self.grammar).finditer(data)]
+        if len(words) * KEYWORD_NODES > root.descendant_count:
+            return None
+        cursor = root.walk()
+        found = []
+        for at, end in words:
+            cursor.reset(root)
+            while cursor.goto_first_child_for_byte(at) is not None:
+                pass
+            token = cursor.node
+            assert token is not None   # a cursor is on a node
+            if token.start_byte != at or token.is_named or \
+                    token.end_byte != end or not cursor.goto_parent():
+                continue
+            parent = cursor.node
+            if parent is not None and parent.kind_id in self.definitions:
+                found.append(parent)
+        return found
 
     def defined(self) -> tuple[list[int], list[str]]:
         """Where each definition starts (its node's first code point), in order, and
@@ -832,6 +902,13 @@ def definition_query(grammar: Grammar) -> Query:
     kinds = sorted(kind for kind in grammar.definitions
                    if language.id_for_node_kind(kind, True) is not None)
     return Query(language, "[" + " ".join(f"({kind})" for kind in kinds) + "] @definition")
+
+
+@lru_cache(maxsize=None)
+def keyword_pattern(grammar: Grammar) -> re.Pattern[bytes]:
+    """The grammar's definition keywords as whole words in UTF-8 text."""
+    words = b"|".join(re.escape(word.encode()) for word in grammar.keywords)
+    return re.compile(rb"\b(?:" + words + rb")\b")
 
 
 def _batches(node: Node) -> Iterator[tuple[list[Node], int | None]]:
