@@ -13,8 +13,10 @@ Counting. ``count`` is ``len(encode_ordinary(text))``. For the encodings with
 o200k_base's pattern (``COUNTED``) the unit is chunkd's token counter
 (``chunkd.core.TokenCounter``, as for cl100k_base): the pattern hand translated over
 chunkd's Unicode 16.0 class table (the version of tiktoken's Rust tables), each
-distinct pre-token sent to tiktoken once and cached, which is exact because tiktoken
-runs BPE within a pre-token; the kernel runs it directly. Appending text changes at
+distinct pre-token encoded once and its count cached, which is exact because tiktoken
+runs BPE within a pre-token; the kernel runs it directly. The counter has the
+encoding's ranks and runs tiktoken's BPE over them itself (a pre-token that is one
+token is one look-up), calling tiktoken only for a pre-token over 256 bytes. Appending text changes at
 most the last two pre-tokens (a run of white space up to its last newline, then the
 rest, or a word and an apostrophe that becomes its contraction), so the pre-tokens
 followed by two more are settled. The other encodings (``TiktokenUnit``) call
@@ -186,8 +188,9 @@ def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | Tiktok
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
+    # With the ranks, the counter runs tiktoken's BPE on a new pre-token itself.
     return TokenCounter(enc.encode_ordinary, pretoken_classes.table(pattern), longest,
-                        name=encoding, pattern=pattern)
+                        name=encoding, pattern=pattern, ranks=enc._mergeable_ranks)
 
 
 @functools.lru_cache(maxsize=None)
