@@ -191,6 +191,18 @@ def test_o200k_works_with_an_empty_cache(tmp_path, monkeypatch, offline, o200k, 
     assert unit.encoding._mergeable_ranks == o200k._mergeable_ranks
 
 
+def test_tiktoken_is_built_only_for_what_the_counter_does_not_encode(o200k):
+    """The counter runs BPE itself: tiktoken's ``Encoding`` is built when a pre-token
+    over 256 bytes needs it (or its attributes are asked for), not when loading."""
+    unit = load("o200k_base")
+    text = corpus_documents()[5].read_text(encoding="utf-8")[:5000]
+    assert unit.count(text) == len(o200k.encode_ordinary(text))
+    assert "built" not in vars(unit.encoding)
+    assert unit.count("=" * 300) == len(o200k.encode_ordinary("=" * 300))
+    assert "built" in vars(unit.encoding)
+    assert unit.encoding.encode_ordinary(text) == o200k.encode_ordinary(text)
+
+
 def test_the_shipped_ranks_are_tiktokens_file(o200k):
     """Written back in tiktoken's format, chunkd's copy is the file tiktoken publishes,
     byte for byte (its published SHA-256), whatever the copy's own packing."""

@@ -174,23 +174,50 @@ class TiktokenUnit:
         return 0, 0
 
 
+class LazyEncoding:
+    """tiktoken's ``Encoding`` of a definition, built when first used: chunkd's token
+    counter runs BPE itself and needs tiktoken only for a rare pre-token (over 256
+    bytes), so a process that never meets one never pays for building it (a third of
+    loading o200k_base). Its attributes are the ``Encoding``'s."""
+
+    def __init__(self, definition: dict[str, Any]) -> None:
+        self._definition = definition
+
+    @functools.cached_property
+    def built(self) -> tiktoken.Encoding:
+        import tiktoken
+
+        return tiktoken.Encoding(**self._definition)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self.built.encode_ordinary(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if "_definition" not in vars(self):  # a copy being made, not yet set
+            raise AttributeError(name)
+        return getattr(self.built, name)
+
+
 def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | TiktokenUnit:
     """The unit of ``encoding``, its ranks from ``ranks_file`` or tiktoken's cache:
     chunkd's token counter for the encodings in ``COUNTED``, else a ``TiktokenUnit``.
-    Either has ``encoding``, the ``tiktoken.Encoding``."""
-    import tiktoken
-
-    enc = tiktoken.Encoding(**_definition(encoding, ranks_file))
-    longest = max(len(token) for token in enc.token_byte_values())
+    Either has ``encoding``, the ``tiktoken.Encoding`` (for the counter, a
+    ``LazyEncoding``)."""
+    definition = _definition(encoding, ranks_file)
+    ranks: dict[bytes, int] = definition["mergeable_ranks"]
+    longest = max(map(len, ranks))
     pattern = COUNTED.get(encoding)
     if pattern is None:
-        return TiktokenUnit(enc, longest)
+        import tiktoken
+
+        return TiktokenUnit(tiktoken.Encoding(**definition), longest)
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
     # With the ranks, the counter runs tiktoken's BPE on a new pre-token itself.
-    return TokenCounter(enc.encode_ordinary, pretoken_classes.table(pattern), longest,
-                        name=encoding, pattern=pattern, ranks=enc._mergeable_ranks)
+    return TokenCounter(LazyEncoding(definition).encode_ordinary,
+                        pretoken_classes.table(pattern), longest, name=encoding,
+                        pattern=pattern, ranks=ranks)
 
 
 @functools.lru_cache(maxsize=None)
