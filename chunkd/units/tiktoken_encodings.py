@@ -93,13 +93,9 @@ def shipped_ranks(expected_sha256: str) -> dict[bytes, int] | None:
     if hashlib.sha256(packed).hexdigest() != packed_sha256:
         raise SettingsError(f"chunkd's copy of {name} is damaged (its SHA-256 differs): "
                             "install chunkd again")
-    ranks: dict[bytes, int] = {}
-    at = 0
-    while at < len(packed):
-        end = at + 1 + packed[at]
-        ranks[packed[at + 1:end]] = len(ranks)
-        at = end
-    return ranks
+    from chunkd.core import unpack_ranks
+
+    return unpack_ranks(packed)
 
 
 def _read_ranks(encoding: str, address: str, expected_sha256: str,
