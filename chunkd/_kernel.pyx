@@ -216,8 +216,10 @@ cdef class TokenCounter:
         cdef Py_ssize_t slots = 1, total = 0, at, n
         cdef uint32_t h
         cdef const unsigned char* token
-        for key in ranks:
-            total += len(key)
+        for key, value in ranks.items():
+            if type(key) is not bytes:
+                raise bad_rank(key, value)
+            total += len(<bytes>key)
         if total >= NO_RANK:
             raise ValueError("ranks hold more than 4 GiB of tokens")
         while slots < 2 * len(ranks):
@@ -293,7 +295,7 @@ cdef class TokenCounter:
         cdef Py_ssize_t n = 0, k, m, best
         cdef unsigned int c
         cdef uint32_t lowest, r
-        if self.rank_mask < 0:
+        if self.rank_mask < 0 or end <= start:
             return -1
         for k in range(start, end):            # UTF-8, as tiktoken encodes the text
             c = PyUnicode_READ(kind, data, k)

@@ -385,6 +385,8 @@ def test_pretokens_are_encoded_without_tiktoken(core_name, o200k):
     ({b"a": 0}, ValueError, "ranks must hold every single byte"),
     ({**{bytes([b]): b for b in range(256)}, "ab": 256}, ValueError,
      "ranks must map bytes to ids"),
+    ({**{bytes([b]): b for b in range(256)}, 7: 256}, ValueError,
+     "ranks must map bytes to ids"),
     ({**{bytes([b]): b for b in range(256)}, b"ab": -1}, ValueError,
      "ranks must map bytes to ids"),
     ({**{bytes([b]): b for b in range(256)}, b"ab": 2**32 - 1}, ValueError,
