@@ -139,9 +139,9 @@ def main() -> None:
           f"o200k_base, {args.rounds} rounds (LangChain 1): seconds, median (fastest)")
     one_pass = "tiktoken, one pass"
     for name in seconds:
-        ratio = (f"; {median[one_pass] / median[name]:.2f} ({fastest[one_pass] / fastest[name]:.2f})"
-                 f" x one tiktoken pass, {median['langchain'] / median[name]:.2f} x LangChain"
-                 if name in named else "")
+        ratio = (f"; {median[one_pass] / median[name]:.2f} "
+                 f"({fastest[one_pass] / fastest[name]:.2f}) x one tiktoken pass, "
+                 f"{median['langchain'] / median[name]:.2f} x LangChain" if name in named else "")
         print(f"  {name}: {median[name]:.3f} ({fastest[name]:.3f}){ratio}"
               f"{'; ' + made[name] if name in made else ''}")
 

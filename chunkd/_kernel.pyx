@@ -212,7 +212,8 @@ cdef class TokenCounter:
             self.load_ranks(ranks)
 
     cdef int load_ranks(self, dict ranks) except -1:
-        """The table of ``ranks`` (checked by ``check_counter_arguments``)."""
+        """The table of ``ranks`` (a dict that holds every single byte, as
+        ``check_counter_arguments`` checked), each entry checked as it goes in."""
         cdef Py_ssize_t slots = 1, total = 0, at, n
         cdef uint32_t h
         cdef const unsigned char* token
@@ -349,9 +350,10 @@ cdef class TokenCounter:
             if best < 0:
                 break
             # Part ``best`` takes in the next; the ranks of it and the part before it
-            # with their new neighbours (before the removal, k + 3 is the new k + 2).
+            # with their new neighbours (before the removal, best + 3 is the new best + 2).
             if best > 0:
-                pair[best - 1] = self.rank(piece + part[best - 1], part[best + 2] - part[best - 1]) \
+                pair[best - 1] = self.rank(piece + part[best - 1],
+                                           part[best + 2] - part[best - 1]) \
                     if best + 2 < m else NO_RANK
             pair[best] = self.rank(piece + part[best], part[best + 3] - part[best]) \
                 if best + 3 < m else NO_RANK

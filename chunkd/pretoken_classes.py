@@ -94,8 +94,8 @@ def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int
     tiktoken's ``encode_ordinary``, ``classes`` the table of ``pattern``,
     ``max_token_bytes`` the longest token's length, ``cache_entries`` how many
     pre-tokens the cache holds, ``pattern`` a key of ``PATTERNS``, ``ranks`` None or
-    the ranks ``encode`` runs BPE over (the compiled counter checks each entry's
-    types as it loads them)."""
+    the ranks ``encode`` runs BPE over (each core checks every entry as it takes
+    them: ``bad_rank``)."""
     if ranks is not None:
         if not isinstance(ranks, dict):
             raise TypeError("ranks must be a dict of token bytes to ids (or None)")

@@ -370,7 +370,8 @@ def test_pretokens_are_encoded_without_tiktoken(core_name, o200k):
     counter = (_kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter)(
         encode, pretoken_classes.table("o200k_base"), 128, name="o200k_base",
         pattern="o200k_base", ranks=enc._mergeable_ranks)
-    text = "Hello, wörld! 日本語の文章です。 Don't 12345 \n\n 😀 " + "語" * 85 + " " + "語" * 86
+    text = ("Hello, wörld! 日本語の文章です。 Don't 12345 \n\n 😀 " + "語" * 85 + " "
+            + "語" * 86)
     assert counter.count(text) == len(o200k.encode_ordinary(text))
     assert counter.tokens(text) == o200k.encode_ordinary(text)
     assert asked == [" " + "語" * 86] * 2

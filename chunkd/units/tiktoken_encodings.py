@@ -16,7 +16,9 @@ chunkd's Unicode 16.0 class table (the version of tiktoken's Rust tables), each
 distinct pre-token encoded once and its count cached, which is exact because tiktoken
 runs BPE within a pre-token; the kernel runs it directly. The counter has the
 encoding's ranks and runs tiktoken's BPE over them itself (a pre-token that is one
-token is one look-up), calling tiktoken only for a pre-token over 256 bytes. Appending text changes at
+token is one look-up), calling tiktoken only for a pre-token over 256 bytes (or one
+with a lone surrogate), so tiktoken's ``Encoding`` is built only then
+(``LazyEncoding``). Appending text changes at
 most the last two pre-tokens (a run of white space up to its last newline, then the
 rest, or a word and an apostrophe that becomes its contraction), so the pre-tokens
 followed by two more are settled. The other encodings (``TiktokenUnit``) call
