@@ -164,6 +164,7 @@ cdef class TokenCounter:
     cdef uint32_t* rank_len
     cdef unsigned char* rank_bytes
     cdef Py_ssize_t rank_mask      # slots - 1; -1: no ranks
+    cdef uint32_t* pair_rank       # the rank of each two bytes (first << 8 | second)
     #: The unit's name, as results record it.
     cdef readonly str name
     #: No token covers more code points than this (its bytes, at one byte or more each).
@@ -230,9 +231,11 @@ cdef class TokenCounter:
         self.rank_at = <uint32_t*>malloc(slots * sizeof(uint32_t))
         self.rank_len = <uint32_t*>malloc(slots * sizeof(uint32_t))
         self.rank_bytes = <unsigned char*>malloc(max(total, 1))
+        self.pair_rank = <uint32_t*>malloc(65536 * sizeof(uint32_t))
         if not (self.rank_hash and self.rank_value and self.rank_at and self.rank_len
-                and self.rank_bytes):
+                and self.rank_bytes and self.pair_rank):
             raise MemoryError()
+        memset(self.pair_rank, 0xFF, 65536 * sizeof(uint32_t))  # NO_RANK
         self.rank_mask = slots - 1
         total = 0
         for key, value in ranks.items():
@@ -250,6 +253,8 @@ cdef class TokenCounter:
             self.rank_len[at] = <uint32_t>n
             memcpy(self.rank_bytes + total, token, n)
             total += n
+            if n == 2:                     # BPE's first look-ups: a table of their own
+                self.pair_rank[token[0] << 8 | token[1]] = <uint32_t>value
         return 0
 
     @property
@@ -270,6 +275,7 @@ cdef class TokenCounter:
         free(self.rank_at)
         free(self.rank_len)
         free(self.rank_bytes)
+        free(self.pair_rank)
 
     cdef inline uint32_t rank(self, const unsigned char* piece, Py_ssize_t n) noexcept nogil:
         """The id of the token whose bytes are ``piece[:n]``, or NO_RANK."""
@@ -335,7 +341,7 @@ cdef class TokenCounter:
         # (the leftmost of equals) is joined, until no pair is a token.
         for k in range(n - 1):
             part[k] = <uint32_t>k
-            pair[k] = self.rank(piece + k, 2)
+            pair[k] = self.pair_rank[piece[k] << 8 | piece[k + 1]]
         part[n - 1] = <uint32_t>(n - 1)
         pair[n - 1] = NO_RANK
         part[n] = <uint32_t>n
