@@ -15,7 +15,7 @@ import sys
 __all__ = ["CONJUNCT_BREAK_VALUES", "ELLIPSIS", "GRAPHEME_BREAK_VALUES", "HEADING_LIMIT",
            "IMPLEMENTATION", "PICTOGRAPHIC_BIT", "SEPARATORS", "GraphemeWindows",
            "PythonRecursiveSplitter", "RecursiveSplitter", "SectionScanner", "SectionWindows", "SentenceWindows",
-           "TokenCounter", "WordWindows", "cut_heading", "literal_text"]
+           "TokenCounter", "WordWindows", "cut_heading", "literal_text", "unpack_ranks"]
 
 from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
 from chunkd.splitting import SEPARATORS, literal_text
@@ -30,7 +30,7 @@ if os.environ.get("CHUNKD_PUREPYTHON") == "1":
     IMPLEMENTATION = "python"
 else:
     try:
-        from chunkd._kernel import RecursiveSplitter, TokenCounter
+        from chunkd._kernel import RecursiveSplitter, TokenCounter, unpack_ranks
         from chunkd._windows import (CONJUNCT_BREAK_VALUES, ELLIPSIS, GRAPHEME_BREAK_VALUES,
                                      HEADING_LIMIT, PICTOGRAPHIC_BIT, GraphemeWindows,
                                      SectionScanner, SectionWindows, SentenceWindows,
@@ -45,6 +45,7 @@ if IMPLEMENTATION == "python":
     # To mypy the names are the compiled modules' (their .pyi stubs): the twin has their API.
     from chunkd._pure.recursive import RecursiveSplitter  # type: ignore[assignment]
     from chunkd._pure.tokens import TokenCounter  # type: ignore[assignment]
+    from chunkd._pure.tokens import unpack_ranks
     from chunkd._pure.windows import (  # type: ignore[assignment, no-redef, import-not-found]
         CONJUNCT_BREAK_VALUES, ELLIPSIS, GRAPHEME_BREAK_VALUES, HEADING_LIMIT,
         PICTOGRAPHIC_BIT, GraphemeWindows, SectionScanner, SectionWindows, SentenceWindows,

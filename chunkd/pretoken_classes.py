@@ -77,12 +77,30 @@ def table(pattern: str) -> bytes:
     return load(PATTERNS[pattern])
 
 
+#: tiktoken's Rank::MAX, which no token has: where BPE finds no token.
+NO_RANK = 0xFFFFFFFF
+
+
+def bad_rank(token: object, rank: object) -> ValueError:
+    """The error for an entry of a counter's ranks that is not token bytes to an id
+    (both cores check each entry as they take the ranks)."""
+    return ValueError(f"ranks must map bytes to ids below 2**32 - 1, not {token!r} to {rank!r}")
+
+
 def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int,
-                            cache_entries: int, pattern: str = "cl100k_base") -> None:
+                            cache_entries: int, pattern: str = "cl100k_base",
+                            ranks: object = None) -> None:
     """Check the arguments of a token counter (compiled or its twin): ``encode`` is
     tiktoken's ``encode_ordinary``, ``classes`` the table of ``pattern``,
     ``max_token_bytes`` the longest token's length, ``cache_entries`` how many
-    pre-tokens the cache holds, ``pattern`` a key of ``PATTERNS``."""
+    pre-tokens the cache holds, ``pattern`` a key of ``PATTERNS``, ``ranks`` None or
+    the ranks ``encode`` runs BPE over (each core checks every entry as it takes
+    them: ``bad_rank``)."""
+    if ranks is not None:
+        if not isinstance(ranks, dict):
+            raise TypeError("ranks must be a dict of token bytes to ids (or None)")
+        if any(bytes([byte]) not in ranks for byte in range(256)):
+            raise ValueError("ranks must hold every single byte, as a byte-level BPE's do")
     if pattern not in PATTERNS:
         raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
     if not callable(encode):

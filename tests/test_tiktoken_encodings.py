@@ -44,29 +44,33 @@ def unit():
 
 
 @functools.lru_cache(maxsize=None)
-def twin_counter(cache_entries: int = 1 << 16) -> twin_tokens.TokenCounter:
+def twin_counter(cache_entries: int = 1 << 16, bpe: bool = True) -> twin_tokens.TokenCounter:
     """The twin's o200k_base counter, built as ``tiktoken_encodings.load`` builds the
-    compiled one."""
+    compiled one (``bpe``: with the ranks, so that it runs BPE itself)."""
     enc = file_unit(str(O200K_FILE)).encoding
     return twin_tokens.TokenCounter(enc.encode_ordinary, pretoken_classes.table("o200k_base"),
                                     file_unit(str(O200K_FILE)).max_chars or 0, cache_entries,
-                                    name="o200k_base", pattern="o200k_base")
+                                    name="o200k_base", pattern="o200k_base",
+                                    ranks=enc._mergeable_ranks if bpe else None)
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_counter(cache_entries: int = 1 << 16):
+def compiled_counter(cache_entries: int = 1 << 16, bpe: bool = True):
     from chunkd import _kernel
 
     enc = file_unit(str(O200K_FILE)).encoding
     return _kernel.TokenCounter(enc.encode_ordinary, pretoken_classes.table("o200k_base"),
                                 file_unit(str(O200K_FILE)).max_chars or 0, cache_entries,
-                                name="o200k_base", pattern="o200k_base")
+                                name="o200k_base", pattern="o200k_base",
+                                ranks=enc._mergeable_ranks if bpe else None)
 
 
 #: o200k_base's counters on both cores; "tiny cache" holds one pre-token, so that it is
-#: cleared all the time.
+#: cleared all the time; "tiktoken's BPE" has no ranks, so tiktoken encodes each new
+#: pre-token.
 COUNTERS = {"compiled": compiled_counter, "twin": twin_counter,
-            "compiled, tiny cache": lambda: compiled_counter(1)}
+            "compiled, tiny cache": lambda: compiled_counter(1),
+            "compiled, tiktoken's BPE": lambda: compiled_counter(bpe=False)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,6 +191,18 @@ def test_o200k_works_with_an_empty_cache(tmp_path, monkeypatch, offline, o200k, 
     assert unit.encoding._mergeable_ranks == o200k._mergeable_ranks
 
 
+def test_tiktoken_is_built_only_for_what_the_counter_does_not_encode(o200k):
+    """The counter runs BPE itself: tiktoken's ``Encoding`` is built when a pre-token
+    over 256 bytes needs it (or its attributes are asked for), not when loading."""
+    unit = load("o200k_base")
+    text = corpus_documents()[5].read_text(encoding="utf-8")[:5000]
+    assert unit.count(text) == len(o200k.encode_ordinary(text))
+    assert "built" not in vars(unit.encoding)
+    assert unit.count("=" * 300) == len(o200k.encode_ordinary("=" * 300))
+    assert "built" in vars(unit.encoding)
+    assert unit.encoding.encode_ordinary(text) == o200k.encode_ordinary(text)
+
+
 def test_the_shipped_ranks_are_tiktokens_file(o200k):
     """Written back in tiktoken's format, chunkd's copy is the file tiktoken publishes,
     byte for byte (its published SHA-256), whatever the copy's own packing."""
@@ -198,6 +214,26 @@ def test_the_shipped_ranks_are_tiktokens_file(o200k):
     text = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
     assert hashlib.sha256(text).hexdigest() == published == hashlib.sha256(
         O200K_FILE.read_bytes()).hexdigest()
+
+
+def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
+    """The compiled unpacking of chunkd's copy gives the twin's ranks, which are
+    tiktoken's; a packing that ends inside a token is refused by both."""
+    import lzma
+    from pathlib import Path
+
+    from chunkd import _kernel
+
+    [(name, _)] = tiktoken_encodings.SHIPPED.values()
+    packed = lzma.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
+    assert _kernel.unpack_ranks(packed) == twin_tokens.unpack_ranks(packed) == \
+        o200k._mergeable_ranks
+    assert _kernel.unpack_ranks(b"\x01a\x00\x02bc") == twin_tokens.unpack_ranks(
+        b"\x01a\x00\x02bc") == {b"a": 0, b"": 1, b"bc": 2}
+    for cut in (packed[:-1], b"\x01a\x03bc"):
+        for unpack in (_kernel.unpack_ranks, twin_tokens.unpack_ranks):
+            with pytest.raises(ValueError, match="the packed ranks end inside token"):
+                unpack(cut)
 
 
 def test_default_cache_folder_is_tiktokens(monkeypatch, tmp_path, offline):
@@ -300,6 +336,70 @@ def test_count_is_tiktokens(core_name, o200k, text):
     assert COUNTERS[core_name]().count(text) == len(o200k.encode_ordinary(text))
 
 
+#: Pre-tokens about as long as the longest the counter runs BPE on itself (256 bytes:
+#: 85 CJK ideographs take 255, 86 take 258), and longer: words, runs of ideographs,
+#: of symbols, of digits and of white space.
+long_text = st.lists(
+    st.tuples(st.sampled_from(["a", "Ab", "語", "é", "😀", "!", "-", " ", "\n", "9", "x'"]),
+              st.integers(1, 140)).map(lambda run: run[0] * run[1]),
+    min_size=1, max_size=6).map(" ".join)
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+@settings(max_examples=1500, deadline=None)
+@given(text=o200k_text | tricky_text | long_text)
+def test_tokens_are_tiktokens(core_name, o200k, text):
+    """The BPE the counters run on each new pre-token gives tiktoken's tokens, id for id."""
+    assert COUNTERS[core_name]().tokens(text) == o200k.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+def test_pretokens_are_encoded_without_tiktoken(core_name, o200k):
+    """With the ranks, tiktoken is called only for what the BPE here does not take: a
+    pre-token over 256 bytes, or one that holds a lone surrogate (which tiktoken
+    replaces)."""
+    from chunkd import _kernel
+
+    enc = file_unit(str(O200K_FILE)).encoding
+    asked: list[str] = []
+
+    def encode(text: str) -> list[int]:
+        asked.append(text)
+        return enc.encode_ordinary(text)
+
+    counter = (_kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter)(
+        encode, pretoken_classes.table("o200k_base"), 128, name="o200k_base",
+        pattern="o200k_base", ranks=enc._mergeable_ranks)
+    text = ("Hello, wörld! 日本語の文章です。 Don't 12345 \n\n 😀 " + "語" * 85 + " "
+            + "語" * 86)
+    assert counter.count(text) == len(o200k.encode_ordinary(text))
+    assert counter.tokens(text) == o200k.encode_ordinary(text)
+    assert asked == [" " + "語" * 86] * 2
+    lone = "ab\ud800cd"
+    assert counter.count(lone) == len(o200k.encode_ordinary(lone))
+    assert asked[2:] == ["\ud800cd"]     # its pre-token: "ab" is one token
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+@pytest.mark.parametrize("ranks,error,message", [
+    ([(b"a", 0)], TypeError, "ranks must be a dict"),
+    ({b"a": 0}, ValueError, "ranks must hold every single byte"),
+    ({**{bytes([b]): b for b in range(256)}, "ab": 256}, ValueError,
+     "ranks must map bytes to ids"),
+    ({**{bytes([b]): b for b in range(256)}, 7: 256}, ValueError,
+     "ranks must map bytes to ids"),
+    ({**{bytes([b]): b for b in range(256)}, b"ab": -1}, ValueError,
+     "ranks must map bytes to ids"),
+    ({**{bytes([b]): b for b in range(256)}, b"ab": 2**32 - 1}, ValueError,
+     "ranks must map bytes to ids")])
+def test_bad_ranks_are_refused(core_name, ranks, error, message):
+    from chunkd import _kernel
+
+    make = _kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter
+    with pytest.raises(error, match=message):
+        make(len, pretoken_classes.table("o200k_base"), 128, pattern="o200k_base", ranks=ranks)
+
+
 @settings(max_examples=1000, deadline=None)
 @given(text=o200k_text | tricky_text)
 def test_a_pretoken_encodes_alone_as_in_its_text(o200k, text):
@@ -315,7 +415,8 @@ def test_a_pretoken_encodes_alone_as_in_its_text(o200k, text):
 
 def test_the_shared_corpus_is_cut_and_counted_as_tiktoken_does(o200k):
     """Every shared-corpus document on the compiled counter: the pattern's pre-tokens,
-    tiktoken's count, and tiktoken's tokens pre-token by pre-token."""
+    tiktoken's count, and tiktoken's tokens pre-token by pre-token, and the counter's
+    own (its BPE)."""
     counter = compiled_counter()
     for path in corpus_documents():
         text = path.read_text(encoding="utf-8")
@@ -323,18 +424,21 @@ def test_the_shared_corpus_is_cut_and_counted_as_tiktoken_does(o200k):
         assert pieces == regex_pretokens(text), path.name
         tokens = o200k.encode_ordinary(text)
         assert counter.count(text) == len(tokens), path.name
+        assert counter.tokens(text) == tokens, path.name
         alone = {piece: o200k.encode_ordinary(piece) for piece in set(pieces)}
         assert [token for piece in pieces for token in alone[piece]] == tokens, path.name
 
 
 def test_the_twin_cuts_the_shared_corpus_as_the_compiled_counter(o200k):
-    """The twin on every shared-corpus document: the compiled counter's pre-tokens and
-    count (the compiled counter is checked against the pattern and tiktoken above)."""
+    """The twin on every shared-corpus document: the compiled counter's pre-tokens,
+    count and tokens (the compiled counter is checked against the pattern and tiktoken
+    above)."""
     twin, compiled = twin_counter(), compiled_counter()
     for path in corpus_documents():
         text = path.read_text(encoding="utf-8")
         assert twin.pretokens(text) == compiled.pretokens(text), path.name
         assert twin.count(text) == compiled.count(text), path.name
+        assert twin.tokens(text) == compiled.tokens(text), path.name
 
 
 # --- settling, both cores -------------------------------------------------------------------

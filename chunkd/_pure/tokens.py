@@ -4,8 +4,9 @@ twin of ``chunkd._kernel.TokenCounter``.
 tiktoken cuts text into pre-tokens with a regex, then runs BPE on each pre-token
 alone, so a count is the sum of the pre-tokens' counts. The pre-tokenizer here is the
 kernel's hand translation of that regex, on the same table of character classes
-(``chunkd.pretoken_classes``), and each distinct pre-token is sent to tiktoken once
-and cached.
+(``chunkd.pretoken_classes``), and each distinct pre-token is encoded once and its
+count cached: by tiktoken's BPE run here over the encoding's ranks when the counter
+has them (``byte_pair_encode``), else by tiktoken.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chunkd.pretoken_classes import check_counter_arguments
+from chunkd.pretoken_classes import NO_RANK, bad_rank, check_counter_arguments
 
 LETTER, NUMBER, SPACE = 1, 2, 4  # cl100k_base's table: \p{L}, \p{N}, \s
 # o200k_base's table (pretoken_classes.CATEGORY_BITS): \p{L}; U, W (the pattern's two
@@ -22,6 +23,51 @@ CAT_LETTER, CAT_UPPER, CAT_LOWER, CAT_NUMBER, CAT_SPACE = 31, 61, 58, 64, 128
 CRLF = "\r\n"
 CONTRACTION_LETTERS = "sdmtSDMT\u017f"  # [sdmt] under (?i); the long s folds to s
 CONTRACTIONS = ("ll", "ve", "re")       # compared in lower case
+#: Longer pre-tokens go to tiktoken (the kernel holds a piece on its stack).
+BPE_MAX_BYTES = 256
+
+
+def byte_pair_encode(ranks: dict[bytes, int], piece: bytes) -> list[int] | None:
+    """The tokens of ``piece`` by tiktoken's BPE over ``ranks`` (``tiktoken/src/lib.rs``,
+    ``byte_pair_encode``), or None where a part is no token (ranks that are no BPE's)."""
+    rank = ranks.get(piece)
+    if rank is not None:                   # most pre-tokens are one token
+        return [rank]
+    # The parts start as single bytes; the pair of lowest rank (the leftmost of equals)
+    # is joined, until no pair is a token. ``part``: where each part starts, then the
+    # end; ``pair``: the rank of each part joined with the next.
+    part = list(range(len(piece) + 1))
+    pair = [ranks.get(piece[k:k + 2], NO_RANK) for k in range(len(piece) - 1)] + [NO_RANK, NO_RANK]
+    while True:
+        lowest = min(pair[:-1])
+        if lowest == NO_RANK:
+            break
+        best = pair.index(lowest)
+        # The ranks of the joined part and the part before it with their new
+        # neighbours (before the removal, best + 3 is the new best + 2).
+        if best > 0:
+            pair[best - 1] = ranks.get(piece[part[best - 1]:part[best + 2]], NO_RANK) \
+                if best + 2 < len(part) else NO_RANK
+        pair[best] = ranks.get(piece[part[best]:part[best + 3]], NO_RANK) \
+            if best + 3 < len(part) else NO_RANK
+        del part[best + 1], pair[best + 1]
+    tokens = [ranks.get(piece[a:b], NO_RANK) for a, b in zip(part, part[1:])]
+    return None if NO_RANK in tokens else tokens
+
+
+def unpack_ranks(packed: bytes) -> dict[bytes, int]:
+    """The ranks of a packed ranks file (each token's bytes after a byte of its length,
+    in rank order, as ``chunkd.units.tiktoken_encodings`` ships them): token bytes to id."""
+    ranks: dict[bytes, int] = {}
+    at = rank = 0
+    while at < len(packed):
+        end = at + 1 + packed[at]
+        if end > len(packed):
+            raise ValueError(f"the packed ranks end inside token {rank}")
+        ranks[packed[at + 1:end]] = rank
+        rank += 1
+        at = end
+    return ranks
 
 
 def _contraction_end(text: str, i: int, n: int) -> int:
@@ -42,10 +88,16 @@ class TokenCounter:
 
     def __init__(self, encode: Callable[[str], list[int]], classes: bytes,
                  max_token_bytes: int, cache_entries: int = 1 << 16,
-                 name: str = "cl100k_base", pattern: str = "cl100k_base") -> None:
+                 name: str = "cl100k_base", pattern: str = "cl100k_base",
+                 ranks: dict[bytes, int] | None = None) -> None:
         if not isinstance(classes, bytes):
             raise TypeError("classes must be bytes")
-        check_counter_arguments(encode, classes, max_token_bytes, cache_entries, pattern)
+        check_counter_arguments(encode, classes, max_token_bytes, cache_entries, pattern, ranks)
+        for token, rank in (ranks or {}).items():
+            if type(token) is not bytes or not 0 <= rank < NO_RANK:
+                raise bad_rank(token, rank)
+        #: The ranks ``encode`` runs BPE over: given, a new pre-token is encoded here.
+        self._ranks = ranks
         self.pattern = pattern
         self._pretoken_end = self._o200k_end if pattern == "o200k_base" else self._cl100k_end
         self._encode = encode
@@ -191,10 +243,24 @@ class TokenCounter:
             u += 1
         return u
 
+    def _pretoken_tokens(self, pretoken: str) -> list[int]:
+        """The pre-token's tokens, by BPE over the ranks where the kernel encodes it
+        (no surrogate, at most BPE_MAX_BYTES), else by ``encode``."""
+        if self._ranks is not None and len(pretoken) <= BPE_MAX_BYTES:
+            try:
+                piece = pretoken.encode()
+            except UnicodeEncodeError:     # a lone surrogate, which tiktoken replaces
+                piece = b""
+            if 0 < len(piece) <= BPE_MAX_BYTES:
+                tokens = byte_pair_encode(self._ranks, piece)
+                if tokens is not None:
+                    return tokens
+        return self._encode(pretoken)
+
     def _pretoken_count(self, pretoken: str) -> int:
         count = self._cache.get(pretoken)
         if count is None:
-            count = len(self._encode(pretoken))
+            count = len(self._pretoken_tokens(pretoken))
             if count < 1:
                 raise ValueError(f"encode returned {count} tokens for a non-empty pre-token")
             if len(self._cache) == self._cache_entries:
@@ -228,3 +294,8 @@ class TokenCounter:
         """The pre-tokens of ``text``, as tiktoken's regex cuts them (for tests)."""
         bounds = self._boundaries(text)
         return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def tokens(self, text: str) -> list[int]:
+        """``encode_ordinary(text)``: each pre-token's tokens as ``count`` finds them
+        (for tests)."""
+        return [token for piece in self.pretokens(text) for token in self._pretoken_tokens(piece)]

@@ -13,8 +13,12 @@ Counting. ``count`` is ``len(encode_ordinary(text))``. For the encodings with
 o200k_base's pattern (``COUNTED``) the unit is chunkd's token counter
 (``chunkd.core.TokenCounter``, as for cl100k_base): the pattern hand translated over
 chunkd's Unicode 16.0 class table (the version of tiktoken's Rust tables), each
-distinct pre-token sent to tiktoken once and cached, which is exact because tiktoken
-runs BPE within a pre-token; the kernel runs it directly. Appending text changes at
+distinct pre-token encoded once and its count cached, which is exact because tiktoken
+runs BPE within a pre-token; the kernel runs it directly. The counter has the
+encoding's ranks and runs tiktoken's BPE over them itself (a pre-token that is one
+token is one look-up), calling tiktoken only for a pre-token over 256 bytes (or one
+with a lone surrogate), so tiktoken's ``Encoding`` is built only then
+(``LazyEncoding``). Appending text changes at
 most the last two pre-tokens (a run of white space up to its last newline, then the
 rest, or a word and an apostrophe that becomes its contraction), so the pre-tokens
 followed by two more are settled. The other encodings (``TiktokenUnit``) call
@@ -91,13 +95,9 @@ def shipped_ranks(expected_sha256: str) -> dict[bytes, int] | None:
     if hashlib.sha256(packed).hexdigest() != packed_sha256:
         raise SettingsError(f"chunkd's copy of {name} is damaged (its SHA-256 differs): "
                             "install chunkd again")
-    ranks: dict[bytes, int] = {}
-    at = 0
-    while at < len(packed):
-        end = at + 1 + packed[at]
-        ranks[packed[at + 1:end]] = len(ranks)
-        at = end
-    return ranks
+    from chunkd.core import unpack_ranks
+
+    return unpack_ranks(packed)
 
 
 def _read_ranks(encoding: str, address: str, expected_sha256: str,
@@ -172,22 +172,50 @@ class TiktokenUnit:
         return 0, 0
 
 
+class LazyEncoding:
+    """tiktoken's ``Encoding`` of a definition, built when first used: chunkd's token
+    counter runs BPE itself and needs tiktoken only for a rare pre-token (over 256
+    bytes), so a process that never meets one never pays for building it (a third of
+    loading o200k_base). Its attributes are the ``Encoding``'s."""
+
+    def __init__(self, definition: dict[str, Any]) -> None:
+        self._definition = definition
+
+    @functools.cached_property
+    def built(self) -> tiktoken.Encoding:
+        import tiktoken
+
+        return tiktoken.Encoding(**self._definition)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self.built.encode_ordinary(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if "_definition" not in vars(self):  # a copy being made, not yet set
+            raise AttributeError(name)
+        return getattr(self.built, name)
+
+
 def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | TiktokenUnit:
     """The unit of ``encoding``, its ranks from ``ranks_file`` or tiktoken's cache:
     chunkd's token counter for the encodings in ``COUNTED``, else a ``TiktokenUnit``.
-    Either has ``encoding``, the ``tiktoken.Encoding``."""
-    import tiktoken
-
-    enc = tiktoken.Encoding(**_definition(encoding, ranks_file))
-    longest = max(len(token) for token in enc.token_byte_values())
+    Either has ``encoding``, the ``tiktoken.Encoding`` (for the counter, a
+    ``LazyEncoding``)."""
+    definition = _definition(encoding, ranks_file)
+    ranks: dict[bytes, int] = definition["mergeable_ranks"]
+    longest = max(map(len, ranks))
     pattern = COUNTED.get(encoding)
     if pattern is None:
-        return TiktokenUnit(enc, longest)
+        import tiktoken
+
+        return TiktokenUnit(tiktoken.Encoding(**definition), longest)
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
-    return TokenCounter(enc.encode_ordinary, pretoken_classes.table(pattern), longest,
-                        name=encoding, pattern=pattern)
+    # With the ranks, the counter runs tiktoken's BPE on a new pre-token itself.
+    return TokenCounter(LazyEncoding(definition).encode_ordinary,
+                        pretoken_classes.table(pattern), longest, name=encoding,
+                        pattern=pattern, ranks=ranks)
 
 
 @functools.lru_cache(maxsize=None)
