@@ -52,16 +52,27 @@ class Postgres:
 
 def pgvector_rows(url: str, collection: str) -> dict[str, tuple[str, numpy.ndarray, dict]]:
     """Every row of ``collection`` as langchain-postgres reads it: id to (document,
-    embedding, metadata)."""
+    embedding, metadata); none while chunkd has not yet made the tables or the
+    collection (``PGVector`` would make the tables itself, and cannot before chunkd has
+    created the ``vector`` extension)."""
+    import psycopg
     from langchain_core.embeddings import FakeEmbeddings
     from langchain_postgres import PGVector
 
+    with psycopg.connect(url) as connection:
+        made = connection.execute("SELECT to_regclass('langchain_pg_embedding') IS NOT NULL "
+                                  "AND to_regclass('langchain_pg_collection') IS NOT NULL"
+                                  ).fetchone()
+    if not (made and made[0]):
+        return {}
     store = PGVector(FakeEmbeddings(size=8), collection_name=collection,
                      connection=url.replace("postgresql://", "postgresql+psycopg://"),
                      create_extension=False)
     try:
         with store.session_maker() as session:
             found = store.get_collection(session)
+            if found is None:
+                return {}
             rows = session.query(store.EmbeddingStore).filter(
                 store.EmbeddingStore.collection_id == found.uuid).all()
             return {row.id: (row.document, numpy.asarray(row.embedding, numpy.float32),
