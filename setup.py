@@ -43,9 +43,9 @@ class OptionalBuildExt(build_ext):
             self.reason = type(error).__name__
 
 
-#: The compiled modules: the streaming core, the two kernels built on it, and the kept
-#: counts' hot path (chunkd/units/kept.py).
-MODULES = ("_core", "_kernel", "_windows", "_kept")
+#: The compiled modules: the streaming core, the two kernels built on it, the kept
+#: counts' hot path (chunkd/units/kept.py) and the NDJSON writer's (chunkd/writers.py).
+MODULES = ("_core", "_kernel", "_windows", "_kept", "_records")
 
 DEBUG = os.environ.get("CHUNKD_DEBUG_BUILD") == "1"
 if DEBUG:

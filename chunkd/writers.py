@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
+from chunkd.core import IMPLEMENTATION
 from chunkd.output import OutputError, Stream, write_all
 
 if TYPE_CHECKING:
@@ -124,7 +125,15 @@ class Writer:
         self.opening = b"{" + (orjson.dumps(self.header)[1:-1] + b"," if self.header else b"")
 
     def write(self, chunks: list[Chunk]) -> None:
-        write_batches(self.out, _json_records(chunks, self.opening, b"}\n"))
+        if write_json_lines is None:
+            write_batches(self.out, _json_records(chunks, self.opening, b"}\n"))
+        else:
+            write_json_lines(self.out, chunks, self.opening, self._line, BATCH_BYTES)
+
+    def _line(self, chunk: Chunk) -> bytes:
+        """One chunk's line, as the twin writes it (for the compiled writer's rare
+        records: those with optional fields)."""
+        return next(_json_records((chunk,), self.opening, b"}\n"))
 
     def end(self) -> None:
         """End the document."""
@@ -135,6 +144,16 @@ class Writer:
 
 
 _NONE = (None,) * len(OPTIONAL_FIELDS)
+
+#: The NDJSON writer's loop compiled (``chunkd._records``), where the core is; None
+#: runs its twin, ``write_batches`` over ``_json_records``.
+write_json_lines: Callable[[Write, list[Chunk], bytes, Callable[[Chunk], bytes], int],
+                           None] | None = None
+if IMPLEMENTATION == "compiled":
+    try:
+        from chunkd._records import write_json_lines
+    except ImportError:  # built before it had this module: the twin, the same bytes
+        pass
 
 
 class MsgpackWriter(Writer):

@@ -1,0 +1,8 @@
+"""Type stubs for the compiled NDJSON writer (chunkd/_records.pyx)."""
+
+from collections.abc import Callable
+
+from chunkd.chunk import Chunk
+
+def write_json_lines(write: Callable[[bytes], object], chunks: list[Chunk], opening: bytes,
+                     record: Callable[[Chunk], bytes], batch_bytes: int) -> None: ...

@@ -1,0 +1,201 @@
+# cython: language_level=3
+"""The NDJSON writer's hot path compiled: chunk records formatted and escaped into one
+buffer, written about ``batch_bytes`` at a time, without a bytes object per record
+(``chunkd.writers.write_batches`` over ``chunkd.writers._json_records`` is its twin,
+byte for byte and write for write)."""
+
+import sys
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.unicode cimport PyUnicode_CheckExact
+from libc.stdlib cimport free, realloc
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long)
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+
+
+if sys.byteorder != "little":  # to_escape reads words little-endian: the twin runs
+    raise ImportError("chunkd._records reads words little-endian")
+
+# What a byte of UTF-8 text becomes in a JSON string, as orjson writes it: 0 where it
+# stays itself, the letter after the backslash where it has a short escape, 'u' where
+# it is written \u00XX (the other control characters).
+cdef char ESCAPES[256]
+cdef int byte
+for byte in range(256):
+    ESCAPES[byte] = b'u' if byte < 0x20 else 0
+ESCAPES[0x08], ESCAPES[0x09], ESCAPES[0x0A], ESCAPES[0x0C], ESCAPES[0x0D] = \
+    b'b', b't', b'n', b'f', b'r'
+ESCAPES[0x22], ESCAPES[0x5C] = b'"', b'\\'
+cdef const char* HEX = b"0123456789abcdef"
+
+cdef uint64_t ONES = 0x0101010101010101ULL
+cdef uint64_t HIGHS = 0x8080808080808080ULL
+
+
+cdef inline uint64_t to_escape(uint64_t word):
+    """The high bits of the bytes of ``word`` (eight, little-endian) that may need
+    escaping: below 0x20, a quote or a backslash. None is set where no byte does, and
+    the lowest set is a byte that does (a borrow can set only bits above it)."""
+    cdef uint64_t quotes = word ^ (ONES * 0x22), backslashes = word ^ (ONES * 0x5C)
+    return (((word - ONES * 0x20) & ~word)
+            | ((quotes - ONES) & ~quotes)
+            | ((backslashes - ONES) & ~backslashes)) & HIGHS
+
+
+# The bytes between the record's parts.
+cdef bytes START = b'"index":', START_ = b',"start":', END_ = b',"end":'
+cdef bytes LENGTH_ = b',"length":', TEXT_ = b',"text":"', CLOSE = b'"}\n'
+
+
+cdef class _Buffer:
+    """Bytes being gathered for one write."""
+    cdef char* data
+    cdef Py_ssize_t size, capacity
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int reserve(self, Py_ssize_t more) except -1:
+        cdef Py_ssize_t wanted = self.size + more
+        cdef char* grown
+        if wanted > self.capacity:
+            wanted = max(wanted, 2 * self.capacity, 1 << 16)
+            grown = <char*>realloc(self.data, wanted)
+            if grown is NULL:
+                raise MemoryError()
+            self.data, self.capacity = grown, wanted
+        return 0
+
+    cdef inline void put(self, const char* source, Py_ssize_t length):
+        memcpy(self.data + self.size, source, length)
+        self.size += length
+
+    cdef inline void put_number(self, long long value):
+        cdef char digits[24]
+        cdef Py_ssize_t count = 0
+        cdef unsigned long long rest = (0ULL - <unsigned long long>value if value < 0
+                                        else <unsigned long long>value)
+        if value < 0:
+            self.data[self.size] = b'-'
+            self.size += 1
+        while True:
+            digits[count] = <char>(48 + rest % 10)
+            count += 1
+            rest //= 10
+            if rest == 0:
+                break
+        while count:
+            count -= 1
+            self.data[self.size] = digits[count]
+            self.size += 1
+
+    cdef void put_escaped(self, const unsigned char* text, Py_ssize_t length):
+        """``text`` as the inside of a JSON string (room for 6 bytes a byte reserved)."""
+        cdef Py_ssize_t at = 0, run = 0
+        cdef uint64_t word, found
+        while at < length:
+            if at + 8 <= length:  # eight bytes at a time, to the first to escape
+                memcpy(&word, text + at, 8)
+                found = to_escape(word)
+                if found == 0:
+                    at += 8
+                    continue
+                at += __builtin_ctzll(found) >> 3
+            elif not ESCAPES[text[at]]:
+                at += 1
+                continue
+            self.put(<const char*>text + run, at - run)
+            self.put_escape(text[at])
+            at += 1
+            run = at
+        self.put(<const char*>text + run, length - run)
+
+    cdef inline void put_escape(self, unsigned char c):
+        cdef char escape = ESCAPES[c]
+        self.data[self.size] = b'\\'
+        self.data[self.size + 1] = escape
+        self.size += 2
+        if escape == b'u':
+            self.put(b"00", 2)
+            self.data[self.size] = HEX[c >> 4]
+            self.data[self.size + 1] = HEX[c & 15]
+            self.size += 2
+
+    cdef object take(self):
+        taken = PyBytes_FromStringAndSize(self.data, self.size)
+        self.size = 0
+        return taken
+
+
+cdef inline bint plain(tuple chunk, long long* numbers):
+    """Whether the chunk has its five fields only (no optional field set), its text a
+    str and its numbers ints of 64 bits, put in ``numbers``: the records this module
+    writes itself."""
+    cdef Py_ssize_t at
+    cdef int overflow
+    if len(chunk) < 5 or not PyUnicode_CheckExact(chunk[4]):
+        return False
+    for at in range(5, len(chunk)):
+        if chunk[at] is not None:
+            return False
+    for at in range(4):
+        if not PyLong_CheckExact(chunk[at]):
+            return False
+        numbers[at] = PyLong_AsLongLongAndOverflow(chunk[at], &overflow)
+        if overflow:
+            return False
+    return True
+
+
+def write_json_lines(write, list chunks, bytes opening, record, Py_ssize_t batch_bytes):
+    """Write each chunk's NDJSON line (``opening``, its fields, its text) through
+    ``write``, about ``batch_bytes`` a call: a line is added and, once the lines
+    gathered reach ``batch_bytes``, they are written. ``record(chunk)`` makes the line
+    of any other chunk (one with optional fields, numbers that are not ints of 64 bits
+    or a text holding a lone surrogate), as the twin does: its bytes, or its error."""
+    cdef _Buffer buffer = _Buffer()
+    cdef const char* text
+    cdef Py_ssize_t size
+    cdef bytes line
+    cdef tuple chunk
+    cdef long long numbers[4]
+    for item in chunks:
+        if not isinstance(item, tuple):  # a Chunk is a tuple: a named one
+            raise TypeError(f"a chunk, not {type(item).__name__}")
+        chunk = <tuple>item
+        if plain(chunk, numbers):
+            try:
+                text = PyUnicode_AsUTF8AndSize(chunk[4], &size)
+            except UnicodeEncodeError:
+                text = NULL
+        else:
+            text = NULL
+        if text is NULL:
+            line = record(chunk)
+            buffer.reserve(len(line))
+            buffer.put(line, len(line))
+        else:
+            buffer.reserve(len(opening) + 4 * 21 + 40 + 6 * size)
+            buffer.put(opening, len(opening))
+            buffer.put(START, len(START))
+            buffer.put_number(numbers[0])
+            buffer.put(START_, len(START_))
+            buffer.put_number(numbers[1])
+            buffer.put(END_, len(END_))
+            buffer.put_number(numbers[2])
+            buffer.put(LENGTH_, len(LENGTH_))
+            buffer.put_number(numbers[3])
+            buffer.put(TEXT_, len(TEXT_))
+            buffer.put_escaped(<const unsigned char*>text, size)
+            buffer.put(CLOSE, len(CLOSE))
+        if buffer.size >= batch_bytes:
+            write(buffer.take())
+    if buffer.size:
+        write(buffer.take())
