@@ -1,8 +1,10 @@
 # cython: language_level=3
 """The NDJSON writer's hot path compiled: chunk records formatted and escaped into one
 buffer, written about ``batch_bytes`` at a time, without a bytes object per record
-(``chunkd.writers.write_batches`` over ``chunkd.writers._json_records`` is its twin,
-byte for byte and write for write)."""
+(an ASCII text is escaped from the str's own bytes, eight at a time; a text of two-byte
+characters, the most common other kind, is encoded to UTF-8 in the same pass).
+``chunkd.writers.write_batches`` over ``chunkd.writers._json_records`` is its twin,
+byte for byte and write for write."""
 
 import sys
 
@@ -10,7 +12,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.stdlib cimport free, realloc
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint16_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from *:
@@ -18,6 +20,10 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    int PyUnicode_KIND(object text)
+    const uint16_t* PyUnicode_2BYTE_DATA(object text)
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    int PyUnicode_2BYTE_KIND
 
 
 if sys.byteorder != "little":  # to_escape reads words little-endian: the twin runs
@@ -37,6 +43,9 @@ cdef const char* HEX = b"0123456789abcdef"
 
 cdef uint64_t ONES = 0x0101010101010101ULL
 cdef uint64_t HIGHS = 0x8080808080808080ULL
+cdef uint64_t ONES16 = 0x0001000100010001ULL
+cdef uint64_t HIGHS16 = 0x8000800080008000ULL
+cdef uint64_t BEYOND_ASCII16 = 0xFF80FF80FF80FF80ULL
 
 
 cdef inline uint64_t to_escape(uint64_t word):
@@ -47,6 +56,24 @@ cdef inline uint64_t to_escape(uint64_t word):
     return (((word - ONES * 0x20) & ~word)
             | ((quotes - ONES) & ~quotes)
             | ((backslashes - ONES) & ~backslashes)) & HIGHS
+
+
+cdef inline uint64_t to_escape16(uint64_t word):
+    """``to_escape`` for four code units of 16 bits, each below 0x80."""
+    cdef uint64_t quotes = word ^ (ONES16 * 0x22), backslashes = word ^ (ONES16 * 0x5C)
+    return (((word - ONES16 * 0x20) & ~word)
+            | ((quotes - ONES16) & ~quotes)
+            | ((backslashes - ONES16) & ~backslashes)) & HIGHS16
+
+
+cdef inline char* escaped(char* out, unsigned char c):
+    """Write the escape of the byte ``c`` at ``out``; where it ends."""
+    cdef char escape = ESCAPES[c]
+    out[0], out[1] = b'\\', escape
+    if escape != b'u':
+        return out + 2
+    out[2], out[3], out[4], out[5] = b'0', b'0', HEX[c >> 4], HEX[c & 15]
+    return out + 6
 
 
 # The bytes between the record's parts.
@@ -118,15 +145,77 @@ cdef class _Buffer:
         self.put(<const char*>text + run, length - run)
 
     cdef inline void put_escape(self, unsigned char c):
-        cdef char escape = ESCAPES[c]
-        self.data[self.size] = b'\\'
-        self.data[self.size + 1] = escape
-        self.size += 2
-        if escape == b'u':
-            self.put(b"00", 2)
-            self.data[self.size] = HEX[c >> 4]
-            self.data[self.size + 1] = HEX[c & 15]
-            self.size += 2
+        self.size = escaped(self.data + self.size, c) - self.data
+
+    cdef bint put_ucs2(self, const uint16_t* text, Py_ssize_t length):
+        """A two-byte kind of str's ``text`` as the inside of a JSON string, encoded to
+        UTF-8 here (room for 6 bytes a unit reserved); False, with nothing put, at a
+        lone surrogate (the caller lets the twin fail on it)."""
+        cdef Py_ssize_t at = 0
+        cdef uint64_t word
+        cdef uint16_t c
+        cdef char* out = self.data + self.size
+        while at < length:
+            if at + 4 <= length:  # four ASCII units at a time, their low bytes
+                memcpy(&word, text + at, 8)
+                if word & BEYOND_ASCII16 == 0 and to_escape16(word) == 0:
+                    out[0], out[1] = <char>word, <char>(word >> 16)
+                    out[2], out[3] = <char>(word >> 32), <char>(word >> 48)
+                    out += 4
+                    at += 4
+                    continue
+            c = text[at]
+            at += 1
+            if c < 0x80:
+                if ESCAPES[c]:
+                    out = escaped(out, <unsigned char>c)
+                else:
+                    out[0] = <char>c
+                    out += 1
+            elif c < 0x800:
+                out[0], out[1] = <char>(0xC0 | (c >> 6)), <char>(0x80 | (c & 0x3F))
+                out += 2
+            elif 0xD800 <= c <= 0xDFFF:
+                return False
+            else:
+                out[0], out[1] = <char>(0xE0 | (c >> 12)), <char>(0x80 | ((c >> 6) & 0x3F))
+                out[2] = <char>(0x80 | (c & 0x3F))
+                out += 3
+        self.size = out - self.data
+        return True
+
+    cdef bint put_plain(self, str text, bytes opening, long long* numbers) except -1:
+        """Put the record of ``numbers`` (index, start, end, length) and ``text``; False,
+        with nothing put, where its text holds a lone surrogate."""
+        cdef Py_ssize_t start = self.size, size
+        cdef const char* utf8 = NULL
+        cdef bint two_byte = PyUnicode_KIND(text) == PyUnicode_2BYTE_KIND
+        if two_byte:  # encoded and escaped in one pass, rather than encoded first
+            size = PyUnicode_GET_LENGTH(text)
+        else:  # ASCII's UTF-8 is the str's own data; the rare others are encoded
+            try:
+                utf8 = PyUnicode_AsUTF8AndSize(text, &size)
+            except UnicodeEncodeError:
+                return False
+        self.reserve(len(opening) + 4 * 21 + 40 + 6 * size)
+        self.put(opening, len(opening))
+        self.put(START, len(START))
+        self.put_number(numbers[0])
+        self.put(START_, len(START_))
+        self.put_number(numbers[1])
+        self.put(END_, len(END_))
+        self.put_number(numbers[2])
+        self.put(LENGTH_, len(LENGTH_))
+        self.put_number(numbers[3])
+        self.put(TEXT_, len(TEXT_))
+        if two_byte:
+            if not self.put_ucs2(PyUnicode_2BYTE_DATA(text), size):
+                self.size = start
+                return False
+        else:
+            self.put_escaped(<const unsigned char*>utf8, size)
+        self.put(CLOSE, len(CLOSE))
+        return True
 
     cdef object take(self):
         taken = PyBytes_FromStringAndSize(self.data, self.size)
@@ -161,8 +250,6 @@ def write_json_lines(write, list chunks, bytes opening, record, Py_ssize_t batch
     of any other chunk (one with optional fields, numbers that are not ints of 64 bits
     or a text holding a lone surrogate), as the twin does: its bytes, or its error."""
     cdef _Buffer buffer = _Buffer()
-    cdef const char* text
-    cdef Py_ssize_t size
     cdef bytes line
     cdef tuple chunk
     cdef long long numbers[4]
@@ -170,31 +257,10 @@ def write_json_lines(write, list chunks, bytes opening, record, Py_ssize_t batch
         if not isinstance(item, tuple):  # a Chunk is a tuple: a named one
             raise TypeError(f"a chunk, not {type(item).__name__}")
         chunk = <tuple>item
-        if plain(chunk, numbers):
-            try:
-                text = PyUnicode_AsUTF8AndSize(chunk[4], &size)
-            except UnicodeEncodeError:
-                text = NULL
-        else:
-            text = NULL
-        if text is NULL:
+        if not plain(chunk, numbers) or not buffer.put_plain(chunk[4], opening, numbers):
             line = record(chunk)
             buffer.reserve(len(line))
             buffer.put(line, len(line))
-        else:
-            buffer.reserve(len(opening) + 4 * 21 + 40 + 6 * size)
-            buffer.put(opening, len(opening))
-            buffer.put(START, len(START))
-            buffer.put_number(numbers[0])
-            buffer.put(START_, len(START_))
-            buffer.put_number(numbers[1])
-            buffer.put(END_, len(END_))
-            buffer.put_number(numbers[2])
-            buffer.put(LENGTH_, len(LENGTH_))
-            buffer.put_number(numbers[3])
-            buffer.put(TEXT_, len(TEXT_))
-            buffer.put_escaped(<const unsigned char*>text, size)
-            buffer.put(CLOSE, len(CLOSE))
         if buffer.size >= batch_bytes:
             write(buffer.take())
     if buffer.size:

@@ -75,7 +75,10 @@ def test_every_byte_value_escaped_as_orjson_escapes_it():
 
 def test_long_texts_cross_the_word_reads_at_every_offset():
     # An escape at each position of an 8-byte word, and texts of every length around it.
-    texts = ["a" * before + escape + "b" * after for escape in ('"', "\\", "\n", "\x01", "é")
+    # Each in the three kinds of str: one byte a character, two (a CJK character in
+    # it) and four (an emoji).
+    texts = [kind + "a" * before + escape + "b" * after
+             for kind in ("", "語", "😀") for escape in ('"', "\\", "\n", "\x01", "é", "語")
              for before in range(17) for after in range(10)]
     chunks = [chunk(i, i, i + len(text), len(text), text) for i, text in enumerate(texts)]
     assert b"".join(compiled_writes(chunks, b"{", 1 << 20)) == oracle_lines(chunks, {})

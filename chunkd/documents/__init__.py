@@ -13,7 +13,7 @@ registry's order), then by its name's extension; anything else is text (``detect
 
 Extraction runs in a long-lived worker process (``chunkd.documents.worker``), so that a
 file built to hurt cannot take the caller down: it is stopped after ``Limits.seconds``,
-its memory may grow by ``EXTRACT_MEMORY`` only, the text it gives is at most
+its memory may grow by ``worker.EXTRACT_MEMORY`` only, the text it gives is at most
 ``Limits.max_bytes`` of UTF-8, and a DOCX's parts may expand to at most
 ``DOCX_EXPANSION`` times that. Nothing is fetched, no script runs, no link is followed.
 The parsers' libraries are imported only in the worker.
@@ -31,17 +31,15 @@ from typing import TYPE_CHECKING
 
 from chunkd.documents.base import (DEFAULT_MAX_BYTES, DEFAULT_SECONDS, FORMATS, HEAD_BYTES,
                                    DocumentError, Extracted, Format, Limits, register)
-from chunkd.documents.worker import (EXTRACT_MEMORY, WorkerFailed, extract_checked,
-                                     extract_in_worker)
 from chunkd.readers import (BLOCK_SIZE, Document, FileOpener, InputError, OnBytes, display_name,
                             file_document, read_blocks)
 
 if TYPE_CHECKING:
     from chunkd.strategies.base import Source
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SECONDS", "EXTRACT_MEMORY", "FORMATS", "HEAD_BYTES",
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SECONDS", "FORMATS", "HEAD_BYTES",
            "DocumentError", "DocumentFile", "Extracted", "Format", "Limits", "detect",
-           "detect_file", "document_source", "extract", "extract_checked", "file_opener",
+           "detect_file", "document_source", "extract", "file_opener",
            "register"]
 
 
@@ -123,6 +121,10 @@ def extract(data: bytes, kind: str, where: str, limits: Limits,
         raise InputError(f"{where}: {len(data)} bytes, over --max-bytes {limits.max_bytes}")
     form = FORMATS[kind]
     _check_library(form, where)
+    # The worker (processes, sockets) only where a document is extracted: the plain
+    # text filter starts without it.
+    from chunkd.documents.worker import WorkerFailed, extract_in_worker
+
     try:
         return extract_in_worker(data, form, limits, beat)
     except (DocumentError, WorkerFailed) as error:
@@ -141,6 +143,8 @@ def extract_source(data: bytes, name: object, where: str, limits: Limits,
     if not here:
         extracted = extract(data, kind, where, limits, beat)
     else:
+        from chunkd.documents.worker import extract_checked
+
         try:
             extracted = extract_checked(data, FORMATS[kind], limits)
         except DocumentError as error:

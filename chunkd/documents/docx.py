@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 
 from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
@@ -25,6 +24,8 @@ def docx_text(data: bytes, most_expanded: int) -> str:
     uncompressed, as its ZIP directory declares them (a ZIP reader never expands a
     part past its declared size)."""
     _check_archive(data, most_expanded)
+    import zipfile  # here and below: a run that meets no ZIP starts without it
+
     # python-docx's XML parser (no entities resolved, nothing fetched) and its element
     # classes, for its tables' grid of cells; the two parts read are parsed directly,
     # not the whole package as docx.Document does (a third of the time a document).
@@ -160,6 +161,8 @@ _SIGNS = {_W + "tab": "\t", _W + "ptab": "\t", _W + "cr": "\n", _W + "noBreakHyp
 def _check_archive(data: bytes, most_expanded: int) -> None:
     """Refuse a ZIP that is not one, holds no ``word/document.xml``, or whose parts
     would expand past ``most_expanded`` bytes (a ZIP bomb)."""
+    import zipfile
+
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, EOFError) as error:
@@ -177,6 +180,8 @@ def _check_archive(data: bytes, most_expanded: int) -> None:
 
 def holds_docx(data: bytes | str) -> bool:
     """Whether ``data`` (a ZIP's bytes, or a file's path) holds ``word/document.xml``."""
+    import zipfile
+
     try:
         with zipfile.ZipFile(data if isinstance(data, str) else io.BytesIO(data)) as archive:
             return "word/document.xml" in archive.NameToInfo
