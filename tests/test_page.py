@@ -299,6 +299,34 @@ def test_selecting_a_chunk_shows_its_details(page, server):
     assert selected == target["text"]
 
 
+def test_the_chunk_cards_never_spill_over_each_other(page, server):
+    """At every screen size the list stays inside its card, no card covers another,
+    and the selected chunk keeps some height; a screen too short for them all scrolls
+    the column (or, narrow, the page)."""
+    open_server_page(page, server.url)
+    paste(page, ENGLISH.read_text(encoding="utf-8"))
+    split(page)
+    page.click("#row-3")
+    start = page.text_content("#row-3 .range").split("–")[0]
+    for width, height in ((1280, 1000), (1280, 700), (900, 900), (900, 600), (420, 900)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.evaluate(FRAMES)
+        cards, in_card, list_box = page.evaluate("""() => {
+            const box = e => { const r = e.getBoundingClientRect();
+                               return [r.top, r.bottom, r.left, r.right]; };
+            const card = document.querySelector(".list-card");
+            return [[...document.querySelectorAll(".side > .card")].map(box), box(card),
+                    box(document.querySelector("#list"))];
+        }""")
+        where = (width, height)
+        assert all(upper[1] <= lower[0] for upper, lower in zip(cards, cards[1:])), where
+        assert in_card[0] <= list_box[0] and list_box[1] <= in_card[1], (where, in_card, list_box)
+        assert list_box[1] - list_box[0] >= 100, where
+        assert cards[-1][1] - cards[-1][0] >= 100, where  # the selected chunk's card
+        page.locator("#details").scroll_into_view_if_needed()
+        expect(page.locator("#details")).to_contain_text(start)
+
+
 def test_children_show_their_parent(page, server):
     text = CHINESE.read_text(encoding="utf-8")
     options = ("--chars", "120", "--parent-chars", "500", "--parent-overlap", "40%")
