@@ -21,13 +21,19 @@ from tokenizer_files import MINILM_SHA256, minilm_folder
 pytestmark = pytest.mark.browser
 
 #: Every text the status line shows from now on, in order (each one a node it adds).
+#: Records each text of the status line, and its aria-busy then (``window.busy``).
 RECORD_STATUS = """() => {
   window.statuses = [];
+  window.busy = [];
+  const line = document.getElementById("action-status");
   new MutationObserver((records) => {
     for (const record of records) {
-      for (const node of record.addedNodes) window.statuses.push(node.textContent);
+      for (const node of record.addedNodes) {
+        window.statuses.push(node.textContent);
+        window.busy.push(line.getAttribute("aria-busy"));
+      }
     }
-  }).observe(document.getElementById("action-status"), { childList: true });
+  }).observe(line, { childList: true });
 }"""
 EMBEDDING = re.compile(r"Embedding: ([\d,]+) of ([\d,]+) sentences · ([\d.]+) s")
 #: Any line of a split under way past its first second.
@@ -57,8 +63,10 @@ def test_a_long_split_shows_the_sentences_embedded_so_far(page, slow_endpoint):
         page.click("#split")
         expect(page.locator("#action-status")).to_contain_text("chunks, shown in",
                                                                timeout=60_000)
-        statuses = page.evaluate("window.statuses")
+        statuses, busy = page.evaluate("[window.statuses, window.busy]")
     assert embedded(slow_endpoint) - before == 48
+    # A screen reader hears the outcome, not each tick: the line is busy meanwhile.
+    assert busy[1:-1] == ["true"] * (len(busy) - 2) and busy[-1] is None, (statuses, busy)
     assert statuses[0] == "Splitting…" and SHOWN.fullmatch(statuses[-1]), statuses
     between = statuses[1:-1]
     # Past a second, each line says how far the split is and for how long: the code

@@ -877,6 +877,9 @@
     stopRunning = () => { clearInterval(ticker); stop.abort(); };
     showMessage("");
     status(size > 1e6 ? `Splitting ${byteSize(size)}…` : "Splitting…");
+    // The status line is a live region, and its progress changes four times a second:
+    // busy, a screen reader holds it until the split's outcome, said once.
+    $("action-status").setAttribute("aria-busy", "true");
     $("split").disabled = true;
     let code = 0, result;
     try {
@@ -901,6 +904,7 @@
     if (ticket !== asked) return;  // a newer split was asked for meanwhile
     stopRunning = () => {};
     $("split").disabled = false;
+    $("action-status").removeAttribute("aria-busy");
     status("");
     if (!code) {
       showMessage("chunkd serve did not answer: is it still running?");
