@@ -79,6 +79,7 @@ cdef inline char* escaped(char* out, unsigned char c):
 # The bytes between the record's parts.
 cdef bytes START = b'"index":', START_ = b',"start":', END_ = b',"end":'
 cdef bytes LENGTH_ = b',"length":', TEXT_ = b',"text":"', CLOSE = b'"}\n'
+cdef Py_ssize_t FIXED = sum(map(len, (START, START_, END_, LENGTH_, TEXT_, CLOSE)))
 
 
 cdef class _Buffer:
@@ -197,7 +198,9 @@ cdef class _Buffer:
                 utf8 = PyUnicode_AsUTF8AndSize(text, &size)
             except UnicodeEncodeError:
                 return False
-        self.reserve(len(opening) + 4 * 21 + 40 + 6 * size)
+        # The keys, four numbers of at most 20 characters, and at most 6 bytes for
+        # each code unit of the text (a control character's \u00XX).
+        self.reserve(len(opening) + FIXED + 4 * 20 + 6 * size)
         self.put(opening, len(opening))
         self.put(START, len(START))
         self.put_number(numbers[0])
