@@ -182,7 +182,8 @@ cdef class TokenCounter:
         ``max_token_bytes``: the longest token's length, which bounds how many code
         points one token can cover; ``pattern``: "cl100k_base" or "o200k_base";
         ``ranks``: the encoding's ranks (tiktoken's ``_mergeable_ranks``, token bytes to
-        id), which ``encode`` runs BPE over: given, a new pre-token is encoded here.
+        id, or packed as ``unpack_ranks`` takes them), which ``encode`` runs BPE over:
+        given, a new pre-token is encoded here.
 
         Everything is allocated and checked here, in ``__cinit__``, so that no instance
         (not even one made with ``TokenCounter.__new__``) exists half-built."""
@@ -209,22 +210,60 @@ cdef class TokenCounter:
         if not (self.slot_hash and self.slot_key and self.slot_len and self.slot_count
                 and self.keys and self.single):
             raise MemoryError()
-        if ranks is not None:
+        if isinstance(ranks, bytes):
+            self.load_packed(ranks)
+        elif ranks is not None:
             self.load_ranks(ranks)
 
     cdef int load_ranks(self, dict ranks) except -1:
         """The table of ``ranks`` (a dict that holds every single byte, as
         ``check_counter_arguments`` checked), each entry checked as it goes in."""
-        cdef Py_ssize_t slots = 1, total = 0, at, n
-        cdef uint32_t h
-        cdef const unsigned char* token
+        cdef Py_ssize_t total = 0
         for key, value in ranks.items():
             if type(key) is not bytes:
                 raise bad_rank(key, value)
             total += len(<bytes>key)
-        if total >= NO_RANK:
+        self.allocate_ranks(len(ranks), total)
+        total = 0
+        for key, value in ranks.items():
+            if type(key) is not bytes or not 0 <= value < NO_RANK:
+                raise bad_rank(key, value)
+            self.add_rank(<bytes>key, len(<bytes>key), <uint32_t>value, total)
+            total += len(<bytes>key)
+        return 0
+
+    cdef int load_packed(self, bytes packed) except -1:
+        """The table of packed ranks (``unpack_ranks``'s input: the id of a token is
+        its place), read in place: no dict of 200,000 tokens is built to be dropped."""
+        cdef const unsigned char* data = packed
+        cdef Py_ssize_t n = len(packed), at = 0, count = 0, total = 0, byte
+        cdef unsigned char single
+        while at < n:
+            if at + 1 + data[at] > n:
+                raise ValueError(f"the packed ranks end inside token {count}")
+            total += data[at]
+            at += 1 + data[at]
+            count += 1
+        self.allocate_ranks(count, total)
+        at = total = count = 0
+        while at < n:
+            self.add_rank(data + at + 1, data[at], <uint32_t>count, total)
+            total += data[at]
+            at += 1 + data[at]
+            count += 1
+        for byte in range(256):
+            single = <unsigned char>byte
+            if self.rank(&single, 1) == NO_RANK:
+                raise ValueError("ranks must hold every single byte, as a byte-level "
+                                 "BPE's do")
+        return 0
+
+    cdef int allocate_ranks(self, Py_ssize_t count, Py_ssize_t total) except -1:
+        """The empty table for ``count`` tokens of ``total`` bytes in all."""
+        cdef Py_ssize_t slots = 1
+        if total >= NO_RANK or count >= NO_RANK:
             raise ValueError("ranks hold more than 4 GiB of tokens")
-        while slots < 2 * len(ranks):
+        while slots < 2 * count:
             slots *= 2
         self.rank_hash = <uint32_t*>calloc(slots, sizeof(uint32_t))
         self.rank_value = <uint32_t*>malloc(slots * sizeof(uint32_t))
@@ -237,25 +276,23 @@ cdef class TokenCounter:
             raise MemoryError()
         memset(self.pair_rank, 0xFF, 65536 * sizeof(uint32_t))  # NO_RANK
         self.rank_mask = slots - 1
-        total = 0
-        for key, value in ranks.items():
-            if type(key) is not bytes or not 0 <= value < NO_RANK:
-                raise bad_rank(key, value)
-            token = <bytes>key
-            n = len(<bytes>key)
-            h = _bytes_hash(token, n)
-            at = h & self.rank_mask
-            while self.rank_hash[at]:
-                at = (at + 1) & self.rank_mask
-            self.rank_hash[at] = h
-            self.rank_value[at] = <uint32_t>value
-            self.rank_at[at] = <uint32_t>total
-            self.rank_len[at] = <uint32_t>n
-            memcpy(self.rank_bytes + total, token, n)
-            total += n
-            if n == 2:                     # BPE's first look-ups: a table of their own
-                self.pair_rank[token[0] << 8 | token[1]] = <uint32_t>value
         return 0
+
+    cdef void add_rank(self, const unsigned char* token, Py_ssize_t n, uint32_t value,
+                       Py_ssize_t stored) noexcept:
+        """Put the token ``token[:n]`` of id ``value`` in the table, its bytes at
+        ``stored`` in ``rank_bytes``."""
+        cdef uint32_t h = _bytes_hash(token, n)
+        cdef Py_ssize_t at = h & self.rank_mask
+        while self.rank_hash[at]:
+            at = (at + 1) & self.rank_mask
+        self.rank_hash[at] = h
+        self.rank_value[at] = value
+        self.rank_at[at] = <uint32_t>stored
+        self.rank_len[at] = <uint32_t>n
+        memcpy(self.rank_bytes + stored, token, n)
+        if n == 2:                     # BPE's first look-ups: a table of their own
+            self.pair_rank[token[0] << 8 | token[1]] = value
 
     @property
     def encoding(self):

@@ -94,11 +94,12 @@ def check_counter_arguments(encode: object, classes: bytes, max_token_bytes: int
     tiktoken's ``encode_ordinary``, ``classes`` the table of ``pattern``,
     ``max_token_bytes`` the longest token's length, ``cache_entries`` how many
     pre-tokens the cache holds, ``pattern`` a key of ``PATTERNS``, ``ranks`` None or
-    the ranks ``encode`` runs BPE over (each core checks every entry as it takes
-    them: ``bad_rank``)."""
-    if ranks is not None:
+    the ranks ``encode`` runs BPE over, a dict or packed (each core checks every entry
+    as it takes them: ``bad_rank``, and the single bytes of packed ranks)."""
+    if ranks is not None and not isinstance(ranks, bytes):  # packed: checked as read
         if not isinstance(ranks, dict):
-            raise TypeError("ranks must be a dict of token bytes to ids (or None)")
+            raise TypeError("ranks must be a dict of token bytes to ids, packed ranks "
+                            "(bytes) or None")
         if any(bytes([byte]) not in ranks for byte in range(256)):
             raise ValueError("ranks must hold every single byte, as a byte-level BPE's do")
     if pattern not in PATTERNS:

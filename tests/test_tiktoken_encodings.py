@@ -212,10 +212,37 @@ def test_the_shipped_ranks_are_tiktokens_file(o200k):
     import hashlib
 
     [(published, _)] = [(sha256, entry) for sha256, entry in tiktoken_encodings.SHIPPED.items()]
-    ranks = tiktoken_encodings.shipped_ranks(published)
+    shipped = tiktoken_encodings.shipped_ranks(published)
+    assert shipped is not None
+    ranks = twin_tokens.unpack_ranks(shipped.data)
+    assert shipped.longest == max(map(len, ranks))
     text = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
     assert hashlib.sha256(text).hexdigest() == published == hashlib.sha256(
         O200K_FILE.read_bytes()).hexdigest()
+
+
+def test_both_cores_count_on_packed_ranks_read_in_place(o200k):
+    """Given the packed ranks (as ``load`` gives chunkd's copy), each core's counter
+    reads them without a dict and counts as tiktoken; packed ranks that end inside a
+    token or lack a single byte are refused, by both alike."""
+    import zlib
+    from pathlib import Path
+
+    from chunkd import _kernel
+
+    [(name, _, _)] = tiktoken_encodings.SHIPPED.values()
+    packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
+    text = corpus_documents()[7].read_text(encoding="utf-8")
+    for core in (_kernel.TokenCounter, twin_tokens.TokenCounter):
+        counter = core(o200k.encode_ordinary, pretoken_classes.table("o200k_base"), 128,
+                       name="o200k_base", pattern="o200k_base", ranks=packed)
+        assert counter.count(text) == len(o200k.encode_ordinary(text)), core
+        # Without the byte "A" (rank 32), and cut inside the last token.
+        lacking = packed[:32 * 2] + packed[33 * 2:]
+        for broken, message in ((lacking, "every single byte"), (packed[:-1], "end inside token")):
+            with pytest.raises(ValueError, match=message):
+                core(o200k.encode_ordinary, pretoken_classes.table("o200k_base"), 128,
+                     name="o200k_base", pattern="o200k_base", ranks=broken)
 
 
 def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
@@ -226,7 +253,7 @@ def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
 
     from chunkd import _kernel
 
-    [(name, _)] = tiktoken_encodings.SHIPPED.values()
+    [(name, _, _)] = tiktoken_encodings.SHIPPED.values()
     packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
     assert _kernel.unpack_ranks(packed) == twin_tokens.unpack_ranks(packed) == \
         o200k._mergeable_ranks

@@ -89,9 +89,11 @@ class TokenCounter:
     def __init__(self, encode: Callable[[str], list[int]], classes: bytes,
                  max_token_bytes: int, cache_entries: int = 1 << 16,
                  name: str = "cl100k_base", pattern: str = "cl100k_base",
-                 ranks: dict[bytes, int] | None = None) -> None:
+                 ranks: dict[bytes, int] | bytes | None = None) -> None:
         if not isinstance(classes, bytes):
             raise TypeError("classes must be bytes")
+        if isinstance(ranks, bytes):  # packed: the twin looks them up in a dict
+            ranks = unpack_ranks(ranks)
         check_counter_arguments(encode, classes, max_token_bytes, cache_entries, pattern, ranks)
         for token, rank in (ranks or {}).items():
             if type(token) is not bytes or not 0 <= rank < NO_RANK:

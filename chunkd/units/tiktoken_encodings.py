@@ -36,7 +36,7 @@ import os
 import tempfile
 import types
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.errors import SettingsError
 
@@ -81,28 +81,36 @@ def cache_dir() -> Path | None:
 #: (tests/test_tiktoken_encodings.py rebuilds the file from them and checks tiktoken's
 #: hash).
 SHIPPED = {"446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
-    "o200k_base.ranks.zlib", "bac143fe7fe950090c6e4ed9a2f80de5412a92495758b52becbbe5a7eea25ecb")}
+    "o200k_base.ranks.zlib", "bac143fe7fe950090c6e4ed9a2f80de5412a92495758b52becbbe5a7eea25ecb",
+    128)}
 
 
-def shipped_ranks(expected_sha256: str) -> dict[bytes, int] | None:
+class Packed(NamedTuple):
+    """Ranks as chunkd ships them: packed (``unpack_ranks``'s input), and the length of
+    their longest token. The token counter reads them in place; tiktoken's
+    ``Encoding``, where one is built, gets them unpacked (``_encoding``)."""
+
+    data: bytes
+    longest: int
+
+
+def shipped_ranks(expected_sha256: str) -> Packed | None:
     """The ranks of the file tiktoken publishes with ``expected_sha256``, from chunkd's
     own copy, checked; None if chunkd ships no copy of it."""
     if expected_sha256 not in SHIPPED:
         return None
     import zlib
 
-    name, packed_sha256 = SHIPPED[expected_sha256]
+    name, packed_sha256, longest = SHIPPED[expected_sha256]
     packed = zlib.decompress((Path(__file__).parent.parent / name).read_bytes())
     if hashlib.sha256(packed).hexdigest() != packed_sha256:
         raise SettingsError(f"chunkd's copy of {name} is damaged (its SHA-256 differs): "
                             "install chunkd again")
-    from chunkd.core import unpack_ranks
-
-    return unpack_ranks(packed)
+    return Packed(packed, longest)
 
 
 def _read_ranks(encoding: str, address: str, expected_sha256: str,
-                ranks_file: Path | None) -> dict[bytes, int]:
+                ranks_file: Path | None) -> dict[bytes, int] | Packed:
     """The ranks of ``encoding`` from ``ranks_file``, chunkd's own copy or tiktoken's
     cache, checked."""
     shipped = None if ranks_file is not None else shipped_ranks(expected_sha256)
@@ -144,7 +152,7 @@ def _definition(encoding: str, ranks_file: Path | None) -> dict[str, Any]:
         raise SettingsError(NOT_HERE.get(encoding) or f"unknown tiktoken encoding {encoding!r}: "
                             f"give one of {', '.join(names())}")
 
-    def load_ranks(address: str, expected_hash: str) -> dict[bytes, int]:
+    def load_ranks(address: str, expected_hash: str) -> dict[bytes, int] | Packed:
         return _read_ranks(encoding, address, expected_hash, ranks_file)
 
     namespace = dict(vars(openai_public), load_tiktoken_bpe=load_ranks)
@@ -184,9 +192,7 @@ class LazyEncoding:
 
     @functools.cached_property
     def built(self) -> tiktoken.Encoding:
-        import tiktoken
-
-        return tiktoken.Encoding(**self._definition)
+        return _encoding(self._definition)
 
     def encode_ordinary(self, text: str) -> list[int]:
         return self.built.encode_ordinary(text)
@@ -203,20 +209,31 @@ def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | Tiktok
     Either has ``encoding``, the ``tiktoken.Encoding`` (for the counter, a
     ``LazyEncoding``)."""
     definition = _definition(encoding, ranks_file)
-    ranks: dict[bytes, int] = definition["mergeable_ranks"]
-    longest = max(map(len, ranks))
+    ranks: dict[bytes, int] | Packed = definition["mergeable_ranks"]
+    longest = ranks.longest if isinstance(ranks, Packed) else max(map(len, ranks))
     pattern = COUNTED.get(encoding)
     if pattern is None:
-        import tiktoken
-
-        return TiktokenUnit(tiktoken.Encoding(**definition), longest)
+        return TiktokenUnit(_encoding(definition), longest)
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
     # With the ranks, the counter runs tiktoken's BPE on a new pre-token itself.
     return TokenCounter(LazyEncoding(definition).encode_ordinary,
                         pretoken_classes.table(pattern), longest, name=encoding,
-                        pattern=pattern, ranks=ranks)
+                        pattern=pattern,
+                        ranks=ranks.data if isinstance(ranks, Packed) else ranks)
+
+
+def _encoding(definition: dict[str, Any]) -> tiktoken.Encoding:
+    """tiktoken's ``Encoding`` of a definition, its ranks unpacked if packed."""
+    import tiktoken
+
+    ranks = definition["mergeable_ranks"]
+    if isinstance(ranks, Packed):
+        from chunkd.core import unpack_ranks
+
+        definition = {**definition, "mergeable_ranks": unpack_ranks(ranks.data)}
+    return tiktoken.Encoding(**definition)
 
 
 @functools.lru_cache(maxsize=None)
