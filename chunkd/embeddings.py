@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
@@ -255,6 +256,12 @@ LONGEST_WAIT = 8.0
 NUMBER_BYTES, TEXT_BYTES, ANSWER_BYTES, WIDEST = 64, 4096, 1 << 16, 16_384
 #: The bytes ``GET /info`` may answer.
 INFO_BYTES = 1 << 20
+#: Seconds a ``GET /info`` that got no answer is remembered by the settings checks that
+#: ask for the server's window (``OpenAIEmbedder.input_limit``): each ask may wait the
+#: whole timeout, and ``chunkd serve`` builds settings for every request, so a server
+#: that does not answer would hold up each one; a server that was starting is asked
+#: again after this.
+UNANSWERED_INFO_KEPT = 30.0
 
 
 def endpoint_url(url: str) -> str:
@@ -357,7 +364,8 @@ class OpenAIEmbedder:
     and ``max_batch_tokens``): any other answer leaves the defaults; no answer (within
     the timeout), a 429 or a 5xx leaves them for this call, and the next asks again.
     The same answer gives the model's window (``input_limit``, TEI's
-    ``max_input_length``)."""
+    ``max_input_length``), which the settings checks ask for: to them no answer is
+    remembered for ``UNANSWERED_INFO_KEPT`` seconds."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None,
@@ -379,6 +387,8 @@ class OpenAIEmbedder:
         self.limits = limits or Limits.default()
         self.dimension: int | None = None
         self._told: dict[str, int] | None = None
+        #: When ``/info`` last got no answer (``monotonic``), while none has answered.
+        self._unanswered_at: float | None = None
         self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
@@ -464,17 +474,23 @@ class OpenAIEmbedder:
     def input_limit(self) -> int | None:
         """The most tokens of its model the server takes in one text, the special
         tokens the model adds included (TEI's ``max_input_length``); None where the
-        server does not say."""
-        return self.told().get("max_input_length")
+        server does not say, or did not answer within ``UNANSWERED_INFO_KEPT`` seconds
+        (not asked again until then)."""
+        return self.told(UNANSWERED_INFO_KEPT).get("max_input_length")
 
-    def told(self) -> dict[str, int]:
+    def told(self, unanswered_kept: float = 0.0) -> dict[str, int]:
         """What the server's ``/info`` says of its limits (``_info``), asked on first
         use, and again on the next while it does not answer (a server starting, or
-        down, may later)."""
+        down, may later), unless its last ask got no answer less than
+        ``unanswered_kept`` seconds ago."""
         with self._asking:
             if self._told is None:
+                if self._unanswered_at is not None \
+                        and monotonic() - self._unanswered_at < unanswered_kept:
+                    return {}
                 told = self._info()
                 if told is None:
+                    self._unanswered_at = monotonic()
                     return {}
                 self._told = told
             return self._told
