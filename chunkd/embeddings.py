@@ -25,6 +25,7 @@ import base64
 import functools
 import hashlib
 import http
+import importlib.util
 import json
 import os
 import re
@@ -653,7 +654,7 @@ class SentenceTransformerEmbedder:
             import torch
 
             self.model.to(getattr(torch, dtype))
-        self.name = folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
+        self.name = local_identity(folder, dtype)
         self.batch = batch
         self.shown = f"--embed {folder}"
         # Each batch counted as its last module ends it (``encode`` batches on its own).
@@ -800,12 +801,74 @@ def _digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
     return digest.hexdigest()
 
 
+def local_identity(folder: str, dtype: str) -> str:
+    """A model folder's identity as it computes in ``dtype``: half precision gives
+    other vectors, so another identity."""
+    return folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
+
+
+class LocalModel:
+    """The sentence-transformers model ``spec`` names, checked at once without
+    loading it (its folder or cached name, its JSON files: ``model_folder``; the
+    package it needs; its identity), and loaded (PyTorch and all,
+    ``SentenceTransformerEmbedder``) on its first ``load`` or ``embed``: a command
+    that has nothing to embed never pays for it. A load that fails is remembered:
+    ``load`` raises its ``SettingsError`` again, ``embed`` an ``EmbedError`` saying
+    the same, without trying again."""
+
+    def __init__(self, spec: str, device: str, dtype: str) -> None:
+        self.folder = model_folder(spec)
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise SettingsError(f"--embed needs sentence-transformers: {EXTRA}")
+        self.device, self.dtype = device, dtype
+        self.name = local_identity(self.folder, dtype)
+        self._loaded: SentenceTransformerEmbedder | None = None
+        self._failure: str | None = None
+        self._loading = threading.Lock()
+
+    def load(self) -> SentenceTransformerEmbedder:
+        """The model, loaded now if it is not yet; ``SettingsError`` if it cannot be."""
+        with self._loading:
+            if self._loaded is None:
+                if self._failure is not None:
+                    raise SettingsError(self._failure)
+                try:
+                    self._loaded = SentenceTransformerEmbedder(self.folder, self.device,
+                                                               dtype=self.dtype)
+                except SettingsError as error:
+                    self._failure = str(error)
+                    raise
+            return self._loaded
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer``."""
+        return self.load().model
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        try:
+            loaded = self.load()
+        except SettingsError as error:  # found only now: this embedding fails
+            raise EmbedError(str(error)) from None
+        return loaded.embed(texts)
+
+
 @functools.lru_cache(maxsize=None)
 def model(spec: str, device: str = "cpu", dtype: str = "float32") -> Cached:
-    """The model ``spec`` names, loaded once a process, on ``device``, computing in
-    ``dtype``, behind its content cache: a folder or cached name (``model_folder``).
-    ``SettingsError`` if it cannot be loaded."""
-    return Cached(SentenceTransformerEmbedder(model_folder(spec), device, dtype=dtype))
+    """The model ``spec`` names, on ``device``, computing in ``dtype``, behind its
+    content cache, once a process: checked now, loaded when first used
+    (``LocalModel``). ``SettingsError`` if it is not a model."""
+    return Cached(LocalModel(spec, device, dtype))
+
+
+def load(embedder: Embedder) -> None:
+    """Load now the local model behind ``embedder``'s caches, if it is one
+    (``LocalModel``); ``SettingsError`` if it cannot be loaded."""
+    inner: Any = embedder
+    while not isinstance(inner, LocalModel) and hasattr(inner, "inner"):
+        inner = inner.inner
+    if isinstance(inner, LocalModel):
+        inner.load()
 
 
 def tokenizer_folder(spec: str) -> str | None:
