@@ -293,7 +293,7 @@ def command(args: argparse.Namespace, folder: str, paths: list[pathlib.Path],
             load_seconds: float) -> None:
     """The ``chunkd`` command against the same work in process, and where time goes."""
     import chunkd.filter
-    from chunkd.embeddings import model as loaded
+    from chunkd.embeddings import load, model
 
     options = ["--strategy", "semantic", "--embed", folder, "--embed-device", args.device,
                "--quiet"]
@@ -316,8 +316,11 @@ def command(args: argparse.Namespace, folder: str, paths: list[pathlib.Path],
         subprocess.run([executable, *options], stdin=subprocess.DEVNULL, stdout=null,
                        check=True)
         empty = time.perf_counter() - empty_started
-    # Loaded here before the clock starts; an empty cache, as the command's.
-    loaded(folder, args.device).vectors.clear()
+    # Loaded here before the clock starts (made, the model loads on first use); an
+    # empty cache, as the command's.
+    cached = model(folder, args.device)
+    load(cached)
+    cached.vectors.clear()
     saved = sys.stdout
     with open(os.devnull, "w") as sink:
         sys.stdout = sink

@@ -12,7 +12,9 @@ and, with ``--embed-cache DIR``, on disk (``chunkd.embedding_cache``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chunkd.embeddings import ENDPOINT_CONCURRENCY
@@ -150,14 +152,44 @@ def _model_used(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
                             f"not --strategy {values['strategy']} without --vectors")
 
 
+#: Whether the settings checks leave a local model unloaded (``loading_deferred``).
+_LOADING_DEFERRED: ContextVar[bool] = ContextVar("loading_deferred", default=False)
+
+
+@contextmanager
+def loading_deferred() -> Iterator[None]:
+    """Within it, settings checks check a local model without loading it (its folder,
+    files and identity: ``chunkd.embeddings.LocalModel``): it loads when it first
+    embeds, and a model that fails then fails that embedding (``EmbedError``). For a
+    front end that may have nothing to embed (``chunkd sync`` of a folder the store
+    holds as it is), where loading PyTorch and the model would be most of its time."""
+    token = _LOADING_DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _LOADING_DEFERRED.reset(token)
+
+
+def checked_model(values: Any) -> Embedder:
+    """The model settings name (``embedder``), checked: made (a local model's folder
+    and files checked, its identity computed) and, unless within ``loading_deferred``,
+    loaded, so that a model that cannot be loaded is a settings error before any input
+    is read (where loading costs nothing: the command embeds at once)."""
+    from chunkd.embeddings import load
+
+    made = embedder(values)
+    if not _LOADING_DEFERRED.get():
+        load(made)
+    return made
+
+
 def _needs_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
-    """``--vectors`` needs a model, loaded now (a model that cannot be loaded is a
-    settings error, before any input is read)."""
+    """``--vectors`` needs a model (``checked_model``)."""
     if values["vectors"]:
         if values["embed"] is None and values["embed_url"] is None:
             raise SettingsError(f"{spell('vectors')} needs a model: --embed MODEL or "
                                 "--embed-url URL --embed-model NAME")
-        embedder(values)
+        checked_model(values)
 
 
 def _check_folder(value: Any, name: str) -> str:
@@ -256,9 +288,10 @@ OPTIONS_BY_NAME = {option.name: option for option in (
 
 
 def embedder(values: Any) -> Embedder:
-    """The model that settings name (``Settings``, or values by option name), loaded
-    once a process, behind its caches (in memory; on disk with ``embed_cache``).
-    ``SettingsError`` if none is named or it cannot be loaded."""
+    """The model that settings name (``Settings``, or values by option name), made
+    once a process (a local one loaded when it first embeds: ``checked_model`` loads
+    it at once), behind its caches (in memory; on disk with ``embed_cache``).
+    ``SettingsError`` if none is named or it is not a model."""
     get = getattr(values, "_values", values).get  # Settings hold their values by name
     url, value, cache = get("embed_url"), get("embed"), get("embed_cache")
     if url is not None:

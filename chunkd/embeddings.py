@@ -25,6 +25,7 @@ import base64
 import functools
 import hashlib
 import http
+import importlib.util
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkd.errors import SettingsError
@@ -255,6 +257,12 @@ LONGEST_WAIT = 8.0
 NUMBER_BYTES, TEXT_BYTES, ANSWER_BYTES, WIDEST = 64, 4096, 1 << 16, 16_384
 #: The bytes ``GET /info`` may answer.
 INFO_BYTES = 1 << 20
+#: Seconds a ``GET /info`` that got no answer is remembered by the settings checks that
+#: ask for the server's window (``OpenAIEmbedder.input_limit``): each ask may wait the
+#: whole timeout, and ``chunkd serve`` builds settings for every request, so a server
+#: that does not answer would hold up each one; a server that was starting is asked
+#: again after this.
+UNANSWERED_INFO_KEPT = 30.0
 
 
 def endpoint_url(url: str) -> str:
@@ -357,7 +365,8 @@ class OpenAIEmbedder:
     and ``max_batch_tokens``): any other answer leaves the defaults; no answer (within
     the timeout), a 429 or a 5xx leaves them for this call, and the next asks again.
     The same answer gives the model's window (``input_limit``, TEI's
-    ``max_input_length``)."""
+    ``max_input_length``), which the settings checks ask for: to them no answer is
+    remembered for ``UNANSWERED_INFO_KEPT`` seconds."""
 
     def __init__(self, url: str, model: str, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None,
@@ -379,6 +388,8 @@ class OpenAIEmbedder:
         self.limits = limits or Limits.default()
         self.dimension: int | None = None
         self._told: dict[str, int] | None = None
+        #: When ``/info`` last got no answer (``monotonic``), while none has answered.
+        self._unanswered_at: float | None = None
         self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
@@ -464,17 +475,23 @@ class OpenAIEmbedder:
     def input_limit(self) -> int | None:
         """The most tokens of its model the server takes in one text, the special
         tokens the model adds included (TEI's ``max_input_length``); None where the
-        server does not say."""
-        return self.told().get("max_input_length")
+        server does not say, or did not answer within ``UNANSWERED_INFO_KEPT`` seconds
+        (not asked again until then)."""
+        return self.told(UNANSWERED_INFO_KEPT).get("max_input_length")
 
-    def told(self) -> dict[str, int]:
+    def told(self, unanswered_kept: float = 0.0) -> dict[str, int]:
         """What the server's ``/info`` says of its limits (``_info``), asked on first
         use, and again on the next while it does not answer (a server starting, or
-        down, may later)."""
+        down, may later), unless its last ask got no answer less than
+        ``unanswered_kept`` seconds ago."""
         with self._asking:
             if self._told is None:
+                if self._unanswered_at is not None \
+                        and monotonic() - self._unanswered_at < unanswered_kept:
+                    return {}
                 told = self._info()
                 if told is None:
+                    self._unanswered_at = monotonic()
                     return {}
                 self._told = told
             return self._told
@@ -637,7 +654,7 @@ class SentenceTransformerEmbedder:
             import torch
 
             self.model.to(getattr(torch, dtype))
-        self.name = folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
+        self.name = local_identity(folder, dtype)
         self.batch = batch
         self.shown = f"--embed {folder}"
         # Each batch counted as its last module ends it (``encode`` batches on its own).
@@ -784,12 +801,74 @@ def _digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
     return digest.hexdigest()
 
 
+def local_identity(folder: str, dtype: str) -> str:
+    """A model folder's identity as it computes in ``dtype``: half precision gives
+    other vectors, so another identity."""
+    return folder_identity(folder) + ("" if dtype == "float32" else f"#{dtype}")
+
+
+class LocalModel:
+    """The sentence-transformers model ``spec`` names, checked at once without
+    loading it (its folder or cached name, its JSON files: ``model_folder``; the
+    package it needs; its identity), and loaded (PyTorch and all,
+    ``SentenceTransformerEmbedder``) on its first ``load`` or ``embed``: a command
+    that has nothing to embed never pays for it. A load that fails is remembered:
+    ``load`` raises its ``SettingsError`` again, ``embed`` an ``EmbedError`` saying
+    the same, without trying again."""
+
+    def __init__(self, spec: str, device: str, dtype: str) -> None:
+        self.folder = model_folder(spec)
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise SettingsError(f"--embed needs sentence-transformers: {EXTRA}")
+        self.device, self.dtype = device, dtype
+        self.name = local_identity(self.folder, dtype)
+        self._loaded: SentenceTransformerEmbedder | None = None
+        self._failure: str | None = None
+        self._loading = threading.Lock()
+
+    def load(self) -> SentenceTransformerEmbedder:
+        """The model, loaded now if it is not yet; ``SettingsError`` if it cannot be."""
+        with self._loading:
+            if self._loaded is None:
+                if self._failure is not None:
+                    raise SettingsError(self._failure)
+                try:
+                    self._loaded = SentenceTransformerEmbedder(self.folder, self.device,
+                                                               dtype=self.dtype)
+                except SettingsError as error:
+                    self._failure = str(error)
+                    raise
+            return self._loaded
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer``."""
+        return self.load().model
+
+    def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        try:
+            loaded = self.load()
+        except SettingsError as error:  # found only now: this embedding fails
+            raise EmbedError(str(error)) from None
+        return loaded.embed(texts)
+
+
 @functools.lru_cache(maxsize=None)
 def model(spec: str, device: str = "cpu", dtype: str = "float32") -> Cached:
-    """The model ``spec`` names, loaded once a process, on ``device``, computing in
-    ``dtype``, behind its content cache: a folder or cached name (``model_folder``).
-    ``SettingsError`` if it cannot be loaded."""
-    return Cached(SentenceTransformerEmbedder(model_folder(spec), device, dtype=dtype))
+    """The model ``spec`` names, on ``device``, computing in ``dtype``, behind its
+    content cache, once a process: checked now, loaded when first used
+    (``LocalModel``). ``SettingsError`` if it is not a model."""
+    return Cached(LocalModel(spec, device, dtype))
+
+
+def load(embedder: Embedder) -> None:
+    """Load now the local model behind ``embedder``'s caches, if it is one
+    (``LocalModel``); ``SettingsError`` if it cannot be loaded."""
+    inner: Any = embedder
+    while not isinstance(inner, LocalModel) and hasattr(inner, "inner"):
+        inner = inner.inner
+    if isinstance(inner, LocalModel):
+        inner.load()
 
 
 def tokenizer_folder(spec: str) -> str | None:

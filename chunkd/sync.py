@@ -157,21 +157,22 @@ def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
 
 # --- the model ------------------------------------------------------------------------
 
-def chunks_model(args: argparse.Namespace) -> Embedder:
-    """The model that embeds the chunks (``--embed`` or ``--embed-url``): the one place
-    ``chunkd sync`` chooses it; ``SettingsError`` if none is given or it cannot load."""
-    from chunkd.embeddings import ENDPOINT_CONCURRENCY, Limits as EndpointLimits, endpoint, model
-    from chunkd.embedder import one_model
+def sync_settings(args: argparse.Namespace) -> tuple[Settings, Embedder]:
+    """The chunking settings (``chunk_settings``) and the model that embeds the chunks
+    (``--embed`` or ``--embed-url``): the one place ``chunkd sync`` chooses it;
+    ``SettingsError`` if none is given or it is not a model. A local model is checked
+    (its folder, files and identity) but loaded only when a file is first embedded: a
+    sync that finds every file current never loads PyTorch, and one that cannot load
+    the model fails those files as any embedding failure does."""
+    from chunkd.embedder import embedder, loading_deferred, one_model
 
     one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
-    if args.embed_url is not None:
-        return endpoint(args.embed_url, args.embed_model, EndpointLimits(
-            args.embed_concurrency or ENDPOINT_CONCURRENCY, args.embed_batch,
-            args.embed_batch_tokens, args.tokenizer))
-    if args.embed is None:
+    if args.embed_url is None and args.embed is None:
         raise SettingsError("chunkd sync needs the model that embeds the chunks: --embed "
                             "MODEL or --embed-url URL --embed-model NAME")
-    return model(args.embed, args.embed_device)
+    with loading_deferred():
+        settings = chunk_settings(args)
+    return settings, embedder(settings)
 
 
 def chunk_settings(args: argparse.Namespace) -> Settings:
@@ -433,8 +434,7 @@ def main(argv: list[str]) -> int:
         parser.error("--retries must be 0 or more, --max-bytes at least 1")
     limits = check_limits(parser, args.max_bytes, args.extract_timeout)
     try:
-        embedder = chunks_model(args)  # first: its message says what sync needs
-        settings = chunk_settings(args)
+        settings, embedder = sync_settings(args)
     except SettingsError as error:
         parser.error(str(error))
     root = args.folder.resolve()

@@ -58,7 +58,8 @@ class Endpoint(http.server.ThreadingHTTPServer):
     being answered; with ``gather`` set, a request is held until that many have been in
     flight at once (or ``GATHER_WAIT`` has passed), then for ``HOLD`` more (or
     ``delay``), so that a client that sends them concurrently is seen to. ``info``: what ``GET /info``
-    answers (Hugging Face TEI's route), else 404; ``infos`` counts those calls."""
+    answers (Hugging Face TEI's route), else 404; ``infos`` counts those calls;
+    ``info_stalls``: they wait for ``release`` first."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
@@ -76,6 +77,7 @@ class Endpoint(http.server.ThreadingHTTPServer):
         self.model: Callable[[list[str]], list[list[float]]] = hashed
         self.info: dict | None = None
         self.infos = 0
+        self.info_stalls = False  # GET is answered only once ``release`` is set
 
     def enter(self) -> None:
         with self.counting:
@@ -101,6 +103,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.infos += 1
+        if self.server.info_stalls:
+            self.server.release.wait(GATHER_WAIT)
         if self.server.down:
             self.send_error(503)
             return
@@ -466,6 +470,34 @@ def test_a_server_that_is_down_is_asked_again_for_its_bounds(server):
     assert [len(request) for request in sent(server)] == [5, 5]
     client.embed(numbered(20)[10:])
     assert server.infos == 2
+
+
+@pytest.mark.parametrize("fault", ["refused", "stalled"])
+def test_settings_checks_remember_an_info_that_got_no_answer(server, monkeypatch, fault):
+    """The server's window is asked for while settings are checked (``chunkd serve``
+    checks them for every request): an ``/info`` that got no answer (a 503, or nothing
+    within the timeout) is not asked again for ``UNANSWERED_INFO_KEPT`` seconds, then
+    is (the server, now up, tells its window)."""
+    from chunkd import embeddings
+    from chunkd.settings import settings_from_flags
+
+    now = [1000.0]
+    monkeypatch.setattr(embeddings, "monotonic", lambda: now[0], raising=False)
+    monkeypatch.setenv("CHUNKD_EMBED_TIMEOUT", "0.3")
+    server.info = {"max_input_length": 40}
+    server.down, server.info_stalls = fault == "refused", fault == "stalled"
+    flags = {"vectors": True, "embed_url": server.url, "embed_model": f"toy-{fault}",
+             "tokenizer": str(minilm_folder() / "tokenizer.json")}
+    unknown = settings_from_flags(flags)
+    assert server.infos == 1
+    now[0] += embeddings.UNANSWERED_INFO_KEPT - 1
+    assert settings_from_flags(flags).chunk_size == unknown.chunk_size
+    assert server.infos == 1
+    server.down = server.info_stalls = False
+    now[0] += 1
+    assert settings_from_flags(flags).chunk_size == 38  # the window less [CLS] and [SEP]
+    assert server.infos == 2
+    assert unknown.chunk_size != 38
 
 
 def test_given_bounds_are_not_asked_for_and_win(server):

@@ -9,6 +9,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -420,6 +421,7 @@ MODEL = ("--embed-url", "http://127.0.0.1:1", "--embed-model", "m")
     (("--sink", "x", "--embed", "a", "--embed-url", "http://127.0.0.1:1"),
      b"--embed and --embed-url exclude each other"),
     (("--sink", "x", "--retries", "-1", *MODEL), b"--retries must be 0 or more"),
+    (("--sink", "x", "--embed", "."), b"--embed .: not a model folder"),
 ])
 def test_usage_errors_are_one_line(tmp_path, options, message):
     env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
@@ -501,3 +503,108 @@ def test_minilm_vectors_that_langchains_lancedb_store_searches(tmp_path):
         found = store.similarity_search(text, k=1, filter=f"metadata.source = '{source}'")
         assert [(document.page_content, document.metadata["source"])
                 for document in found] == [(text, source)]
+
+
+# --- the real model, loaded only when something is embedded ----------------------------
+
+def sync_importing(folder, path, *options: str) -> tuple[subprocess.CompletedProcess, set[str],
+                                                         list[bytes]]:
+    """The installed ``chunkd sync`` into the LanceDB folder ``path`` with MiniLM, run
+    by Python with ``-X importtime``: its result, the modules it imported, and its
+    other lines on stderr."""
+    from embedding import model_folder
+
+    done = subprocess.run([sys.executable, "-X", "importtime", chunkd_command(), "sync",
+                           str(folder), "--sink", path, "--embed", model_folder(), *options],
+                          capture_output=True, timeout=600)
+    lines = done.stderr.splitlines()
+    imported = {line.rpartition(b"|")[2].strip().decode() for line in lines
+                if line.startswith(b"import time:")}
+    return done, imported, [line for line in lines if not line.startswith(b"import time:")]
+
+
+#: The chunking of each case: the sync's options, and the filter's that give the same
+#: chunks (the sync's settings take --vectors, which counts in the model's tokens).
+LOADING = {
+    "recursive": (("--tokens", "60"), ("--tokens", "60", "--tokenizer")),
+    "semantic": (("--strategy", "semantic"), ("--strategy", "semantic", "--vectors", "--embed")),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", LOADING)
+def test_a_sync_with_nothing_to_embed_never_loads_the_model(tmp_path, strategy):
+    """A sync of a folder the store holds as it is imports neither PyTorch nor
+    sentence-transformers (seen in Python's own record of its imports); the first sync,
+    and the one after an edit, load the model and store its vectors."""
+    import numpy
+    from embedding import model_folder
+    from sentence_transformers import SentenceTransformer
+
+    options, filter_options = LOADING[strategy]
+    folder, path = tmp_path / "docs", str(tmp_path / "lance")
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.md")
+    (folder / "b.md").write_text(paragraphs(700, 3))
+    first, imported, _ = sync_importing(folder, path, *options)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert {"torch", "sentence_transformers"} <= imported  # what the next run must not do
+
+    again, imported, said = sync_importing(folder, path, *options)
+    assert again.returncode == 0, said
+    assert b"0 applied, 0 removed, 2 current, 0 failed, 0 texts embedded" in said[-1]
+    assert not {"torch", "sentence_transformers"} & imported
+    assert not any(name.startswith(("torch.", "sentence_transformers.")) for name in imported)
+
+    with open(folder / "b.md", "a") as stream:
+        stream.write("\n" + paragraphs(701, 2))
+    edited, imported, said = sync_importing(folder, path, *options)
+    assert edited.returncode == 0, said
+    assert b"1 applied, 0 removed, 1 current, 0 failed" in said[-1]
+    assert "torch" in imported
+    expected = expected_chunks(folder, *filter_options, model_folder())
+    rows = lance_rows(path, "chunkd")
+    assert set(rows) == set(expected)
+    ids = list(expected)
+    vectors = SentenceTransformer(model_folder(), device="cpu").encode(
+        [expected[chunk_id][1] for chunk_id in ids], show_progress_bar=False)
+    for chunk_id, vector in zip(ids, vectors):
+        assert rows[chunk_id][0] == expected[chunk_id][1]
+        numpy.testing.assert_allclose(rows[chunk_id][1], vector, atol=1e-5)
+    checked = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path,
+                              "--embed", model_folder(), *options, "--check"],
+                             capture_output=True, timeout=600)
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
+
+
+@pytest.mark.slow
+def test_a_model_that_fails_to_load_when_needed_fails_the_files_and_changes_nothing(tmp_path):
+    """A model folder that passes the checks made without loading it (its files are
+    what a model's are) but that sentence-transformers cannot load (config.json of the
+    wrong types): the files that needed it fail, one line each and exit 1, never a
+    traceback, and the store keeps what it held."""
+    from embedding import model_folder
+    from test_model_folders import CASES, _case
+
+    folder, path = tmp_path / "docs", str(tmp_path / "lance")
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.md")
+    (folder / "b.md").write_text(paragraphs(702, 3))
+    first = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, "--embed",
+                            model_folder()], capture_output=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    held = lance_rows(path, "chunkd")
+    assert held
+    broken = _case(tmp_path / "model", CASES["config.json of wrong types"][0])
+    done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, "--embed",
+                           str(broken)], capture_output=True, timeout=600)
+    assert (done.returncode, done.stdout) == (1, b""), done.stderr
+    *failed, summary = done.stderr.decode().splitlines()
+    assert [line.partition(": embedding failed: ")[0] for line in failed] \
+        == ["chunkd: a.md", "chunkd: b.md"], done.stderr
+    assert all(f"--embed {broken}: cannot load the model: " in line
+               and line.endswith("; the store keeps its previous state") for line in failed)
+    assert "0 applied, 0 removed, 0 current, 2 failed" in summary
+    rows = lance_rows(path, "chunkd")
+    assert rows.keys() == held.keys()
+    assert all((rows[key][1] == held[key][1]).all() for key in held)

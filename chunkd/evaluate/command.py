@@ -280,11 +280,11 @@ def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
     if args.retriever not in EMBEDDING:
         return None
-    from chunkd.embedder import embedder, one_model
+    from chunkd.embedder import checked_model, one_model
 
     try:
         one_model(vars(args), lambda name: "--" + name.replace("_", "-"))
-        return embedder(vars(args))
+        return checked_model(vars(args))
     except SettingsError as error:
         parser.error(str(error))
 

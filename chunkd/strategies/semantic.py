@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.chunk import Chunk
-from chunkd.embedder import EMBED, EMBED_URL, embedder
+from chunkd.embedder import EMBED, EMBED_URL, checked_model, embedder
 from chunkd.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
@@ -202,7 +202,7 @@ class Semantic(Strategy):
             raise SettingsError("--strategy semantic needs a model: --embed MODEL (a "
                                 "sentence-transformers folder, or a name in the Hugging Face "
                                 "cache) or --embed-url URL --embed-model NAME")
-        embedder(settings)  # a model that cannot be loaded is a settings error
+        checked_model(settings)  # a model that cannot be loaded is a settings error
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
