@@ -141,17 +141,15 @@ def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
 def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
                limits: Limits) -> tuple[str, list[dict]]:
     """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
-    holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked."""
+    holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked,
+    ``EmbedError`` if the semantic strategy's model fails (the file may chunk later)."""
     digest = hashlib.sha256()
     document = replace(file_opener("auto", limits)(path, settings.errors, digest.update, None),
                        name=relative)
     source, _ = document_source(document)
     identify = ChunkIds(relative)
-    try:
-        records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, document.blocks)
-                   for chunk in identify(chunks)]
-    except EmbedError as error:  # the semantic strategy's model
-        raise InputError(f"{display_name(relative)}: {error}") from None
+    records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, document.blocks)
+               for chunk in identify(chunks)]
     return digest.hexdigest(), records
 
 
@@ -313,6 +311,11 @@ class Sync:
             self.chunker = build(self.settings)  # its state is the failed file's
             self.fail(f"{error}; the store keeps no chunks of it")
             return Pending(name, where, removal(name)) if known is not None or held else None
+        except EmbedError as error:  # the semantic strategy's model: not the file's fault
+            self.chunker = build(self.settings)
+            self.fail(f"{where}: embedding failed: {error}; the store keeps its previous "
+                      "state")
+            return None
         if self.metrics:
             self.metrics.files_chunked.inc()
         kept = held if known is not None and known.fingerprint == self.fingerprint else set()
@@ -391,7 +394,7 @@ class Sync:
             try:
                 sha256, records = chunk_file(self.path(relative), relative, self.chunker,
                                              self.settings, self.limits)
-            except InputError as error:
+            except (InputError, EmbedError) as error:
                 self.chunker = build(self.settings)
                 problems.append(f"unreadable {name}: {error}")
                 continue

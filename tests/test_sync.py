@@ -578,11 +578,14 @@ def test_a_sync_with_nothing_to_embed_never_loads_the_model(tmp_path, strategy):
 
 
 @pytest.mark.slow
-def test_a_model_that_fails_to_load_when_needed_fails_the_files_and_changes_nothing(tmp_path):
+@pytest.mark.parametrize("strategy", ["recursive", "semantic"])
+def test_a_model_that_fails_to_load_when_needed_fails_the_files_and_changes_nothing(
+        tmp_path, strategy):
     """A model folder that passes the checks made without loading it (its files are
     what a model's are) but that sentence-transformers cannot load (config.json of the
     wrong types): the files that needed it fail, one line each and exit 1, never a
-    traceback, and the store keeps what it held."""
+    traceback, and the store keeps what it held, whether the model embeds the chunks
+    or (semantic) also cuts them."""
     from embedding import model_folder
     from test_model_folders import CASES, _case
 
@@ -591,13 +594,15 @@ def test_a_model_that_fails_to_load_when_needed_fails_the_files_and_changes_noth
     shutil.copy(SAMPLE, folder / "a.md")
     (folder / "b.md").write_text(paragraphs(702, 3))
     first = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, "--embed",
-                            model_folder()], capture_output=True, timeout=600)
+                            model_folder(), "--strategy", strategy], capture_output=True,
+                           timeout=600)
     assert first.returncode == 0, first.stderr
     held = lance_rows(path, "chunkd")
     assert held
     broken = _case(tmp_path / "model", CASES["config.json of wrong types"][0])
     done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink", path, "--embed",
-                           str(broken)], capture_output=True, timeout=600)
+                           str(broken), "--strategy", strategy], capture_output=True,
+                          timeout=600)
     assert (done.returncode, done.stdout) == (1, b""), done.stderr
     *failed, summary = done.stderr.decode().splitlines()
     assert [line.partition(": embedding failed: ")[0] for line in failed] \
