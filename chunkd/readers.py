@@ -25,6 +25,7 @@ from typing import BinaryIO
 import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS
+from chunkd.output import widen_pipe
 
 BLOCK_SIZE = 1 << 18
 
@@ -374,6 +375,8 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
         if path == "-" and sys.stdin is None:  # started with stdin closed (<&-)
             yield InputError("stdin: not open (Bad file descriptor)")
             continue
+        if path == "-":
+            widen_pipe(sys.stdin.fileno())
         if input == "ndjson":
             if path == "-":
                 yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes,

@@ -225,3 +225,40 @@ def test_progress_on_a_terminal_and_quiet():
     assert b"chunkd: " in shown and b"MB/s" in shown
     status, shown = run_on_a_terminal("--chars", "500", "--quiet")
     assert (status, shown) == (0, b"")
+
+
+def test_the_pipes_it_streams_through_are_widened_and_the_records_unchanged(tmp_path):
+    """stdin and stdout that are pipes get a 1 MiB buffer (Linux's default is 64 KiB),
+    so that chunkd and the processes at their other ends switch less; the records are
+    the same as between files."""
+    import fcntl
+    import threading
+
+    # Over four times a default pipe: the write ends only after chunkd has read from
+    # stdin, which it widens first.
+    document = tmp_path / "in.md"
+    document.write_bytes(corpus_documents()[0].read_bytes() * (1 + (1 << 18) // len(
+        corpus_documents()[0].read_bytes())))
+    process = subprocess.Popen([chunkd_command(), "--chars", "300"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE)
+    sizes = {"before": fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ)}
+
+    def feed() -> None:
+        process.stdin.write(document.read_bytes())
+        process.stdin.flush()
+        sizes["stdin"] = fcntl.fcntl(process.stdin.fileno(), fcntl.F_GETPIPE_SZ)
+        process.stdin.close()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out = process.stdout.read()
+    writer.join()
+    # The size is the pipe's, seen from either end: chunkd widened both.
+    sizes["stdout"] = fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ)
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
+    assert sizes == {"before": 1 << 16, "stdin": 1 << 20, "stdout": 1 << 20}
+    with open(document, "rb") as stdin, open(tmp_path / "out", "wb") as stdout:
+        subprocess.run([chunkd_command(), "--chars", "300"], stdin=stdin, stdout=stdout,
+                       check=True, timeout=60)
+    assert out == (tmp_path / "out").read_bytes() and out.count(b"\n") > 10
