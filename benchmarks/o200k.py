@@ -36,9 +36,8 @@ import hashlib, os, sys, time
 mode, path, size, overlap = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 text = open(path, encoding="utf-8").read()
 if mode == "tiktoken":
-    import tiktoken
     from chunkd.units import tiktoken_encodings
-    encoding = tiktoken.Encoding(**tiktoken_encodings._definition("o200k_base", None))
+    encoding = tiktoken_encodings.encoding_of(tiktoken_encodings._definition("o200k_base", None))
     encoding.encode_ordinary("Warm up. " * 50)
     start = time.perf_counter()
     made = len(encoding.encode_ordinary(text))

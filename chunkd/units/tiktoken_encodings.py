@@ -88,7 +88,7 @@ SHIPPED = {"446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
 class Packed(NamedTuple):
     """Ranks as chunkd ships them: packed (``unpack_ranks``'s input), and the length of
     their longest token. The token counter reads them in place; tiktoken's
-    ``Encoding``, where one is built, gets them unpacked (``_encoding``)."""
+    ``Encoding``, where one is built, gets them unpacked (``encoding_of``)."""
 
     data: bytes
     longest: int
@@ -192,7 +192,7 @@ class LazyEncoding:
 
     @functools.cached_property
     def built(self) -> tiktoken.Encoding:
-        return _encoding(self._definition)
+        return encoding_of(self._definition)
 
     def encode_ordinary(self, text: str) -> list[int]:
         return self.built.encode_ordinary(text)
@@ -213,7 +213,7 @@ def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | Tiktok
     longest = ranks.longest if isinstance(ranks, Packed) else max(map(len, ranks))
     pattern = COUNTED.get(encoding)
     if pattern is None:
-        return TiktokenUnit(_encoding(definition), longest)
+        return TiktokenUnit(encoding_of(definition), longest)
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
 
@@ -224,7 +224,7 @@ def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | Tiktok
                         ranks=ranks.data if isinstance(ranks, Packed) else ranks)
 
 
-def _encoding(definition: dict[str, Any]) -> tiktoken.Encoding:
+def encoding_of(definition: dict[str, Any]) -> tiktoken.Encoding:
     """tiktoken's ``Encoding`` of a definition, its ranks unpacked if packed."""
     import tiktoken
 
