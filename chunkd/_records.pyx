@@ -246,7 +246,7 @@ cdef inline bint plain(tuple chunk, long long* numbers):
     return True
 
 
-def write_json_lines(write, list chunks, bytes opening, record, Py_ssize_t batch_bytes):
+def write_json_lines(write, chunks, bytes opening, record, Py_ssize_t batch_bytes):
     """Write each chunk's NDJSON line (``opening``, its fields, its text) through
     ``write``, about ``batch_bytes`` a call: a line is added and, once the lines
     gathered reach ``batch_bytes``, they are written. ``record(chunk)`` makes the line

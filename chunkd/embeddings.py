@@ -838,6 +838,10 @@ class LocalModel:
                 except SettingsError as error:
                     self._failure = str(error)
                     raise
+                except Exception as error:  # noqa: BLE001 (torch, a dtype, a device)
+                    self._failure = (f"--embed {self.folder}: cannot load the model: "
+                                     f"{_one_line(error)}")
+                    raise SettingsError(self._failure) from None
             return self._loaded
 
     @property

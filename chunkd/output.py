@@ -103,15 +103,18 @@ class Output:
             raise OutputError(f"stdout: {error.strerror or error}") from None
 
 
-def widen_pipe(fd: int) -> None:
-    """Grow the pipe ``fd`` is an end of to ``PIPE_BYTES``, if it is a pipe with less;
-    nothing where it is not one, or the system says no (a user's pipe quota spent): it
-    only makes streaming cheaper."""
+def widen_pipe(stream: object) -> None:
+    """Grow the pipe ``stream`` is an end of to ``PIPE_BYTES``, if it is a pipe with
+    less; nothing where it is not one, has no descriptor (a stream in memory), or the
+    system says no (a user's pipe quota spent): it only makes streaming cheaper."""
     try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
         if stat.S_ISFIFO(os.fstat(fd).st_mode) \
                 and fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < PIPE_BYTES:
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (OSError, AttributeError):  # AttributeError: not Linux, no such fcntl
+    # io.UnsupportedOperation (no descriptor) is an OSError; ValueError: closed;
+    # AttributeError: not Linux, no such fcntl.
+    except (OSError, ValueError, AttributeError):
         pass
 
 
@@ -121,7 +124,7 @@ def run_writing(program: str, body: Callable[[Output], int]) -> int:
     if sys.stdout is None:  # started with stdout closed (>&-)
         print(f"{program}: stdout: not open (Bad file descriptor)", file=sys.stderr)
         return EXIT_FAILED
-    widen_pipe(sys.stdout.fileno())
+    widen_pipe(sys.stdout)
     try:
         return body(Output(sys.stdout.buffer))
     except BrokenPipeError:

@@ -376,7 +376,7 @@ def documents(paths: list[str], input: str, errors: str, on_bytes: OnBytes = Non
             yield InputError("stdin: not open (Bad file descriptor)")
             continue
         if path == "-":
-            widen_pipe(sys.stdin.fileno())
+            widen_pipe(sys.stdin)
         if input == "ndjson":
             if path == "-":
                 yield from ndjson_documents(sys.stdin.buffer, errors, on_bytes=on_bytes,

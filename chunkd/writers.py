@@ -131,8 +131,9 @@ class Writer:
             write_json_lines(self.out, chunks, self.opening, self._line, BATCH_BYTES)
 
     def _line(self, chunk: Chunk) -> bytes:
-        """One chunk's line, as the twin writes it (for the compiled writer's rare
-        records: those with optional fields)."""
+        """One chunk's line, as the twin writes it (for the records the compiled writer
+        leaves to it: with optional fields, numbers that are not ints of 64 bits, a
+        lone surrogate)."""
         return next(_json_records((chunk,), self.opening, b"}\n"))
 
     def end(self) -> None:
@@ -147,7 +148,7 @@ _NONE = (None,) * len(OPTIONAL_FIELDS)
 
 #: The NDJSON writer's loop compiled (``chunkd._records``), where the core is; None
 #: runs its twin, ``write_batches`` over ``_json_records``.
-write_json_lines: Callable[[Write, list[Chunk], bytes, Callable[[Chunk], bytes], int],
+write_json_lines: Callable[[Write, Iterable[Chunk], bytes, Callable[[Chunk], bytes], int],
                            None] | None = None
 if IMPLEMENTATION == "compiled":
     try:

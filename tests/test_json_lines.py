@@ -132,3 +132,11 @@ def test_the_writer_uses_the_compiled_loop_where_the_core_is_compiled():
          "text": "é\n"},
         {"doc": "a.md", "source": "x", "index": 1, "start": 2, "end": 4, "length": 2,
          "tokens": 1, "text": "zz"}]
+
+
+def test_any_iterable_of_chunks_is_written_as_a_list_is(monkeypatch):
+    """A strategy's ``feed`` may return a tuple or a generator of chunks."""
+    chunks = [chunk(i, i, i + 1, 1, "é\"x") for i in range(5)]
+    expected = twin_writes(chunks, b"{", 1 << 20, monkeypatch)
+    assert compiled_writes(tuple(chunks), b"{", 1 << 20) == expected  # type: ignore[arg-type]
+    assert compiled_writes(iter(chunks), b"{", 1 << 20) == expected  # type: ignore[arg-type]
