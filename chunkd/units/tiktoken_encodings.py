@@ -29,11 +29,9 @@ code points: ``max_chars``.
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import os
-import tempfile
 import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -70,19 +68,27 @@ def cache_dir() -> Path | None:
     for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if variable in os.environ:
             return Path(os.environ[variable]) if os.environ[variable] else None
+    import tempfile  # here: chunkd's own encodings never read the cache
+
     return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 #: The ranks files chunkd ships, by the SHA-256 tiktoken publishes for them: o200k_base's
-#: (o200k_harmony's too), so that it works offline out of the box. Packed: each token's
-#: bytes after a byte of its length, in rank order, compressed with zlib (1.0 MB for the
-#: 3.6 MB file; xz's 0.8 MB took 0.1 s more to unpack at every start); the SHA-256 is
-#: of the packed bytes, which are tiktoken's file exactly
-#: (tests/test_tiktoken_encodings.py rebuilds the file from them and checks tiktoken's
-#: hash).
-SHIPPED = {"446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
-    "o200k_base.ranks.zlib", "bac143fe7fe950090c6e4ed9a2f80de5412a92495758b52becbbe5a7eea25ecb",
-    128)}
+#: (o200k_harmony's too), so that it works offline out of the box, and cl100k_base's
+#: (``chunkd.units.cl100k``), read in 15 ms where parsing tiktoken's file took 0.1 s at
+#: every start of ``--tokens``. Packed: each token's bytes after a byte of its length, in
+#: rank order, compressed with zlib (1.0 MB for o200k_base's 3.6 MB file; xz's 0.8 MB
+#: took 0.1 s more to unpack at every start); the SHA-256 is of the packed bytes, which
+#: are tiktoken's file exactly (tests/test_tiktoken_encodings.py rebuilds each file from
+#: them and checks tiktoken's hash). Each entry: the file, its SHA-256, its longest token.
+SHIPPED = {
+    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
+        "o200k_base.ranks.zlib",
+        "bac143fe7fe950090c6e4ed9a2f80de5412a92495758b52becbbe5a7eea25ecb", 128),
+    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7": (
+        "cl100k_base.ranks.zlib",
+        "6bfd43f7b31b50b645b3228413547e662af1ae4801e9b192b9791680a71d650c", 128),
+}
 
 
 class Packed(NamedTuple):
@@ -137,6 +143,8 @@ def _read_ranks(encoding: str, address: str, expected_sha256: str,
                             f"tiktoken's is {expected_sha256})")
     # tiktoken.load.load_tiktoken_bpe's parsing, without its cache (which would copy
     # a file the user names into tiktoken's cache folder).
+    import base64
+
     return {base64.b64decode(token): int(rank)
             for token, rank in (line.split() for line in data.splitlines() if line)}
 
