@@ -21,10 +21,7 @@ with ``--embed-cache``, once for good: ``chunkd.embedding_cache``).
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import http
 import importlib.util
 import json
 import os
@@ -377,6 +374,8 @@ class OpenAIEmbedder:
         #: The user and password the URL holds, if any: never shown.
         self.credentials = tuple(urllib.parse.unquote(part) for part in (
             called.username, called.password) if part)
+        import base64
+
         self.basic = (None if called.username is None else base64.b64encode(
             f"{urllib.parse.unquote(called.username)}:"
             f"{urllib.parse.unquote(called.password or '')}".encode()).decode())
@@ -693,6 +692,8 @@ def _count_batch(module: Any, given: Any, made: Any) -> None:
 def _status(code: int) -> str:
     """A status as messages show it: its number and its standard phrase, never the
     server's (which may echo what was sent, the key included)."""
+    import http
+
     try:
         return f"HTTP {code} {http.HTTPStatus(code).phrase}"
     except ValueError:
@@ -792,6 +793,8 @@ def _display_name(folder: str) -> str:
 def _digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
     """The SHA-256 of the files' relative names and contents (cached while their sizes
     and times stay the same)."""
+    import hashlib
+
     digest = hashlib.sha256()
     for relative, path, _, _ in files:
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")

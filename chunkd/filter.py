@@ -34,7 +34,6 @@ from chunkd.documents import (DocumentFile, Limits, add_document_options, check_
                               file_opener, kinds, labels)
 from chunkd.embedder import VECTORS, batch_size, embedder, takes_model
 from chunkd.embeddings import EmbedError
-from chunkd.ids import ChunkIds
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
 from chunkd.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
@@ -110,7 +109,11 @@ def write_document(document: Document, chunker: Chunker,
     ``ids``, each chunk gets its id."""
     source, extracted = document_source(document)
     writer.begin(document.name, document.fields, extracted)
-    identify = ChunkIds(document.name) if ids else None
+    identify = None
+    if ids:
+        from chunkd.ids import ChunkIds  # only here: hashing and orjson start slowly
+
+        identify = ChunkIds(document.name)
     try:
         for chunks in chunk_blocks(chunker, source, document.blocks):
             writer.write(identify(chunks) if identify else chunks)

@@ -16,8 +16,8 @@ every code point against tiktoken itself.
 
 from __future__ import annotations
 
+import os
 import zlib
-from importlib import resources
 
 FILE = "_pretoken_classes.zlib"
 CATEGORIES_FILE = "_unicode_categories.zlib"
@@ -69,7 +69,10 @@ PATTERNS = {"cl100k_base": FILE, "o200k_base": CATEGORIES_FILE}
 
 def load(file: str = FILE) -> bytes:
     """A table (``FILE`` or ``CATEGORIES_FILE``), as the package ships it."""
-    return zlib.decompress(resources.files("chunkd").joinpath(file).read_bytes())
+    # Read beside this module (importlib.resources would import tempfile and more
+    # at every start of the command, for a package that is always on disk).
+    with open(os.path.join(os.path.dirname(__file__), file), "rb") as data:
+        return zlib.decompress(data.read())
 
 
 def table(pattern: str) -> bytes:

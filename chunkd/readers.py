@@ -20,12 +20,13 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
-
-import orjson
+from typing import TYPE_CHECKING, BinaryIO
 
 from chunkd.chunk import OPTIONAL_FIELDS
 from chunkd.output import widen_pipe
+
+if TYPE_CHECKING:
+    import orjson
 
 BLOCK_SIZE = 1 << 18
 
@@ -270,6 +271,8 @@ _LONG_INTEGER = re.compile(rb"[:\[,]\s*-?\d{19}")
 
 
 def _parse_line(line: bytes, errors: str) -> object:
+    import orjson  # here, not at start-up: most inputs are not JSON lines
+
     surrogates = False
     try:
         record = orjson.loads(line.decode("utf-8", errors) if errors != "strict" else line)
@@ -348,6 +351,8 @@ def _record_problem(record: object) -> str | None:
         return f"field {clashing[0]!r} is reserved for chunk records; rename it"
     carried = {key: value for key, value in record.items() if key != "text"}
     if carried:
+        import orjson
+
         try:  # what every chunk record repeats must be writable (orjson's depth limit)
             orjson.dumps(carried)
         except orjson.JSONEncodeError:

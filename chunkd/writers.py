@@ -16,14 +16,10 @@ convention of ripgrep's JSON output) and as msgpack binary, so that no name is l
 
 from __future__ import annotations
 
-import base64
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
-
-import orjson
 
 from chunkd.chunk import OPTIONAL_FIELDS, Chunk, Parent
 from chunkd.core import IMPLEMENTATION
@@ -47,8 +43,18 @@ def name_value(name: object, binary: bool = False) -> object:
         name.encode("utf-8")
         return name
     except UnicodeEncodeError:
+        import base64
+
         raw = os.fsencode(name)
         return raw if binary else {"bytes": base64.b64encode(raw).decode("ascii")}
+
+
+def _dumps(value: object) -> bytes:
+    """``orjson.dumps``, imported at the first use rather than at start-up (its import
+    takes several milliseconds, and the compiled writer needs it only for a header)."""
+    import orjson
+
+    return orjson.dumps(value)
 
 
 def _optional(chunk: Chunk) -> dict:
@@ -73,6 +79,8 @@ def _json_records(chunks: Iterable[Chunk], opening: bytes, closing: bytes) -> It
     write it: ``opening`` (``{`` and the header's keys), its fields, then ``closing``."""
     # Formatting the numbers directly and letting orjson escape only the text is a
     # third cheaper than a dict per chunk, and output is most of the command's time.
+    import orjson  # here, not at start-up: the compiled writer leaves only rare records here
+
     dumps = orjson.dumps
     optional = partial(dumps, option=orjson.OPT_SERIALIZE_NUMPY)  # a vector's float32s
     # (A vector, the last field, is an array: compared with None it would not be a bool.)
@@ -122,7 +130,7 @@ class Writer:
         (the whole-document formats carry it)."""
         self.header = ({"doc": name_value(doc, self.binary_names)} if self.named else {}) | fields
         # The record's opening, header keys included, encoded once per document.
-        self.opening = b"{" + (orjson.dumps(self.header)[1:-1] + b"," if self.header else b"")
+        self.opening = b"{" + (_dumps(self.header)[1:-1] + b"," if self.header else b"")
 
     def write(self, chunks: list[Chunk]) -> None:
         if write_json_lines is None:
@@ -253,7 +261,11 @@ class DocumentRecords:
     encode ``header``, the parents if any, then the chunks (always last)."""
 
     def __init__(self, format: str = "json",
-                 open_file: Callable[[], BinaryIO] = tempfile.TemporaryFile) -> None:
+                 open_file: Callable[[], BinaryIO] | None = None) -> None:
+        if open_file is None:
+            import tempfile
+
+            open_file = tempfile.TemporaryFile
         self.format = format
         self.chunks, self.parents = Spool(open_file), Spool(open_file)
         self.count = self.parent_count = 0   # chunks and parents so far
@@ -277,7 +289,7 @@ class DocumentRecords:
             separator = b""
         else:
             records = _json_records(chunks, b"{", b"}")
-            parent_records = (orjson.dumps(parent._asdict()) for parent in parents)
+            parent_records = (_dumps(parent._asdict()) for parent in parents)
             separator = b","
         self.parent_count += write_batches(self.parents.write, parent_records, separator,
                                            self.parent_count > 0)
@@ -304,7 +316,7 @@ class DocumentRecords:
                 write(packer.pack(key))
                 write_value(write)
             return
-        opening = orjson.dumps(header)[:-1]
+        opening = _dumps(header)[:-1]
         write(opening + b"," if header else opening)
         if self.parent_count:
             write(b'"parents":[')
@@ -314,7 +326,7 @@ class DocumentRecords:
         self.chunks.copy_to(write)
         write(b"]")
         for key, write_value in trailer:
-            write(b"," + orjson.dumps(key) + b":")
+            write(b"," + _dumps(key) + b":")
             write_value(write)
         write(b"}")
 

@@ -27,6 +27,39 @@ def test_stdin_tokens_matches_langchain():
     assert all(text[r["start"]:r["end"]] == r["text"] for r in records)
 
 
+#: Modules the plain filter has no use for, imported only where they are needed (each
+#: takes milliseconds at every start): JSON-lines input and the twin writer's orjson,
+#: the temporary files of whole-document formats, tiktoken's cache and library.
+NOT_AT_START = {"orjson", "tempfile", "importlib.resources", "tiktoken", "base64", "uuid"}
+
+
+@pytest.mark.parametrize("options", [("--chars", "300"), ("--tokens", "100")])
+def test_a_plain_run_imports_only_what_it_uses(options):
+    """The installed command on Markdown, in code points or cl100k_base tokens, as
+    Python records its imports (``-X importtime``): the records are LangChain's, and
+    none of ``NOT_AT_START`` was imported; with ``--ids``, hashing and orjson are."""
+    import sys
+
+    text = ENGLISH.read_text(encoding="utf-8")[:20000]
+
+    def run(*extra: str) -> tuple[list[dict], set[str]]:
+        done = subprocess.run([sys.executable, "-X", "importtime", chunkd_command(),
+                               *options, *extra], input=text.encode(), capture_output=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = {line.rpartition(b"|")[2].strip().decode()
+                    for line in done.stderr.splitlines() if line.startswith(b"import time:")}
+        return ndjson(done.stdout), imported
+
+    records, imported = run()
+    size = int(options[1])
+    assert [r["text"] for r in records] == langchain_chunks(text, size, size // 10, options[0][2:])
+    assert "chunkd.filter" in imported and not NOT_AT_START & imported
+    records, imported = run("--ids")
+    assert all(len(r["chunk_id"]) == 36 for r in records)
+    assert {"hashlib", "orjson"} <= imported
+
+
 def test_default_is_1000_chars_with_10_percent_overlap():
     text = CHINESE.read_text(encoding="utf-8")
     records = ndjson(run_chunkd(input=text.encode()).stdout)

@@ -61,10 +61,11 @@ def special_tokens(spec: str) -> int | None:
 def _no_model(spec: str) -> bool:
     """Whether ``spec`` names code points or a tiktoken encoding, known without
     loading it."""
+    if spec in ("chars", "cl100k_base", "tokens"):
+        return True  # known without importing tiktoken's list (every run asks)
     from chunkd.units import tiktoken_encodings
 
-    return spec in ("chars", "cl100k_base", "tokens") or spec in tiktoken_encodings.names() \
-        or spec.endswith(tiktoken_encodings.SUFFIX)
+    return spec in tiktoken_encodings.names() or spec.endswith(tiktoken_encodings.SUFFIX)
 
 
 def measure(unit: str, tokenizer: str) -> LengthUnit:
