@@ -350,6 +350,31 @@ def test_the_password_is_never_shown(tmp_path, endpoint):
     assert b"trying again in" in done.stderr
 
 
+
+#: URLs the driver cannot parse, whose errors quote what they could not read: the
+#: password as written, percent-encoded, or as a parameter.
+MALFORMED = ["postgresql://u:S3cret-Pass@[::1]x/db", "postgresql://u:S3cret-Pass%ZZ@127.0.0.1:1/db",
+             "postgresql://u@127.0.0.1:1/db?password=S3cret-Pass&x=1"]
+
+
+@pytest.mark.parametrize("url", MALFORMED)
+@pytest.mark.parametrize("command", ["sync", "watch"])
+def test_a_malformed_url_is_a_setting_error_that_hides_the_password(tmp_path, url, command):
+    """Exit 2 at once, one line, the password masked even where the driver's message
+    quotes the URL (sync and the daemon, given it by the environment)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("text")
+    done = subprocess.run(
+        [chunkd_command(), command, str(folder), "--embed-url", "http://127.0.0.1:1",
+         "--embed-model", "m"], capture_output=True, timeout=60,
+        env=dict(os.environ, CHUNKD_SINK_URL=url))
+    assert done.returncode == 2, done.stderr
+    assert b"S3cret" not in done.stderr + done.stdout
+    assert done.stderr.count(b"\n") == 1 and b"--sink postgresql://u@" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
 # --- metrics -------------------------------------------------------------------------
 
 @pytest.mark.slow

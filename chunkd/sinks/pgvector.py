@@ -25,6 +25,8 @@ The connection's settings come from the URL and libpq's environment (``PGPASSWOR
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -84,14 +86,19 @@ class PgvectorSink:
 
     def __init__(self, url: str, collection: str, origin: str) -> None:
         try:
-            import psycopg  # noqa: F401
+            import psycopg
+            from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise SettingsError(f"--sink postgresql://... needs psycopg: {EXTRA}") from None
         self.url = url
         self.collection = collection
         self.origin = origin
         self.where = f"{public_url(url)} collection {collection}"
-        self.password = _password(url)
+        self.secrets = _passwords(url)
+        try:  # a malformed URL is the setting's error, said now, not a store that is down
+            conninfo_to_dict(url)
+        except psycopg.Error as error:
+            raise SettingsError(f"--sink {self._message(error)}") from None
         self.connection: psycopg.Connection | None = None
         self.collection_id: uuid.UUID | None = None
         self.dimension: int | None = None  # once the tables are known to take it
@@ -142,8 +149,8 @@ class PgvectorSink:
 
     def _message(self, error: BaseException) -> str:
         text = " ".join(str(error).split()) or type(error).__name__
-        if self.password:
-            text = text.replace(self.password, "***")
+        for secret in self.secrets:  # the driver may quote the URL it could not parse
+            text = text.replace(secret, "***")
         return f"{self.where}: {text}"
 
     # --- the tables ------------------------------------------------------------------
@@ -332,11 +339,21 @@ def _vector_text(vector: Any) -> str | None:
     return "[" + ",".join(map(repr, values)) + "]"
 
 
-def _password(url: str) -> str | None:
-    """The password the URL holds, if any (never shown in a message)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
+def _passwords(url: str) -> tuple[str, ...]:
+    """Every spelling of a password the URL holds, longest first (never shown in a
+    message): as written and decoded, after the user or as a ``password`` parameter,
+    read from the text itself, so that a URL the driver cannot parse (whose error
+    quotes it) still hides it; and the driver's own reading, where it can."""
+    from psycopg.conninfo import conninfo_to_dict
 
-        return str(conninfo_to_dict(url).get("password") or "") or None
-    except Exception:  # noqa: BLE001 (a malformed URL: connect says what is wrong)
-        return None
+    netloc = url.partition("://")[2]
+    for end in "/?#":
+        netloc = netloc.partition(end)[0]
+    written = [netloc.rpartition("@")[0].partition(":")[2],
+               *re.findall(r"[?&]password=([^&#]*)", url)]
+    found = {spelling for raw in written for spelling in (raw, urllib.parse.unquote(raw))}
+    try:
+        found.add(str(conninfo_to_dict(url).get("password") or ""))
+    except Exception:  # noqa: BLE001 (malformed: the text's spellings above)
+        pass
+    return tuple(sorted(found - {""}, key=len, reverse=True))
