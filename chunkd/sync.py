@@ -16,19 +16,21 @@ holds half a file); a source no longer in the folder is removed.
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import logging
 import os
 import stat
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import orjson
 
-from chunkd.documents import Limits, add_document_options, check_limits, document_source, file_opener
+from chunkd.documents import Limits, add_document_options, check_limits
 from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
@@ -118,38 +120,85 @@ def store_name(relative: str) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
-    """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
+@contextmanager
+def regular_file(path: str, follow_symlinks: bool) -> Iterator[BinaryIO]:
+    """The regular file at ``path``, open: not through a symbolic link unless
+    ``follow_symlinks``, and never blocking on a FIFO; ``InputError`` saying why not.
+    What is read from it is the file checked, whatever its name is made to point to
+    meanwhile."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     where = display_name(path)
-    digest = hashlib.sha256()
     try:
         with open(os.open(path, flags), "rb", buffering=0) as stream:
             if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                 raise InputError(f"{where}: not a regular file")
-            read = 0
-            for block in read_blocks(stream):
-                read += len(block)
-                if read > max_bytes:
-                    raise InputError(f"{where}: over --max-bytes {max_bytes} bytes")
-                digest.update(block)
+            yield stream
     except OSError as error:
+        if error.errno == errno.ELOOP and not follow_symlinks:
+            raise InputError(f"{where}: a symbolic link (not followed)") from None
         raise InputError(f"{where}: {error.strerror or error}") from None
+
+
+class OverLimit(InputError):
+    """A file over ``--max-bytes``: not chunked, so the store keeps none of it (as the
+    daemon gives it an error result, which removes it)."""
+
+
+def bounded(digest: Callable[[bytes], object], max_bytes: int,
+            where: str) -> Callable[[bytes], None]:
+    """What sees each block read: ``digest``, until more than ``max_bytes`` were read."""
+    read = 0
+
+    def seen(block: bytes) -> None:
+        nonlocal read
+        read += len(block)
+        if read > max_bytes:
+            raise OverLimit(f"{where}: over --max-bytes {max_bytes} bytes")
+        digest(block)
+    return seen
+
+
+def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
+    """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
+    digest = hashlib.sha256()
+    with regular_file(path, follow_symlinks) as stream:
+        for _ in read_blocks(stream, bounded(digest.update, max_bytes, display_name(path))):
+            pass
     return digest.hexdigest()
 
 
 def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
-               limits: Limits) -> tuple[str, list[dict]]:
+               limits: Limits, follow_symlinks: bool) -> tuple[str, list[dict]]:
     """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
     holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked,
-    ``EmbedError`` if the semantic strategy's model fails (the file may chunk later)."""
+    ``EmbedError`` if the semantic strategy's model fails (the file may chunk later).
+    The file is opened once (``regular_file``) and read up to ``limits.max_bytes``
+    (``OverLimit`` past it): a PDF, HTML or DOCX file whole, then extracted; any other
+    decoded as it is read."""
+    from chunkd.documents import FORMATS, HEAD_BYTES, detect, extract_source
+    from chunkd.readers import decode_blocks
+    from chunkd.strategies.base import Source
+
     digest = hashlib.sha256()
-    document = replace(file_opener("auto", limits)(path, settings.errors, digest.update, None),
-                       name=relative)
-    source, _ = document_source(document)
-    identify = ChunkIds(relative)
-    records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, document.blocks)
-               for chunk in identify(chunks)]
+    where = display_name(path)
+    seen = bounded(digest.update, limits.max_bytes, where)
+    with regular_file(path, follow_symlinks) as stream:
+        source, text = Source(relative), None
+        if detect(os.pread(stream.fileno(), HEAD_BYTES, 0), path, None) in FORMATS:
+            data = b"".join(read_blocks(stream, seen))
+            found = extract_source(data, relative, where, limits)
+            if found is not None:
+                source, extracted = found
+                for warning in extracted.warnings:
+                    print(f"chunkd: {where}: {warning}", file=sys.stderr, flush=True)
+                text = iter([extracted.text])
+            else:
+                text = decode_blocks([data], where, settings.errors)
+        if text is None:
+            text = decode_blocks(read_blocks(stream, seen), where, settings.errors)
+        identify = ChunkIds(relative)
+        records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, text)
+                   for chunk in identify(chunks)]
     return digest.hexdigest(), records
 
 
@@ -257,7 +306,8 @@ class Sync:
         self.tally.failed += 1
         if self.metrics:
             self.metrics.files_failed.inc()
-        log.error("chunkd: %s", message)
+        # A name may hold a line break or a terminal's escape: one line, as it is shown.
+        log.error("chunkd: %s", display_name(message))
 
     def run(self) -> int:
         stored = self.store(self.sink.sources)
@@ -291,9 +341,13 @@ class Sync:
                 held: set[str]) -> Pending | None:
         """The change the file needs (chunked), or None when the store holds it as it is
         (or it cannot be read: the store keeps what it has)."""
+        where = display_name(relative)
         try:
             sha256 = file_sha256(self.path(relative), self.args.max_bytes,
                                  self.args.follow_symlinks)
+        except OverLimit as error:
+            self.fail(f"{error}; the store keeps no chunks of it")
+            return Pending(name, where, removal(name)) if known is not None or held else None
         except InputError as error:
             self.fail(str(error))
             return None
@@ -303,10 +357,10 @@ class Sync:
             return None
         if self.metrics:
             self.metrics.sink_waiting.add(name, st.st_mtime)
-        where = display_name(relative)
         try:
             sha256, records = chunk_file(self.path(relative), relative, self.chunker,
-                                         self.settings, self.limits)
+                                         self.settings, self.limits,
+                                         self.args.follow_symlinks)
         except InputError as error:
             self.chunker = build(self.settings)  # its state is the failed file's
             self.fail(f"{error}; the store keeps no chunks of it")
@@ -393,7 +447,8 @@ class Sync:
             known, held = stored.get(name), rows.get(name, set())
             try:
                 sha256, records = chunk_file(self.path(relative), relative, self.chunker,
-                                             self.settings, self.limits)
+                                             self.settings, self.limits,
+                                             self.args.follow_symlinks)
             except (InputError, EmbedError) as error:
                 self.chunker = build(self.settings)
                 problems.append(f"unreadable {name}: {error}")
@@ -412,8 +467,8 @@ class Sync:
         names = {name for name, _, _ in files}
         problems += [f"orphaned {name}" for name in sorted((stored.keys() | rows.keys()) - names)]
         out = sys.stdout
-        for line in problems:
-            out.write(line + "\n")
+        for line in problems:  # one line each, whatever a name holds
+            out.write(display_name(line) + "\n")
         out.flush()
         if not self.args.quiet:
             print(f"chunkd sync --check: {len(files)} files, {len(problems)} differences "
@@ -465,7 +520,7 @@ def main(argv: list[str]) -> int:
         print(f"chunkd: {error} (gave up after {args.retries + 1} tries)", file=sys.stderr)
         return EXIT_STORE
     except StoreRefused as error:
-        print(f"chunkd: {error}", file=sys.stderr)
+        print(f"chunkd: {display_name(str(error))}", file=sys.stderr)
         return EXIT_STORE
     except KeyboardInterrupt:
         return 130

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -108,6 +109,56 @@ def test_check_lists_what_differs_and_changes_nothing(store, tmp_path, endpoint,
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
     assert_equal(folder, url, endpoint, rows, collection)
 
+
+
+@pytest.mark.slow
+def test_a_name_holding_a_line_break_or_an_escape_is_one_line(tmp_path, endpoint):
+    """``--check``'s lines and sync's messages show a name's control characters as
+    ``\\xNN``: a name cannot forge a line, nor speak to the terminal."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a\nmissing evil.md").write_text(paragraphs(6, 2))
+    (folder / "b\x1b[2Jc.md").write_bytes(b"\xff not UTF-8")
+    url = str(tmp_path / "lance")
+    done = sync(folder, url, endpoint)
+    assert done.returncode == 1
+    failed = [line for line in done.stderr.splitlines() if b"not UTF-8" in line
+              or b"invalid UTF-8" in line]
+    assert len(failed) == 1 and b"b\\x1b[2Jc.md" in failed[0] and b"\x1b" not in done.stderr
+    (folder / "b\x1b[2Jc.md").unlink()
+    (folder / "c\rd.md").write_text(paragraphs(7, 2))
+    checked = sync(folder, url, endpoint, "--check")
+    assert checked.returncode == 1
+    assert checked.stdout.decode().splitlines() == ["missing c\\x0dd.md"]
+    (folder / "a\nmissing evil.md").write_text(paragraphs(8, 2))
+    checked = sync(folder, url, endpoint, "--check")
+    assert sorted(checked.stdout.decode().splitlines()) == [
+        "missing c\\x0dd.md", "stale a\\x0amissing evil.md"]
+
+
+@pytest.mark.slow
+def test_a_file_grown_over_max_bytes_leaves_the_store(tmp_path, endpoint):
+    """As the daemon gives it an error result: the sync fails it (status 1) and removes
+    its rows, the other file stays; ``--check`` says it is unreadable, reading no more
+    than the limit."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(9, 2))
+    (folder / "b.md").write_text(paragraphs(10, 2))
+    url = str(tmp_path / "lance")
+    limit = ("--max-bytes", "5000")
+    assert sync(folder, url, endpoint, *limit).returncode == 0
+    assert {meta["source"] for _, _, meta in lance_rows(url, "chunkd").values()} == {"a.md", "b.md"}
+    (folder / "a.md").write_text(paragraphs(11, 40))
+    assert (folder / "a.md").stat().st_size > 5000
+    done = sync(folder, url, endpoint, *limit)
+    assert done.returncode == 1
+    assert b"a.md: over --max-bytes 5000 bytes; the store keeps no chunks of it" in done.stderr
+    assert {meta["source"] for _, _, meta in lance_rows(url, "chunkd").values()} == {"b.md"}
+    checked = sync(folder, url, endpoint, "--check", *limit)
+    assert checked.returncode == 1
+    [line] = checked.stdout.decode().splitlines()
+    assert line.startswith("unreadable a.md: ") and line.endswith("over --max-bytes 5000 bytes")
 
 @pytest.mark.slow
 def test_check_finds_a_row_deleted_behind_its_back(postgres, tmp_path, endpoint):
@@ -349,6 +400,41 @@ def test_the_password_is_never_shown(tmp_path, endpoint):
     assert b"chunkd: postgresql://chunkd@127.0.0.1:1/db collection chunkd:" in done.stderr
     assert b"trying again in" in done.stderr
 
+
+
+
+def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
+    """What sync chunks is opened once, refusing a symbolic link (the name of a file
+    checked as regular may be made a link to a file outside the folder before it is
+    read) and never blocking on a FIFO; the records and their SHA-256 are those of the
+    bytes read, as the filter chunks them."""
+    import hashlib
+
+    from chunkd.documents import Limits
+    from chunkd.readers import InputError
+    from chunkd.settings import settings_from_flags
+    from chunkd.strategies import build
+    from chunkd.sync import chunk_file
+
+    settings = settings_from_flags({"chars": 40, "ids": True})
+    outside, folder = tmp_path / "outside.md", tmp_path / "docs"
+    folder.mkdir()
+    outside.write_text("secret outside data " * 5)
+    (folder / "a.md").write_text("inside text " * 10)
+    os.symlink(outside, folder / "link.md")
+    os.mkfifo(folder / "fifo.md")
+    limits = Limits(1 << 20)
+    sha256, records = chunk_file(str(folder / "a.md"), "a.md", build(settings), settings,
+                                 limits, False)
+    assert sha256 == hashlib.sha256((folder / "a.md").read_bytes()).hexdigest()
+    assert "".join(r["text"] for r in records).replace(" ", "") == "insidetext" * 10
+    for name, problem in (("link.md", "a symbolic link (not followed)"),
+                          ("fifo.md", "not a regular file")):
+        with pytest.raises(InputError, match=re.escape(problem)):
+            chunk_file(str(folder / name), name, build(settings), settings, limits, False)
+    _, records = chunk_file(str(folder / "link.md"), "link.md", build(settings), settings,
+                            limits, True)  # --follow-symlinks
+    assert "secret" in records[0]["text"]
 
 
 #: URLs the driver cannot parse, whose errors quote what they could not read: the
