@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 
+import numpy
 import pytest
 
 from command import chunkd_command
@@ -225,6 +226,49 @@ def ids_by_source(folder) -> dict[str, set[str]]:
     for chunk_id, (source, _) in expected_chunks(folder, *CHUNKING[:2]).items():
         found.setdefault(source, set()).add(chunk_id)
     return found
+
+
+@pytest.mark.slow
+def test_a_file_whose_chunk_ids_another_folder_holds_is_refused(store, tmp_path, endpoint,
+                                                                 request):
+    """Two folders with the same file: its chunk ids (from the relative path and the text)
+    are the same, so the second folder's rows would be the first's. Either store refuses
+    that file (status 1, a line naming it) and keeps the first folder's rows as they were;
+    the second folder's other files are applied."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "README.md").write_text(paragraphs(30, 3))
+    shutil.copy(first / "README.md", second / "README.md")
+    (second / "own.md").write_text(paragraphs(31, 2))
+    assert sync(first, url, endpoint, "--collection", collection).returncode == 0
+    theirs = rows(collection)
+    shared = len(theirs)
+    for attempt in range(2):  # refused each time, never "applied" then missing
+        done = sync(second, url, endpoint, "--collection", collection)
+        assert done.returncode == 1, done.stderr
+        problems = [line for line in done.stderr.decode().splitlines()
+                    if line.startswith("chunkd: ")]
+        assert len(problems) == 1, done.stderr
+        assert f"README.md: {shared} of its chunk ids are held by another" in problems[0]
+        assert b"applied README.md" not in done.stderr
+        assert b"Traceback" not in done.stderr
+    held = rows(collection)
+    mine = str(first.resolve())
+    assert {chunk_id: row for chunk_id, row in held.items()
+            if row[2]["origin"] == mine}.keys() == theirs.keys()
+    for chunk_id, (text, vector, metadata) in theirs.items():
+        assert (held[chunk_id][0], held[chunk_id][2]) == (text, metadata)
+        numpy.testing.assert_array_equal(held[chunk_id][1], vector)
+    assert sources_in({chunk_id: row for chunk_id, row in held.items()
+                       if row[2]["origin"] == str(second.resolve())}) \
+        == {"own.md": ids_by_source(second)["own.md"]}
+    checked = sync(second, url, endpoint, "--collection", collection, "--check")
+    assert (checked.returncode, checked.stdout) == (1, b"missing README.md\n")
+    checked = sync(first, url, endpoint, "--collection", collection, "--check")
+    assert (checked.returncode, checked.stdout) == (0, b"")
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ reader sees the version before it or the one after it, never half a file, and a
 process killed before the commit leaves only unreferenced data files. A source with no
 chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by each sync
 (it costs nothing) and ``--check`` finds it equal when the store holds none of it.
+A source some of whose ids rows of another origin hold is refused before the merge.
 """
 
 from __future__ import annotations
@@ -151,9 +152,11 @@ class LanceSink:
             raise StoreRefused(f"{self.where}: {error}") from None
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
+        self._refuse_taken(changes)
         try:
-            # A row of another origin with the same id is never taken over: it stays, and
-            # this source then lacks it (--check says so).
+            # The check above leaves a race with another folder's sync: a row of another
+            # origin that came since is still never taken over (this source then lacks it,
+            # and --check says so).
             (table.merge_insert("id")
              .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
              .when_not_matched_insert_all()
@@ -162,6 +165,23 @@ class LanceSink:
             raise StoreDown(f"{self.where}: {error}") from None
         except (RuntimeError, ValueError) as error:
             raise StoreRefused(f"{self.where}: {error}") from None
+
+    def _refuse_taken(self, changes: Sequence[Change]) -> None:
+        """``StoreRefused`` naming the first change some of whose chunk ids rows of
+        another origin hold (the same file in another folder: ids derive from the
+        relative path and the text): the merge would keep those rows as they are, and
+        the source would lack them."""
+        wanted = {record["chunk_id"]: change.source for change in changes
+                  if change.sha256 is not None for record in change.records}
+        taken = self._read(["id"], f"(metadata.origin IS NULL OR NOT {self._mine()}) "
+                           "AND id IN (" + ", ".join(map(_literal, wanted)) + ")")
+        held: dict[str, int] = {}
+        for row in taken["id"].to_pylist():
+            held[wanted[row]] = held.get(wanted[row], 0) + 1
+        if held:
+            source, count = next(iter(held.items()))
+            raise StoreRefused(f"{self.where}: {source}: {count} of its chunk ids are held by "
+                               "another folder (another --origin) in the table")
 
     def remove(self, source: str) -> None:
         self.apply([removal(source)])
