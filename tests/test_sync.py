@@ -466,6 +466,9 @@ MODEL = ("--embed-url", "http://127.0.0.1:1", "--embed-model", "m")
      b"--embed and --embed-url exclude each other"),
     (("--sink", "x", "--retries", "-1", *MODEL), b"--retries must be 0 or more"),
     (("--sink", "x", "--embed", "."), b"--embed .: not a model folder"),
+    # urlsplit's complaint, once blamed on --metrics, which was not given.
+    (("--sink", "postgresql://u:S3cret@host]x/db", *MODEL),
+     b"chunkd sync: error: --sink: not a URL (Invalid IPv6 URL)"),
 ])
 def test_usage_errors_are_one_line(tmp_path, options, message):
     env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
@@ -474,6 +477,8 @@ def test_usage_errors_are_one_line(tmp_path, options, message):
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+    assert b"S3cret" not in done.stderr
+
 
 
 def test_a_model_is_required(tmp_path):
