@@ -480,6 +480,29 @@ def test_usage_errors_are_one_line(tmp_path, options, message):
     assert b"S3cret" not in done.stderr
 
 
+@pytest.mark.parametrize("sink, collection, message", [
+    ("lance", "../../esc", b"--collection '../../esc': not a LanceDB table name"),
+    ("lance", "", b"--collection '': not a LanceDB table name"),
+    ("afile", "chunkd", b"--sink {tmp}/afile: not a folder"),
+    ("afile/lance", "chunkd", b"--sink {tmp}/afile/lance: {tmp}/afile is not a folder"),
+])
+def test_bad_lancedb_options_are_usage_errors(tmp_path, sink, collection, message):
+    """Refused at once, before anything is made: not a traceback, nor a store retried
+    as if it were down."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("text")
+    (tmp_path / "afile").write_text("a file")
+    done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink",
+                           str(tmp_path / sink), "--collection", collection, *MODEL],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert message.replace(b"{tmp}", bytes(tmp_path)) in lines[0], done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["afile", "docs"]
+    assert (tmp_path / "afile").read_text() == "a file"
+
 
 def test_a_model_is_required(tmp_path):
     done = subprocess.run([chunkd_command(), "sync", str(tmp_path), "--sink", "x"],

@@ -20,6 +20,7 @@ A source some of whose ids rows of another origin hold is refused before the mer
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -40,14 +41,37 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _check_folder(path: str) -> None:
+    """``SettingsError`` unless ``path`` is a folder or could be made one (LanceDB makes
+    it and its parents): the nearest of them that exists must be a folder."""
+    nearest = os.path.abspath(path)
+    while not os.path.exists(nearest) and os.path.dirname(nearest) != nearest:
+        nearest = os.path.dirname(nearest)
+    if os.path.isdir(nearest):
+        return
+    if nearest == os.path.abspath(path):
+        raise SettingsError(f"--sink {path}: not a folder (a LanceDB store is one)")
+    raise SettingsError(f"--sink {path}: {nearest} is not a folder")
+
+
 class LanceSink:
     """One table of a LanceDB folder, for one origin (``chunkd.sinks``)."""
 
     def __init__(self, path: str, collection: str, origin: str) -> None:
         try:
-            import lancedb  # noqa: F401
+            from lancedb.util import validate_table_name
         except ImportError:
             raise SettingsError(f"--sink PATH (LanceDB) needs lancedb: {EXTRA}") from None
+        # Both are the user's to fix: found here, they are a usage error, not a store
+        # that is down (retried for seconds) or LanceDB's traceback at the first write.
+        _check_folder(path)
+        try:
+            validate_table_name(collection)
+        except ValueError:
+            raise SettingsError(
+                f"--collection {collection!r}: not a LanceDB table name, which holds one or "
+                "more ASCII letters, digits, '_', '-' and '.' (and is not '.' or '..')"
+            ) from None
         self.path = path
         self.collection = collection
         self.origin = origin
