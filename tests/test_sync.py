@@ -229,23 +229,28 @@ def ids_by_source(folder) -> dict[str, set[str]]:
 
 
 @pytest.mark.slow
+# Texts of their own: in PostgreSQL a chunk id is unique across the database.
+@pytest.mark.parametrize("seed, added", [(30, ""), (33, "\n" + paragraphs(32, 1))],
+                         ids=["same", "longer"])
 def test_a_file_whose_chunk_ids_another_folder_holds_is_refused(store, tmp_path, endpoint,
-                                                                 request):
-    """Two folders with the same file: its chunk ids (from the relative path and the text)
-    are the same, so the second folder's rows would be the first's. Either store refuses
-    that file (status 1, a line naming it) and keeps the first folder's rows as they were;
-    the second folder's other files are applied."""
+                                                                 request, seed, added):
+    """Two folders with the same file (or one whose first chunks are the same): its chunk
+    ids (from the relative path, the offsets and the text) are the same, so the second
+    folder's rows would be the first's. Either store refuses that file (status 1, a line
+    naming it) and keeps the first folder's rows as they were; the second folder's other
+    files are applied."""
     kind, url, rows = store
     collection = collection_name(request)
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
-    (first / "README.md").write_text(paragraphs(30, 3))
-    shutil.copy(first / "README.md", second / "README.md")
-    (second / "own.md").write_text(paragraphs(31, 2))
+    (first / "README.md").write_text(paragraphs(seed, 3))
+    (second / "README.md").write_text(paragraphs(seed, 3) + added)
+    (second / "own.md").write_text(paragraphs(seed + 1, 2))
+    shared = len(ids_by_source(first)["README.md"] & ids_by_source(second)["README.md"])
+    assert shared > 0
     assert sync(first, url, endpoint, "--collection", collection).returncode == 0
     theirs = rows(collection)
-    shared = len(theirs)
     for attempt in range(2):  # refused each time, never "applied" then missing
         done = sync(second, url, endpoint, "--collection", collection)
         assert done.returncode == 1, done.stderr
