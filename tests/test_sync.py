@@ -251,7 +251,7 @@ def test_a_file_whose_chunk_ids_another_folder_holds_is_refused(store, tmp_path,
     assert shared > 0
     assert sync(first, url, endpoint, "--collection", collection).returncode == 0
     theirs = rows(collection)
-    for attempt in range(2):  # refused each time, never "applied" then missing
+    for _ in range(2):  # refused each time, never "applied" then missing
         done = sync(second, url, endpoint, "--collection", collection)
         assert done.returncode == 1, done.stderr
         problems = [line for line in done.stderr.decode().splitlines()
