@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 
+import numpy
 import pytest
 
 from command import chunkd_command
@@ -279,6 +280,54 @@ def ids_by_source(folder) -> dict[str, set[str]]:
 
 
 @pytest.mark.slow
+# Texts of their own: in PostgreSQL a chunk id is unique across the database.
+@pytest.mark.parametrize("seed, added", [(30, ""), (33, "\n" + paragraphs(32, 1))],
+                         ids=["same", "longer"])
+def test_a_file_whose_chunk_ids_another_folder_holds_is_refused(store, tmp_path, endpoint,
+                                                                 request, seed, added):
+    """Two folders with the same file (or one whose first chunks are the same): its chunk
+    ids (from the relative path, the offsets and the text) are the same, so the second
+    folder's rows would be the first's. Either store refuses that file (status 1, a line
+    naming it) and keeps the first folder's rows as they were; the second folder's other
+    files are applied."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "README.md").write_text(paragraphs(seed, 3))
+    (second / "README.md").write_text(paragraphs(seed, 3) + added)
+    (second / "own.md").write_text(paragraphs(seed + 1, 2))
+    shared = len(ids_by_source(first)["README.md"] & ids_by_source(second)["README.md"])
+    assert shared > 0
+    assert sync(first, url, endpoint, "--collection", collection).returncode == 0
+    theirs = rows(collection)
+    for _ in range(2):  # refused each time, never "applied" then missing
+        done = sync(second, url, endpoint, "--collection", collection)
+        assert done.returncode == 1, done.stderr
+        problems = [line for line in done.stderr.decode().splitlines()
+                    if line.startswith("chunkd: ")]
+        assert len(problems) == 1, done.stderr
+        assert f"README.md: {shared} of its chunk ids are held by another" in problems[0]
+        assert b"applied README.md" not in done.stderr
+        assert b"Traceback" not in done.stderr
+    held = rows(collection)
+    mine = str(first.resolve())
+    assert {chunk_id: row for chunk_id, row in held.items()
+            if row[2]["origin"] == mine}.keys() == theirs.keys()
+    for chunk_id, (text, vector, metadata) in theirs.items():
+        assert (held[chunk_id][0], held[chunk_id][2]) == (text, metadata)
+        numpy.testing.assert_array_equal(held[chunk_id][1], vector)
+    assert sources_in({chunk_id: row for chunk_id, row in held.items()
+                       if row[2]["origin"] == str(second.resolve())}) \
+        == {"own.md": ids_by_source(second)["own.md"]}
+    checked = sync(second, url, endpoint, "--collection", collection, "--check")
+    assert (checked.returncode, checked.stdout) == (1, b"missing README.md\n")
+    checked = sync(first, url, endpoint, "--collection", collection, "--check")
+    assert (checked.returncode, checked.stdout) == (0, b"")
+
+
+@pytest.mark.slow
 def test_kill_9_at_random_points_never_leaves_half_a_file(store, tmp_path, endpoint, request):
     kind, url, rows = store
     collection = collection_name(request)
@@ -533,6 +582,9 @@ MODEL = ("--embed-url", "http://127.0.0.1:1", "--embed-model", "m")
      b"--embed and --embed-url exclude each other"),
     (("--sink", "x", "--retries", "-1", *MODEL), b"--retries must be 0 or more"),
     (("--sink", "x", "--embed", "."), b"--embed .: not a model folder"),
+    # urlsplit's complaint, once blamed on --metrics, which was not given.
+    (("--sink", "postgresql://u:S3cret@host]x/db", *MODEL),
+     b"chunkd sync: error: --sink: not a URL (Invalid IPv6 URL)"),
 ])
 def test_usage_errors_are_one_line(tmp_path, options, message):
     env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
@@ -541,6 +593,31 @@ def test_usage_errors_are_one_line(tmp_path, options, message):
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+    assert b"S3cret" not in done.stderr
+
+
+@pytest.mark.parametrize("sink, collection, message", [
+    ("lance", "../../esc", b"--collection '../../esc': not a LanceDB table name"),
+    ("lance", "", b"--collection '': not a LanceDB table name"),
+    ("afile", "chunkd", b"--sink {tmp}/afile: not a folder"),
+    ("afile/lance", "chunkd", b"--sink {tmp}/afile/lance: {tmp}/afile is not a folder"),
+])
+def test_bad_lancedb_options_are_usage_errors(tmp_path, sink, collection, message):
+    """Refused at once, before anything is made: not a traceback, nor a store retried
+    as if it were down."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("text")
+    (tmp_path / "afile").write_text("a file")
+    done = subprocess.run([chunkd_command(), "sync", str(folder), "--sink",
+                           str(tmp_path / sink), "--collection", collection, *MODEL],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert message.replace(b"{tmp}", bytes(tmp_path)) in lines[0], done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["afile", "docs"]
+    assert (tmp_path / "afile").read_text() == "a file"
 
 
 def test_a_model_is_required(tmp_path):

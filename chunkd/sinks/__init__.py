@@ -46,7 +46,10 @@ def open_sink(url: str, collection: str, origin: str) -> Sink:
     """The store at ``url``: ``postgresql://...`` (pgvector, in langchain-postgres's
     tables) or a folder path (LanceDB, embedded); ``SettingsError`` if it is neither or
     its package is missing. Connects lazily: a store that is down fails on first use."""
-    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    try:
+        scheme = urllib.parse.urlsplit(url).scheme.lower()
+    except ValueError as error:  # the URL is not shown: it may hold a password
+        raise SettingsError(f"--sink: not a URL ({error})") from None
     if scheme in ("postgresql", "postgres"):
         from chunkd.sinks.pgvector import PgvectorSink
         return PgvectorSink(url, collection, origin)

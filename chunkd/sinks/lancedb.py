@@ -15,10 +15,12 @@ reader sees the version before it or the one after it, never half a file, and a
 process killed before the commit leaves only unreferenced data files. A source with no
 chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by each sync
 (it costs nothing) and ``--check`` finds it equal when the store holds none of it.
+A source some of whose ids rows of another origin hold is refused before the merge.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -39,14 +41,37 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _check_folder(path: str) -> None:
+    """``SettingsError`` unless ``path`` is a folder or could be made one (LanceDB makes
+    it and its parents): the nearest of them that exists must be a folder."""
+    nearest = os.path.abspath(path)
+    while not os.path.exists(nearest) and os.path.dirname(nearest) != nearest:
+        nearest = os.path.dirname(nearest)
+    if os.path.isdir(nearest):
+        return
+    if nearest == os.path.abspath(path):
+        raise SettingsError(f"--sink {path}: not a folder (a LanceDB store is one)")
+    raise SettingsError(f"--sink {path}: {nearest} is not a folder")
+
+
 class LanceSink:
     """One table of a LanceDB folder, for one origin (``chunkd.sinks``)."""
 
     def __init__(self, path: str, collection: str, origin: str) -> None:
         try:
-            import lancedb  # noqa: F401
+            from lancedb.util import validate_table_name
         except ImportError:
             raise SettingsError(f"--sink PATH (LanceDB) needs lancedb: {EXTRA}") from None
+        # Both are the user's to fix: found here, they are a usage error, not a store
+        # that is down (retried for seconds) or LanceDB's traceback at the first write.
+        _check_folder(path)
+        try:
+            validate_table_name(collection)
+        except ValueError:
+            raise SettingsError(
+                f"--collection {collection!r}: not a LanceDB table name, which holds one or "
+                "more ASCII letters, digits, '_', '-' and '.' (and is not '.' or '..')"
+            ) from None
         self.path = path
         self.collection = collection
         self.origin = origin
@@ -151,9 +176,11 @@ class LanceSink:
             raise StoreRefused(f"{self.where}: {error}") from None
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
+        self._refuse_taken(changes)
         try:
-            # A row of another origin with the same id is never taken over: it stays, and
-            # this source then lacks it (--check says so).
+            # The check above leaves a race with another folder's sync: a row of another
+            # origin that came since is still never taken over (this source then lacks it,
+            # and --check says so).
             (table.merge_insert("id")
              .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
              .when_not_matched_insert_all()
@@ -162,6 +189,23 @@ class LanceSink:
             raise StoreDown(f"{self.where}: {error}") from None
         except (RuntimeError, ValueError) as error:
             raise StoreRefused(f"{self.where}: {error}") from None
+
+    def _refuse_taken(self, changes: Sequence[Change]) -> None:
+        """``StoreRefused`` naming the first change some of whose chunk ids rows of
+        another origin hold (the same file in another folder: ids derive from the
+        relative path and the text): the merge would keep those rows as they are, and
+        the source would lack them."""
+        wanted = {record["chunk_id"]: change.source for change in changes
+                  if change.sha256 is not None for record in change.records}
+        taken = self._read(["id"], f"(metadata.origin IS NULL OR NOT {self._mine()}) "
+                           "AND id IN (" + ", ".join(map(_literal, wanted)) + ")")
+        held: dict[str, int] = {}
+        for row in taken["id"].to_pylist():
+            held[wanted[row]] = held.get(wanted[row], 0) + 1
+        if held:
+            source, count = next(iter(held.items()))
+            raise StoreRefused(f"{self.where}: {source}: {count} of its chunk ids are held by "
+                               "another folder (another --origin) in the table")
 
     def remove(self, source: str) -> None:
         self.apply([removal(source)])
