@@ -137,6 +137,38 @@ def test_a_name_holding_a_line_break_or_an_escape_is_one_line(tmp_path, endpoint
         "missing c\\x0dd.md", "stale a\\x0amissing evil.md"]
 
 
+
+@pytest.mark.slow
+def test_documents_are_synced_as_the_filter_chunks_them(tmp_path, endpoint):
+    """A PDF, a DOCX and an HTML file (made by LibreOffice) go into LanceDB as the filter
+    chunks them, with nothing on stderr but a line a file and the summary (the
+    extraction worker's fork after LanceDB's import is not the user's business), and
+    ``--check`` agrees."""
+    from command import ndjson
+    from document_files import made_documents
+
+    made = made_documents()[0]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for path in (made.pdf, made.docx, made.html):
+        shutil.copy(path, folder / path.name)
+    url = str(tmp_path / "lance")
+    done = sync(folder, url, endpoint)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 4 and b"3 applied" in lines[-1], done.stderr
+    assert all(line.startswith(b"applied ") for line in lines[:-1]), done.stderr
+    names = sorted(path.name for path in folder.iterdir())
+    chunked = subprocess.run([chunkd_command(), "--ids", *CHUNKING[:2], *names], cwd=folder,
+                             capture_output=True, timeout=300)
+    assert chunked.returncode == 0, chunked.stderr
+    expected = {record["chunk_id"]: (record["doc"], record["text"])
+                for record in ndjson(chunked.stdout)}
+    assert {source for source, _ in expected.values()} == set(names)
+    assert_store_holds(lance_rows(url, "chunkd"), expected)
+    checked = sync(folder, url, endpoint, "--check")
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
+
 @pytest.mark.slow
 def test_a_file_grown_over_max_bytes_leaves_the_store(tmp_path, endpoint):
     """As the daemon gives it an error result: the sync fails it (status 1) and removes

@@ -21,6 +21,7 @@ A source some of whose ids rows of another origin hold is refused before the mer
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,13 @@ class LanceSink:
             from lancedb.util import validate_table_name
         except ImportError:
             raise SettingsError(f"--sink PATH (LanceDB) needs lancedb: {EXTRA}") from None
+        # The extraction worker (chunkd.documents.worker) is forked from this process and
+        # never uses LanceDB; lancedb warns in every forked child that it reset its async
+        # runtime there, which concerns a child that goes on using it. (Were that reset
+        # ever to hang the worker, the extraction's time limit kills it and the file is
+        # tried again by the next sync.)
+        warnings.filterwarnings("ignore", message="lancedb fork support",
+                                category=RuntimeWarning)
         # Both are the user's to fix: found here, they are a usage error, not a store
         # that is down (retried for seconds) or LanceDB's traceback at the first write.
         _check_folder(path)
