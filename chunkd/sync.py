@@ -33,7 +33,7 @@ from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
 from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
-from chunkd.readers import InputError, display_name, read_blocks
+from chunkd.readers import InputError, display_name, open_regular, read_blocks
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
@@ -120,13 +120,10 @@ def store_name(relative: str) -> str:
 
 def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
     """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     where = display_name(path)
     digest = hashlib.sha256()
     try:
-        with open(os.open(path, flags), "rb", buffering=0) as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise InputError(f"{where}: not a regular file")
+        with open_regular(path, follow_symlinks) as stream:
             read = 0
             for block in read_blocks(stream):
                 read += len(block)
