@@ -872,7 +872,11 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
     if takes_model(settings._values) and settings[EMBED_CACHE] is None:
         # Vectors paid for are kept with the results, so that an edited file's unchanged
         # chunks, and a restart, cost no calls to the model (the inbox never takes it).
-        settings = settings.replace(embed_cache=default_folder(str(output or root)))
+        try:
+            settings = settings.replace(embed_cache=default_folder(str(output or root)))
+        except SettingsError as error:  # the folder: a link, a file, not writable
+            log.error("chunkd watch: %s", error)
+            return EXIT_CONFIG
     limits = check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
     options = InboxOptions(
         str(root), settings, format=args.format,

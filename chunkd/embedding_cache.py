@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -89,7 +90,10 @@ class DiskCache:
         self._pid = 0
         self._warned = False
         try:
-            os.makedirs(folder, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(folder)), exist_ok=True)
+            os.mkdir(folder)  # unlike makedirs, never through a link in its place
+        except FileExistsError:
+            pass
         except OSError as error:
             raise SettingsError(f"--embed-cache {folder}: cannot make the folder: "
                                 f"{error.strerror or error}") from None
@@ -101,6 +105,7 @@ class DiskCache:
         cross a fork); a database that cannot be read is set aside and made anew."""
         if self._connection is not None and self._pid == os.getpid():
             return self._connection
+        self._refuse_a_link()
         for attempt in range(2):
             try:
                 connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS,
@@ -118,6 +123,22 @@ class DiskCache:
                 self._set_aside(error)
         self._connection, self._pid = connection, os.getpid()
         return connection
+
+    def _refuse_a_link(self) -> None:
+        """``SettingsError`` if the folder is a symbolic link or not a folder: a link put
+        in its place (the daemon's is in the inbox, which others write to) would have
+        the database written wherever it points. Checked at every connection, a forked
+        process's included."""
+        try:
+            mode = os.lstat(self.folder).st_mode
+        except OSError as error:
+            raise SettingsError(f"--embed-cache {self.folder}: {error.strerror or error}"
+                                ) from None
+        if stat.S_ISLNK(mode):
+            raise SettingsError(f"--embed-cache {self.folder}: a symbolic link, not "
+                                "followed: give the folder it names, or remove it")
+        if not stat.S_ISDIR(mode):
+            raise SettingsError(f"--embed-cache {self.folder}: not a folder")
 
     def _set_aside(self, error: Exception) -> None:
         print(f"chunkd: --embed-cache {self.folder}: {DATABASE} is damaged ({error}): "

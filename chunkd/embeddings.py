@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import re
+import stat
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -767,17 +768,27 @@ def _checked(spec: str, folder: str) -> str:
 
 def folder_identity(folder: str) -> str:
     """A model folder's identity: its name and the SHA-256 of its files (names and
-    contents), so that another model, or the same one changed, is another identity."""
+    contents), so that another model, or the same one changed, is another identity.
+    Links are followed (a Hugging Face cache's snapshot links to its blobs); a link to
+    nothing, or a file that is not a regular file (a FIFO, a device), is a
+    ``SettingsError`` naming it."""
     files = []
     for root, folders, names in os.walk(folder):
         folders[:] = sorted(name for name in folders if not name.startswith("."))
         for name in sorted(names):
             if not name.startswith(".") and name != "README.md":
                 path = os.path.join(root, name)
-                status = os.stat(path)
-                files.append((os.path.relpath(path, folder), path, status.st_size,
-                              status.st_mtime_ns))
-    return f"{_display_name(folder)}@sha256:{_digest(tuple(files))}"
+                relative = os.path.relpath(path, folder)
+                try:
+                    status = os.stat(path)
+                except OSError as error:
+                    raise _unreadable(folder, relative, "a symbolic link to nothing"
+                                      if os.path.islink(path) and isinstance(
+                                          error, FileNotFoundError) else error) from None
+                if not stat.S_ISREG(status.st_mode):  # a FIFO would block, /dev/zero never end
+                    raise _unreadable(folder, relative, "not a regular file")
+                files.append((relative, path, status.st_size, status.st_mtime_ns))
+    return f"{_display_name(folder)}@sha256:{_digest(folder, tuple(files))}"
 
 
 def _display_name(folder: str) -> str:
@@ -790,18 +801,31 @@ def _display_name(folder: str) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
+def _digest(folder: str, files: tuple[tuple[str, str, int, int], ...]) -> str:
     """The SHA-256 of the files' relative names and contents (cached while their sizes
     and times stay the same)."""
     import hashlib
 
+    from chunkd.readers import open_regular
+
     digest = hashlib.sha256()
     for relative, path, _, _ in files:
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
+        try:
+            with open_regular(path) as file:
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as error:
+            raise _unreadable(folder, relative, error) from None
     return digest.hexdigest()
+
+
+def _unreadable(folder: str, relative: str, problem: OSError | str) -> SettingsError:
+    """The one line for a file of a model folder that cannot be hashed."""
+    from chunkd.readers import display_name
+
+    what = problem if isinstance(problem, str) else problem.strerror or str(problem)
+    return SettingsError(f"--embed {folder}: {display_name(relative)}: {what}")
 
 
 def local_identity(folder: str, dtype: str) -> str:

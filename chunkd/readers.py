@@ -83,6 +83,26 @@ def read_blocks(stream: BinaryIO, on_bytes: OnBytes = None,
         yield data
 
 
+class NotRegularFile(OSError):
+    """``open_regular``'s refusal: a FIFO, a device, a socket or a folder."""
+
+    def __init__(self) -> None:
+        super().__init__(None, "not a regular file")
+
+
+def open_regular(path: str, follow_symlinks: bool = True) -> BinaryIO:
+    """``path`` opened for reading (unbuffered) if it is a regular file, else
+    ``NotRegularFile``. It is opened with O_NONBLOCK and checked on its descriptor, so
+    that a FIFO, or a device, put in its place after any earlier check neither blocks the
+    open nor is read for ever."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    stream = open(os.open(path, flags), "rb", buffering=0)
+    if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+        stream.close()
+        raise NotRegularFile
+    return stream
+
+
 def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
                   errors: str = "strict") -> Iterator[str]:
     """Decode UTF-8 incrementally; invalid bytes raise ``InputError`` with their

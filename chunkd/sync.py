@@ -35,7 +35,7 @@ from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
 from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
-from chunkd.readers import InputError, display_name, read_blocks
+from chunkd.readers import InputError, display_name, open_regular, read_blocks
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
@@ -122,16 +122,13 @@ def store_name(relative: str) -> str:
 
 @contextmanager
 def regular_file(path: str, follow_symlinks: bool) -> Iterator[BinaryIO]:
-    """The regular file at ``path``, open: not through a symbolic link unless
-    ``follow_symlinks``, and never blocking on a FIFO; ``InputError`` saying why not.
-    What is read from it is the file checked, whatever its name is made to point to
-    meanwhile."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    """The regular file at ``path``, open (``open_regular``): not through a symbolic
+    link unless ``follow_symlinks``, and never blocking on a FIFO; ``InputError`` saying
+    why not. What is read from it is the file checked, whatever its name is made to
+    point to meanwhile."""
     where = display_name(path)
     try:
-        with open(os.open(path, flags), "rb", buffering=0) as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise InputError(f"{where}: not a regular file")
+        with open_regular(path, follow_symlinks) as stream:
             yield stream
     except OSError as error:
         if error.errno == errno.ELOOP and not follow_symlinks:

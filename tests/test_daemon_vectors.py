@@ -73,3 +73,41 @@ def test_a_cache_folder_given_inside_the_inbox_is_never_taken(tmp_path: Path) ->
             assert set(watcher.processed()) == {"b.md"}
         finally:
             assert watcher.stop() == 0
+
+
+#: What is planted as the default cache folder (``.embedding-cache`` in the inbox, which
+#: producers write to), and the line that refuses it.
+PLANTED = {
+    "a link to another folder": (lambda cache, target: cache.symlink_to(target, True),
+                                 "a symbolic link, not followed: give the folder it names, "
+                                 "or remove it"),
+    "a file": (lambda cache, target: cache.write_text("planted", encoding="utf-8"),
+               "not a folder"),
+}
+
+
+@pytest.mark.parametrize("planted", PLANTED)
+def test_a_cache_folder_planted_in_the_inbox_is_refused_at_start(tmp_path: Path,
+                                                                 planted: str) -> None:
+    """A link in the cache folder's place would have the daemon write its database
+    wherever the link points, outside its folders; it is refused at start, exit 2, in
+    one line, and nothing is written there (a file there is refused alike, not a
+    traceback)."""
+    inbox, elsewhere = tmp_path / "inbox", tmp_path / "elsewhere"
+    inbox.mkdir()
+    elsewhere.mkdir()
+    (inbox / "k.md").write_text("y1 y2", encoding="utf-8")
+    make, says = PLANTED[planted]
+    make(inbox / ".embedding-cache", elsewhere)
+    with CountingEndpoint() as server:
+        watcher = Watcher(inbox, "--chars", "60", "--vectors", "--embed-url", server.url,
+                          "--embed-model", "hashed")
+        try:
+            status = watcher.process.wait(timeout=60)
+        finally:
+            watcher.kill()
+    assert status == 2
+    assert watcher.log() == [f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: "
+                             f"{says}"]
+    assert list(elsewhere.iterdir()) == []
+    assert server.texts == []

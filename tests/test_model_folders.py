@@ -3,12 +3,15 @@ that is not what a model's is (the wrong type at the top, nested 100,000 deep, a
 of modules that is not one, a tokenizer file of the wrong types) is the usage error,
 exit 2, in one line naming the option and the folder, before any input is read, with
 ``--tokenizer`` and ``--embed``, in the filter, ``serve`` and ``eval``; never a
-traceback."""
+traceback. So is a file of the folder that cannot be hashed for the model's identity
+(a link to nothing, a FIFO, a device), in the filter, ``sync`` and ``watch``; never a
+hang."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -128,3 +131,64 @@ def test_the_unbroken_folder_loads(tmp_path):
                                 capture_output=True, timeout=300)
         assert (result.returncode, result.stderr) == (0, b""), args
         assert json.loads(result.stdout.splitlines()[0])["text"].startswith("One sentence.")
+
+
+#: A model folder with one file that cannot be hashed, made in it by each of these; the
+#: part of the line that names the file and the problem.
+UNHASHABLE = {
+    "a link to nothing": (lambda folder: (folder / "dangling.bin").symlink_to("/nonexistent"),
+                          "dangling.bin: a symbolic link to nothing"),
+    "a FIFO": (lambda folder: os.mkfifo(folder / "pipe.bin"), "pipe.bin: not a regular file"),
+    "a link to a device": (lambda folder: (folder / "zero.bin").symlink_to("/dev/zero"),
+                           "zero.bin: not a regular file"),
+    "a FIFO in a module's folder": (lambda folder: os.mkfifo(folder / "1_Pooling" / "pipe.bin"),
+                                    "1_Pooling/pipe.bin: not a regular file"),
+}
+
+#: The commands that check --embed before reading anything: the filter (on a FIFO
+#: nobody writes to, as above), sync and watch (an empty folder; the sink and the
+#: folder's state are never reached).
+EMBEDDING_COMMANDS = {
+    "filter": lambda tmp_path: ["--vectors", str(tmp_path / "document.md")],
+    "sync": lambda tmp_path: ["sync", str(tmp_path / "docs"), "--sink",
+                              str(tmp_path / "lance")],
+    "watch": lambda tmp_path: ["watch", str(tmp_path / "docs"), "--vectors"],
+}
+
+
+@pytest.mark.parametrize("command", EMBEDDING_COMMANDS)
+@pytest.mark.parametrize("case", UNHASHABLE)
+def test_a_model_folder_file_that_cannot_be_hashed_is_one_line_and_exit_2(tmp_path, case,
+                                                                          command):
+    """The model's identity hashes every file of its folder: a link to nothing, a FIFO
+    (which would block the read for ever) or a device (/dev/zero never ends) is refused
+    at once, naming the file, and not a traceback or a hang. The folder's other files
+    are links to the real model's, as in a Hugging Face cache: those are followed."""
+    make, says = UNHASHABLE[case]
+    folder = tmp_path / "model"
+    shutil.copytree(minilm_folder(), folder, symlinks=True,
+                    copy_function=lambda source, target: os.symlink(source, target))
+    make(folder)
+    os.mkfifo(tmp_path / "document.md")
+    (tmp_path / "docs").mkdir()
+    prog = "chunkd" if command == "filter" else f"chunkd {command}"
+    result = subprocess.run([chunkd_command(), *EMBEDDING_COMMANDS[command](tmp_path),
+                             "--embed", str(folder)],
+                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (result.returncode, result.stdout) == (2, b""), result.stderr
+    assert result.stderr.decode().splitlines() == [
+        f"{prog}: error: --embed {folder}: {says}"]
+    assert not (tmp_path / "lance").exists()
+
+
+def test_a_fifo_for_a_json_file_of_the_folder_is_one_line_and_exit_2(tmp_path):
+    """The folder's JSON files are read as it is checked, before its identity: a FIFO
+    in config.json's place is refused, not read for ever."""
+    folder = _case(tmp_path / "model", {"config.json": None})
+    os.mkfifo(folder / "config.json")
+    result = subprocess.run([chunkd_command(), "--vectors", "--embed", str(folder)],
+                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (result.returncode, result.stdout) == (2, b""), result.stderr
+    assert result.stderr.decode().splitlines() == [
+        f"chunkd: error: --embed {folder}: {folder}/config.json: cannot read it: "
+        "not a regular file"]

@@ -162,8 +162,11 @@ def check_model_folder(folder: Path) -> None:
 def read_json(path: Path, kind: type[Any], default: Any = None) -> Any:
     """A JSON file's value, which must be a ``kind`` (``dict``: an object, ``list``: an
     array); ``default`` when the file does not exist; else ``SettingsError``."""
-    try:
-        text = path.read_text(encoding="utf-8")
+    from chunkd.readers import open_regular
+
+    try:  # a FIFO in a model folder must not block the command
+        with open_regular(str(path)) as stream:
+            text = stream.read().decode("utf-8")
     except FileNotFoundError:
         return default
     except (OSError, UnicodeDecodeError) as error:
