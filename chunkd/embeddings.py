@@ -659,10 +659,15 @@ class SentenceTransformerEmbedder:
         self.shown = f"--embed {folder}"
         # Each batch counted as its last module ends it (``encode`` batches on its own).
         self.model[-1].register_forward_hook(_count_batch)
+        # A probe that the model runs, counted in no caller's progress: a model loaded
+        # when first used loads within an ``embed`` whose texts are being counted.
+        tally = _TALLY.set(None)
         try:
             self.embed(["chunkd"])
         except EmbedError as error:
             raise SettingsError(str(error)) from None
+        finally:
+            _TALLY.reset(tally)
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
