@@ -115,9 +115,13 @@ def add_sink_options(parser: argparse.ArgumentParser, folder: str, doing: str) -
 
 def store_name(relative: str) -> str:
     """A file's name as the store's ``source`` holds it: its path relative to the
-    folder, or, for a name that is not UTF-8, its ``{"bytes": ...}`` form as JSON."""
+    folder; as JSON, for a name that is not UTF-8, its ``{"bytes": ...}`` form, and for
+    one that begins as that form does (``{"``), ``{"name": ...}``: no two files share a
+    source, whatever their names."""
     value = name_value(relative)
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    if isinstance(value, str) and not value.startswith('{"'):
+        return value
+    return orjson.dumps(value if not isinstance(value, str) else {"name": value}).decode()
 
 
 @contextmanager

@@ -193,6 +193,32 @@ def test_a_file_grown_over_max_bytes_leaves_the_store(tmp_path, endpoint):
     [line] = checked.stdout.decode().splitlines()
     assert line.startswith("unreadable a.md: ") and line.endswith("over --max-bytes 5000 bytes")
 
+
+@pytest.mark.slow
+def test_no_two_files_share_a_source_whatever_their_names(tmp_path, endpoint):
+    """A name that is not UTF-8 and a UTF-8 name spelling its JSON form are two sources:
+    each applied once, current after, and ``--check`` agrees."""
+    import base64
+
+    from chunkd.sync import store_name
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    raw = b"e\xfe.md"
+    spelled = '{"bytes":"%s"}' % base64.b64encode(raw).decode()
+    (folder / os.fsdecode(raw)).write_text(paragraphs(12, 2))
+    (folder / spelled).write_text(paragraphs(13, 2))
+    assert store_name(os.fsdecode(raw)) != store_name(spelled)
+    url = str(tmp_path / "lance")
+    done = sync(folder, url, endpoint, "--include", "*")
+    assert done.returncode == 0 and b"2 applied" in done.stderr, done.stderr
+    again = sync(folder, url, endpoint, "--include", "*")
+    assert b"0 applied, 0 removed, 2 current" in again.stderr, again.stderr
+    checked = sync(folder, url, endpoint, "--include", "*", "--check")
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stdout
+    assert {meta["source"] for _, _, meta in lance_rows(url, "chunkd").values()} == {
+        '{"bytes":"Zf4ubWQ="}', '{"name":"{\\"bytes\\":\\"Zf4ubWQ=\\"}"}'}
+
 @pytest.mark.slow
 def test_check_finds_a_row_deleted_behind_its_back(postgres, tmp_path, endpoint):
     folder = tmp_path / "docs"
