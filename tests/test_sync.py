@@ -544,9 +544,25 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
     assert "secret" in records[0]["text"]
 
 
+
+@pytest.mark.parametrize("password", ["S3cr/et", "S3cr#et", "S3cr?et"])
+def test_a_password_written_raw_with_a_delimiter_is_never_shown(tmp_path, password):
+    """A "/", "#" or "?" written raw in the password (the driver reads past it) neither
+    shows the password nor a part of it, in the retries' lines and the last."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("text")
+    done = subprocess.run(
+        [chunkd_command(), "sync", str(folder), "--embed-url", "http://127.0.0.1:1",
+         "--embed-model", "m", "--retries", "1", "--sink",
+         f"postgresql://u:{password}@127.0.0.1:1/db"], capture_output=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert b"S3cr" not in done.stderr + done.stdout
+    assert b"postgresql://u@127.0.0.1:1/db collection chunkd: " in done.stderr
+
 #: URLs the driver cannot parse, whose errors quote what they could not read: the
 #: password as written, percent-encoded, or as a parameter.
-MALFORMED = ["postgresql://u:S3cret-Pass@[::1]x/db", "postgresql://u:S3cret-Pass%ZZ@127.0.0.1:1/db",
+MALFORMED = ["postgresql://u:S3cret Pass@127.0.0.1:1/db", "postgresql://u:S3cret-Pass%ZZ@127.0.0.1:1/db",
              "postgresql://u@127.0.0.1:1/db?password=S3cret-Pass&x=1"]
 
 
@@ -642,7 +658,7 @@ MODEL = ("--embed-url", "http://127.0.0.1:1", "--embed-model", "m")
     (("--sink", "x", "--embed", "."), b"--embed .: not a model folder"),
     # urlsplit's complaint, once blamed on --metrics, which was not given.
     (("--sink", "postgresql://u:S3cret@host]x/db", *MODEL),
-     b"chunkd sync: error: --sink: not a URL (Invalid IPv6 URL)"),
+     b"chunkd sync: error: --sink: not a URL (it is not shown: it may hold a password)"),
 ])
 def test_usage_errors_are_one_line(tmp_path, options, message):
     env = {key: value for key, value in os.environ.items() if key != "CHUNKD_SINK_URL"}
@@ -712,6 +728,9 @@ def test_retries_back_off_doubling_to_a_bound_then_give_up():
 def test_public_url_hides_the_password_and_the_query():
     assert public_url("postgresql://me:secret@db.example:5432/rag?sslmode=require") \
         == "postgresql://me@db.example:5432/rag"
+    # A "/", "?" or "#" written raw in the password ends nothing before the host's "@".
+    for password in ("pa/ss", "pa?ss", "pa#ss", "p@ss"):
+        assert public_url(f"postgresql://me:{password}@db/rag#x") == "postgresql://me@db/rag"
     assert public_url("/var/lib/chunkd/lance") == "/var/lib/chunkd/lance"
 
 

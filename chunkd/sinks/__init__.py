@@ -48,8 +48,9 @@ def open_sink(url: str, collection: str, origin: str) -> Sink:
     its package is missing. Connects lazily: a store that is down fails on first use."""
     try:
         scheme = urllib.parse.urlsplit(url).scheme.lower()
-    except ValueError as error:  # the URL is not shown: it may hold a password
-        raise SettingsError(f"--sink: not a URL ({error})") from None
+    except ValueError:  # neither the URL nor the parser's words, which may quote it
+        raise SettingsError("--sink: not a URL (it is not shown: it may hold a "
+                            "password)") from None
     if scheme in ("postgresql", "postgres"):
         from chunkd.sinks.pgvector import PgvectorSink
         return PgvectorSink(url, collection, origin)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -97,14 +97,16 @@ class Sink(Protocol):
 
 
 def public_url(url: str) -> str:
-    """A store's URL as messages show it: without a password, query or fragment."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.scheme or parts.scheme == "file":
+    """A store's URL as messages show it: without a password, query or fragment. Read
+    from the text, up to the last "@" (not by ``urlsplit``, which would end the user
+    information at a "/", "?" or "#" written raw in the password, and show the rest)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or scheme.lower() == "file":
         return url
-    host = parts.netloc.rpartition("@")
-    user = host[0].partition(":")[0]
-    netloc = f"{user}@{host[2]}" if user else host[2]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    user_information, _, host_and_path = rest.rpartition("@")
+    user = user_information.partition(":")[0]
+    shown = re.split(r"[?#]", host_and_path, maxsplit=1)[0]
+    return f"{scheme}://{user}@{shown}" if user else f"{scheme}://{shown}"
 
 
 def metadata(record: dict, source: str, origin: str, sha256: str,

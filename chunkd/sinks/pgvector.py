@@ -93,8 +93,8 @@ class PgvectorSink:
         self.url = url
         self.collection = collection
         self.origin = origin
-        self.where = f"{public_url(url)} collection {collection}"
         self.secrets = _passwords(url)
+        self.where = _masked(f"{public_url(url)} collection {collection}", self.secrets)
         try:  # a malformed URL is the setting's error, said now, not a store that is down
             conninfo_to_dict(url)
         except psycopg.Error as error:
@@ -149,9 +149,8 @@ class PgvectorSink:
 
     def _message(self, error: BaseException) -> str:
         text = " ".join(str(error).split()) or type(error).__name__
-        for secret in self.secrets:  # the driver may quote the URL it could not parse
-            text = text.replace(secret, "***")
-        return f"{self.where}: {text}"
+        # The driver may quote the URL it could not parse.
+        return f"{self.where}: {_masked(text, self.secrets)}"
 
     # --- the tables ------------------------------------------------------------------
 
@@ -339,6 +338,13 @@ def _vector_text(vector: Any) -> str | None:
     return "[" + ",".join(map(repr, values)) + "]"
 
 
+def _masked(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` (longest first) as ``***``."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 def _passwords(url: str) -> tuple[str, ...]:
     """Every spelling of a password the URL holds, longest first (never shown in a
     message): as written and decoded, after the user or as a ``password`` parameter,
@@ -346,10 +352,14 @@ def _passwords(url: str) -> tuple[str, ...]:
     quotes it) still hides it; and the driver's own reading, where it can."""
     from psycopg.conninfo import conninfo_to_dict
 
-    netloc = url.partition("://")[2]
+    after_scheme = url.partition("://")[2]
+    netloc = after_scheme
     for end in "/?#":
         netloc = netloc.partition(end)[0]
+    # The user information ends at the host's "@", or (a "/", "?" or "#" written raw in
+    # the password) at the last "@": both are masked, as more masking costs nothing.
     written = [netloc.rpartition("@")[0].partition(":")[2],
+               after_scheme.rpartition("@")[0].partition(":")[2],
                *re.findall(r"[?&]password=([^&#]*)", url)]
     found = {spelling for raw in written for spelling in (raw, urllib.parse.unquote(raw))}
     try:
