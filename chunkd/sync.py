@@ -30,18 +30,19 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import orjson
 
-from chunkd.documents import Limits, add_document_options, check_limits
+from chunkd.documents import (FORMATS, HEAD_BYTES, Limits, add_document_options, check_limits,
+                              detect, extract_source, say_warnings)
 from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
 from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
-from chunkd.readers import InputError, display_name, open_regular, read_blocks
+from chunkd.readers import InputError, decode_blocks, display_name, open_regular, read_blocks
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
                           StoreRefused, Stored, fingerprint, open_sink, public_url, removal,
                           retrying)
-from chunkd.strategies import Chunker, build, chunk_blocks, strategy_class
+from chunkd.strategies import Chunker, Source, build, chunk_blocks, strategy_class
 from chunkd.writers import chunk_record, name_value
 
 if TYPE_CHECKING:
@@ -132,12 +133,22 @@ def regular_file(path: str, follow_symlinks: bool) -> Iterator[BinaryIO]:
     point to meanwhile."""
     where = display_name(path)
     try:
-        with open_regular(path, follow_symlinks) as stream:
-            yield stream
+        stream = open_regular(path, follow_symlinks)
     except OSError as error:
         if error.errno == errno.ELOOP and not follow_symlinks:
             raise InputError(f"{where}: a symbolic link (not followed)") from None
         raise InputError(f"{where}: {error.strerror or error}") from None
+    with stream:   # what fails while it is read or chunked is not the open's error
+        yield stream
+
+
+def blocks(stream: BinaryIO, seen: Callable[[bytes], None], where: str) -> Iterator[bytes]:
+    """The file's blocks (``read_blocks``), each ``seen``; a failed read an
+    ``InputError``."""
+    try:
+        yield from read_blocks(stream, seen)
+    except OSError as error:
+        raise InputError(f"{where}: read failed: {error.strerror or error}") from None
 
 
 class OverLimit(InputError):
@@ -162,8 +173,9 @@ def bounded(digest: Callable[[bytes], object], max_bytes: int,
 def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
     """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
     digest = hashlib.sha256()
+    where = display_name(path)
     with regular_file(path, follow_symlinks) as stream:
-        for _ in read_blocks(stream, bounded(digest.update, max_bytes, display_name(path))):
+        for _ in blocks(stream, bounded(digest.update, max_bytes, where), where):
             pass
     return digest.hexdigest()
 
@@ -176,27 +188,22 @@ def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
     The file is opened once (``regular_file``) and read up to ``limits.max_bytes``
     (``OverLimit`` past it): a PDF, HTML or DOCX file whole, then extracted; any other
     decoded as it is read."""
-    from chunkd.documents import FORMATS, HEAD_BYTES, detect, extract_source
-    from chunkd.readers import decode_blocks
-    from chunkd.strategies.base import Source
-
     digest = hashlib.sha256()
     where = display_name(path)
     seen = bounded(digest.update, limits.max_bytes, where)
     with regular_file(path, follow_symlinks) as stream:
         source, text = Source(relative), None
         if detect(os.pread(stream.fileno(), HEAD_BYTES, 0), path, None) in FORMATS:
-            data = b"".join(read_blocks(stream, seen))
+            data = b"".join(blocks(stream, seen, where))
             found = extract_source(data, relative, where, limits)
             if found is not None:
                 source, extracted = found
-                for warning in extracted.warnings:
-                    print(f"chunkd: {where}: {warning}", file=sys.stderr, flush=True)
+                say_warnings(where, extracted)
                 text = iter([extracted.text])
             else:
                 text = decode_blocks([data], where, settings.errors)
         if text is None:
-            text = decode_blocks(read_blocks(stream, seen), where, settings.errors)
+            text = decode_blocks(blocks(stream, seen, where), where, settings.errors)
         identify = ChunkIds(relative)
         records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, text)
                    for chunk in identify(chunks)]
@@ -341,7 +348,8 @@ class Sync:
     def prepare(self, name: str, relative: str, st: os.stat_result, known: Stored | None,
                 held: set[str]) -> Pending | None:
         """The change the file needs (chunked), or None when the store holds it as it is
-        (or it cannot be read: the store keeps what it has)."""
+        (or it cannot be read: the store keeps what it has; but a file over --max-bytes,
+        or one that cannot be chunked, leaves the store)."""
         where = display_name(relative)
         try:
             sha256 = file_sha256(self.path(relative), self.args.max_bytes,

@@ -545,6 +545,40 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
 
 
 
+
+def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
+    """A failed open or read is the file's ``InputError`` (it leaves the store); an
+    ``OSError`` of the process while the file is chunked (no process for the
+    extraction: EAGAIN) is not, and stays what it is, so no file is removed for it."""
+    import errno
+
+    import chunkd.sync
+    from chunkd.documents import Limits
+    from chunkd.readers import InputError
+    from chunkd.settings import settings_from_flags
+    from chunkd.strategies import build
+
+    settings = settings_from_flags({"chars": 40, "ids": True})
+    page = tmp_path / "a.html"
+    page.write_text("<html><body><p>" + "words " * 50 + "</p></body></html>")
+
+    def no_process(*args, **kwargs):
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(chunkd.sync, "extract_source", no_process)
+    with pytest.raises(OSError) as raised:
+        chunkd.sync.chunk_file(str(page), "a.html", build(settings), settings,
+                               Limits(1 << 20), False)
+    assert not isinstance(raised.value, InputError)
+
+    def failing_read(stream, on_bytes=None):
+        raise OSError(errno.EIO, "Input/output error")
+        yield b""
+
+    monkeypatch.setattr(chunkd.sync, "read_blocks", failing_read)
+    with pytest.raises(InputError, match="a.html: read failed: Input/output error"):
+        chunkd.sync.file_sha256(str(page), 1 << 20, False)
+
 @pytest.mark.parametrize("password", ["S3cr/et", "S3cr#et", "S3cr?et"])
 def test_a_password_written_raw_with_a_delimiter_is_never_shown(tmp_path, password):
     """A "/", "#" or "?" written raw in the password (the driver reads past it) neither

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SECONDS", "FORMATS", "HEAD_BYTES",
            "DocumentError", "DocumentFile", "Extracted", "Format", "Limits", "detect",
-           "detect_file", "document_source", "extract", "file_opener",
-           "register"]
+           "detect_file", "document_source", "extract", "extract_source", "file_opener",
+           "register", "say_warnings"]
 
 
 # --- what the registry says ------------------------------------------------------------
@@ -288,9 +288,14 @@ def document_source(document: Document) -> tuple[Source, Extracted | None]:
     if not isinstance(blocks, DocumentFile):
         return Source(document.name, document.media_type), None
     extracted = blocks.extract()
-    for warning in extracted.warnings:
-        print(f"chunkd: {blocks.where}: {warning}", file=sys.stderr, flush=True)
+    say_warnings(blocks.where, extracted)
     return Source(document.name, document.media_type, extracted.page_starts), extracted
+
+
+def say_warnings(where: str, extracted: Extracted) -> None:
+    """What the extraction of the document ``where`` warns of, a line each on stderr."""
+    for warning in extracted.warnings:
+        print(f"chunkd: {where}: {warning}", file=sys.stderr, flush=True)
 
 
 # The built-in formats register themselves on import, in the order they are sniffed.
