@@ -12,6 +12,7 @@ and, with ``--embed-cache DIR``, on disk (``chunkd.embedding_cache``).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -192,6 +193,13 @@ def _needs_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None
         checked_model(values)
 
 
+def _linked_folder(text: str) -> str:
+    """A folder given on the command line, the folder it links to if it is a link: the
+    user's own link is followed once, as given (a cache kept on another disk); the cache
+    then refuses a link put in the folder's place."""
+    return os.path.realpath(text) if os.path.islink(text) else text
+
+
 def _check_folder(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise SettingsError(f"{name} takes a folder")
@@ -272,7 +280,7 @@ EMBED_CACHE = register_option(Option[str](
         Flag("--embed-cache", "keep every text's vector in DIR (made if missing; shared "
                               "safely by commands and processes; least recently used out "
                               "past 2 GiB): a text embedded before by the same model is not "
-                              "sent to it again", metavar="DIR", parse=str),)),
+                              "sent to it again", metavar="DIR", parse=_linked_folder),)),
     after="embed_batch_tokens")
 #: Add each chunk's vector (of its ``embed_text``, else its text) as ``vector``.
 VECTORS = register_option(Option[bool](

@@ -159,7 +159,10 @@ class DiskCache:
         try:
             return self._get(keys)
         except sqlite3.DatabaseError as error:
-            self._failed(error)
+            self._failed(f"--embed-cache {self.folder}: {error}")
+            return {}
+        except SettingsError as error:  # its folder made a link since: nothing read there
+            self._failed(str(error))
             return {}
 
     def put(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
@@ -168,14 +171,16 @@ class DiskCache:
         try:
             self._put(entries)
         except sqlite3.DatabaseError as error:
-            self._failed(error)
+            self._failed(f"--embed-cache {self.folder}: {error}")
+        except SettingsError as error:  # its folder made a link since: nothing written there
+            self._failed(str(error))
 
-    def _failed(self, error: sqlite3.DatabaseError) -> None:
+    def _failed(self, problem: str) -> None:
         """Said once a process: the run goes on, embedding what it cannot read."""
         if not self._warned:
             self._warned = True
-            print(f"chunkd: --embed-cache {self.folder}: {error}: texts it cannot give "
-                  "are embedded again", file=sys.stderr, flush=True)
+            print(f"chunkd: {problem}: texts it cannot give are embedded again",
+                  file=sys.stderr, flush=True)
 
     def _get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         found: dict[bytes, bytes] = {}

@@ -123,6 +123,35 @@ def test_a_garbled_cache_file_is_set_aside(tmp_path):
     assert (tmp_path / "cache" / (DATABASE + ".damaged")).exists()
 
 
+
+def test_a_cache_folder_given_as_a_link_is_followed_once(tmp_path, capsys):
+    """The user's own link (a cache kept on another disk) is the folder it names, on the
+    command line; a link put in that folder's place later is never written through: the
+    cache is then all misses, said once, and the vectors are still the model's."""
+    paths = documents(tmp_path, 2)
+    disk = tmp_path / "other-disk"
+    disk.mkdir()
+    (tmp_path / "cache").symlink_to(disk)
+    with CountingEndpoint() as endpoint:
+        run = run_chunkd(*endpoint_options(endpoint, tmp_path / "cache"), *paths)
+    assert run.returncode == 0, run.stderr
+    assert (disk / DATABASE).exists()
+
+    cache = DiskCache(str(disk))
+    key, vector = entry_key("m", "text"), numpy.ones(4, numpy.float32).tobytes()
+    cache.put([(key, vector)])
+    assert cache.get([key]) == {key: vector}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    disk.rename(tmp_path / "moved")
+    disk.symlink_to(elsewhere)
+    cache._connection = None   # as a forked process: it connects anew
+    assert cache.get([key]) == {}
+    cache.put([(key, vector)])
+    assert list(elsewhere.iterdir()) == []
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "a symbolic link, not followed" in said[0]
+
 def test_two_processes_sharing_the_cache_agree(tmp_path):
     paths = documents(tmp_path, 10)
     with CountingEndpoint() as endpoint:
