@@ -184,7 +184,7 @@ class LanceSink:
             raise StoreRefused(f"{self.where}: {error}") from None
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
-        self._refuse_taken(changes)
+        self._refuse_taken(records)
         try:
             # The check above leaves a race with another folder's sync: a row of another
             # origin that came since is still never taken over (this source then lacks it,
@@ -198,13 +198,12 @@ class LanceSink:
         except (RuntimeError, ValueError) as error:
             raise StoreRefused(f"{self.where}: {error}") from None
 
-    def _refuse_taken(self, changes: Sequence[Change]) -> None:
-        """``StoreRefused`` naming the first change some of whose chunk ids rows of
-        another origin hold (the same file in another folder: ids derive from the
-        relative path and the text): the merge would keep those rows as they are, and
-        the source would lack them."""
-        wanted = {record["chunk_id"]: change.source for change in changes
-                  if change.sha256 is not None for record in change.records}
+    def _refuse_taken(self, records: Sequence[tuple[Change, dict]]) -> None:
+        """``StoreRefused`` naming the first change some of whose chunk ids (of
+        ``records``, the changes' records to merge) rows of another origin hold (the same
+        file in another folder: ids derive from the relative path and the text): the
+        merge would keep those rows as they are, and the source would lack them."""
+        wanted = {record["chunk_id"]: change.source for change, record in records}
         taken = self._read(["id"], f"(metadata.origin IS NULL OR NOT {self._mine()}) "
                            "AND id IN (" + ", ".join(map(_literal, wanted)) + ")")
         held: dict[str, int] = {}
