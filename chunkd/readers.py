@@ -12,6 +12,7 @@ undecodable bytes as lone surrogates, ``os.fsdecode``), shows them in messages w
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import re
@@ -90,17 +91,50 @@ class NotRegularFile(OSError):
         super().__init__(None, "not a regular file")
 
 
-def open_regular(path: str, follow_symlinks: bool = True) -> BinaryIO:
+class FolderLink(OSError):
+    """``open_regular``'s refusal of a path through a folder's symbolic link."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.ELOOP, "a folder on its path is a symbolic link (not followed)")
+
+
+def open_regular(path: str, follow_symlinks: bool = True, root: str | None = None) -> BinaryIO:
     """``path`` opened for reading (unbuffered) if it is a regular file, else
     ``NotRegularFile``. It is opened with O_NONBLOCK and checked on its descriptor, so
     that a FIFO, or a device, put in its place after any earlier check neither blocks the
-    open nor is read for ever."""
+    open nor is read for ever. With ``root``, ``path`` is relative to that folder, and
+    no folder on the way is followed if it is a link, whatever ``follow_symlinks`` (as
+    the daemon enters none): each is opened beneath the one before with O_NOFOLLOW
+    (which guards only a path's last part), so one swapped for a link leads nowhere."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
-    stream = open(os.open(path, flags), "rb", buffering=0)
+    fd = os.open(path, flags) if root is None else _open_beneath(root, path, flags)
+    stream = open(fd, "rb", buffering=0)
     if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
         stream.close()
         raise NotRegularFile
     return stream
+
+
+def _open_beneath(root: str, relative: str, flags: int) -> int:
+    """``relative`` opened with ``flags`` beneath the folder ``root`` (followed, as the
+    user named it), every folder between opened with O_NOFOLLOW."""
+    *folders, name = relative.split(os.sep)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in folders:
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                | os.O_CLOEXEC, dir_fd=folder)
+            except OSError as error:   # a link answers ENOTDIR (or ELOOP): say which it is
+                if error.errno in (errno.ENOTDIR, errno.ELOOP) and stat.S_ISLNK(
+                        os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode):
+                    raise FolderLink from None
+                raise
+            os.close(folder)
+            folder = inner
+        return os.open(name, flags, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,

@@ -36,7 +36,8 @@ from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
 from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
-from chunkd.readers import InputError, decode_blocks, display_name, open_regular, read_blocks
+from chunkd.readers import (FolderLink, InputError, decode_blocks, display_name, open_regular,
+                            read_blocks)
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
@@ -126,16 +127,18 @@ def store_name(relative: str) -> str:
 
 
 @contextmanager
-def regular_file(path: str, follow_symlinks: bool) -> Iterator[BinaryIO]:
-    """The regular file at ``path``, open (``open_regular``): not through a symbolic
-    link unless ``follow_symlinks``, and never blocking on a FIFO; ``InputError`` saying
-    why not. What is read from it is the file checked, whatever its name is made to
-    point to meanwhile."""
-    where = display_name(path)
+def regular_file(root: str, relative: str, follow_symlinks: bool) -> Iterator[BinaryIO]:
+    """The regular file at ``relative`` in the folder ``root``, open (``open_regular``):
+    through no symbolic link to a folder, nor to the file unless ``follow_symlinks``,
+    and never blocking on a FIFO; ``InputError`` saying why not.
+    What is read from it is the file checked, whatever its name is made to point to
+    meanwhile."""
+    where = display_name(os.path.join(root, relative))
     try:
-        stream = open_regular(path, follow_symlinks)
+        stream = open_regular(relative, follow_symlinks, root)
     except OSError as error:
-        if error.errno == errno.ELOOP and not follow_symlinks:
+        if error.errno == errno.ELOOP and not follow_symlinks and \
+                not isinstance(error, FolderLink):
             raise InputError(f"{where}: a symbolic link (not followed)") from None
         raise InputError(f"{where}: {error.strerror or error}") from None
     with stream:   # what fails while it is read or chunked is not the open's error
@@ -170,17 +173,18 @@ def bounded(digest: Callable[[bytes], object], max_bytes: int,
     return seen
 
 
-def file_sha256(path: str, max_bytes: int, follow_symlinks: bool) -> str:
-    """The SHA-256 of a regular file's bytes; ``InputError`` saying why not."""
+def file_sha256(root: str, relative: str, max_bytes: int, follow_symlinks: bool) -> str:
+    """The SHA-256 of a regular file's bytes (``regular_file``); ``InputError`` saying
+    why not."""
     digest = hashlib.sha256()
-    where = display_name(path)
-    with regular_file(path, follow_symlinks) as stream:
+    where = display_name(os.path.join(root, relative))
+    with regular_file(root, relative, follow_symlinks) as stream:
         for _ in blocks(stream, bounded(digest.update, max_bytes, where), where):
             pass
     return digest.hexdigest()
 
 
-def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
+def chunk_file(root: str, relative: str, chunker: Chunker, settings: Settings,
                limits: Limits, follow_symlinks: bool) -> tuple[str, list[dict]]:
     """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
     holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked,
@@ -189,9 +193,10 @@ def chunk_file(path: str, relative: str, chunker: Chunker, settings: Settings,
     (``OverLimit`` past it): a PDF, HTML or DOCX file whole, then extracted; any other
     decoded as it is read."""
     digest = hashlib.sha256()
+    path = os.path.join(root, relative)
     where = display_name(path)
     seen = bounded(digest.update, limits.max_bytes, where)
-    with regular_file(path, follow_symlinks) as stream:
+    with regular_file(root, relative, follow_symlinks) as stream:
         source, text = Source(relative), None
         if detect(os.pread(stream.fileno(), HEAD_BYTES, 0), path, None) in FORMATS:
             data = b"".join(blocks(stream, seen, where))
@@ -289,9 +294,6 @@ class Sync:
                  if stat.S_ISREG(st.st_mode)]
         return sorted(found, key=lambda item: item[0])
 
-    def path(self, relative: str) -> str:
-        return os.path.join(self.inbox.options.root, relative)
-
     def store(self, call: Callable[[], T]) -> T:
         """A store call, tried again with back-off while the store is down."""
         def waiting(error: StoreDown, seconds: float) -> None:
@@ -352,7 +354,7 @@ class Sync:
         or one that cannot be chunked, leaves the store)."""
         where = display_name(relative)
         try:
-            sha256 = file_sha256(self.path(relative), self.args.max_bytes,
+            sha256 = file_sha256(self.inbox.options.root, relative, self.args.max_bytes,
                                  self.args.follow_symlinks)
         except OverLimit as error:
             self.fail(f"{error}; the store keeps no chunks of it")
@@ -367,7 +369,7 @@ class Sync:
         if self.metrics:
             self.metrics.sink_waiting.add(name, st.st_mtime)
         try:
-            sha256, records = chunk_file(self.path(relative), relative, self.chunker,
+            sha256, records = chunk_file(self.inbox.options.root, relative, self.chunker,
                                          self.settings, self.limits,
                                          self.args.follow_symlinks)
         except InputError as error:
@@ -455,7 +457,7 @@ class Sync:
         for name, relative, _ in files:
             known, held = stored.get(name), rows.get(name, set())
             try:
-                sha256, records = chunk_file(self.path(relative), relative, self.chunker,
+                sha256, records = chunk_file(self.inbox.options.root, relative, self.chunker,
                                              self.settings, self.limits,
                                              self.args.follow_symlinks)
             except (InputError, EmbedError) as error:

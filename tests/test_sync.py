@@ -531,17 +531,55 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
     os.symlink(outside, folder / "link.md")
     os.mkfifo(folder / "fifo.md")
     limits = Limits(1 << 20)
-    sha256, records = chunk_file(str(folder / "a.md"), "a.md", build(settings), settings,
-                                 limits, False)
+    sha256, records = chunk_file(str(folder), "a.md", build(settings), settings, limits,
+                                 False)
     assert sha256 == hashlib.sha256((folder / "a.md").read_bytes()).hexdigest()
     assert "".join(r["text"] for r in records).replace(" ", "") == "insidetext" * 10
     for name, problem in (("link.md", "a symbolic link (not followed)"),
                           ("fifo.md", "not a regular file")):
         with pytest.raises(InputError, match=re.escape(problem)):
-            chunk_file(str(folder / name), name, build(settings), settings, limits, False)
-    _, records = chunk_file(str(folder / "link.md"), "link.md", build(settings), settings,
-                            limits, True)  # --follow-symlinks
+            chunk_file(str(folder), name, build(settings), settings, limits, False)
+    _, records = chunk_file(str(folder), "link.md", build(settings), settings, limits,
+                            True)  # --follow-symlinks
     assert "secret" in records[0]["text"]
+
+
+def test_a_folder_swapped_for_a_link_is_not_followed(tmp_path):
+    """A folder on a file's path that is made a symbolic link after the scan (O_NOFOLLOW
+    guards only a path's last part) leads to nothing outside: the file is refused, to
+    be hashed or chunked, even with --follow-symlinks (which follows a link to a file,
+    never a folder's, as the daemon); the folder's other files are read."""
+    from chunkd.documents import Limits
+    from chunkd.readers import InputError
+    from chunkd.settings import settings_from_flags
+    from chunkd.strategies import build
+    from chunkd.sync import chunk_file, file_sha256
+
+    settings = settings_from_flags({"chars": 40, "ids": True})
+    outside, folder = tmp_path / "outside", tmp_path / "docs"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "a.md").write_text("secret outside data")
+    (folder / "sub" / "deep").mkdir(parents=True)
+    (folder / "sub" / "deep" / "a.md").write_text("inside text")
+    (folder / "b.md").write_text("also inside")
+    limits = Limits(1 << 20)
+    for parent in ("sub", "sub/deep"):   # the first folder on the way, and the last
+        (folder / parent).rename(tmp_path / "moved")
+        (folder / parent).symlink_to(outside if parent == "sub" else outside / "deep")
+        for read in (lambda follow: chunk_file(str(folder), "sub/deep/a.md", build(settings),
+                                               settings, limits, follow),
+                     lambda follow: file_sha256(str(folder), "sub/deep/a.md", 1 << 20, follow)):
+            for follow in (False, True):
+                with pytest.raises(InputError, match=re.escape(
+                        "a.md: a folder on its path is a symbolic link (not followed)")):
+                    read(follow)
+        _, records = chunk_file(str(folder), "b.md", build(settings), settings, limits, False)
+        assert records[0]["text"] == "also inside"
+        (folder / parent).unlink()
+        (tmp_path / "moved").rename(folder / parent)
+    _, records = chunk_file(str(folder), "sub/deep/a.md", build(settings), settings, limits,
+                            False)
+    assert records[0]["text"] == "inside text"
 
 
 
@@ -567,7 +605,7 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(chunkd.sync, "extract_source", no_process)
     with pytest.raises(OSError) as raised:
-        chunkd.sync.chunk_file(str(page), "a.html", build(settings), settings,
+        chunkd.sync.chunk_file(str(tmp_path), "a.html", build(settings), settings,
                                Limits(1 << 20), False)
     assert not isinstance(raised.value, InputError)
 
@@ -577,7 +615,7 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(chunkd.sync, "read_blocks", failing_read)
     with pytest.raises(InputError, match="a.html: read failed: Input/output error"):
-        chunkd.sync.file_sha256(str(page), 1 << 20, False)
+        chunkd.sync.file_sha256(str(tmp_path), "a.html", 1 << 20, False)
 
 @pytest.mark.parametrize("password", ["S3cr/et", "S3cr#et", "S3cr?et"])
 def test_a_password_written_raw_with_a_delimiter_is_never_shown(tmp_path, password):
