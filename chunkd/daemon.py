@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chunkd.changes import Changes
-from chunkd.documents import add_document_options, check_limits
+from chunkd.documents import add_document_options, check_limits, max_bytes_value
 from chunkd.embedder import EMBED_CACHE, takes_model
 from chunkd.embedding_cache import default_folder
 from chunkd.inbox import (DEFAULT_INCLUDE, ERROR_SUFFIX, FolderChanged, Inbox, InboxOptions,
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rescan", type=float, default=60.0, metavar="SECONDS",
                         help="rescan the whole folder every SECONDS, to catch what events "
                              "missed (default: 60)")
-    parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
+    parser.add_argument("--max-bytes", type=max_bytes_value, default=64 * 2**20, metavar="N",
                         help="larger files get an error result, and so does a PDF, HTML or "
                              "DOCX file whose text is larger (default: 67108864, 64 MiB)")
     add_document_options(parser, max_bytes=False)
@@ -845,8 +845,8 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
             or args.rescan <= 0 or (args.poll is not None and args.poll <= 0):
         parser.error("--settle must be a number of seconds, 0 or more; --rescan and --poll "
                      "more than 0")
-    if not 1 <= args.workers <= 1024 or args.max_bytes < 1:
-        parser.error("--workers must be from 1 to 1024, --max-bytes at least 1")
+    if not 1 <= args.workers <= 1024:
+        parser.error("--workers must be from 1 to 1024")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JournalFormatter())
     log.addHandler(handler)

@@ -69,7 +69,7 @@ import orjson
 
 from chunkd import __version__
 from chunkd.child import ANSWER, PROGRESS, ClientGone, limit_memory, read_until_end, write_all
-from chunkd.documents import Limits, extract_source
+from chunkd.documents import Limits, extract_source, max_bytes_value
 from chunkd.embedder import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
@@ -805,7 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "only); 0.0.0.0 or :: offers the page to the network")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)")
-    parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
+    parser.add_argument("--max-bytes", type=max_bytes_value, default=DEFAULT_MAX_BYTES, metavar="N",
                         help="the largest document it takes, in bytes (default: "
                              f"{DEFAULT_MAX_BYTES}, 64 MiB)")
     parser.add_argument("--max-chunks", type=int, default=DEFAULT_MAX_CHUNKS, metavar="N",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import orjson
 
 from chunkd.documents import (FORMATS, HEAD_BYTES, Limits, add_document_options, check_limits,
-                              detect, extract_source, say_warnings)
+                              detect, extract_source, max_bytes_value, say_warnings)
 from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--recursive", action="store_true", help="also take subfolders")
     parser.add_argument("--follow-symlinks", action="store_true",
                         help="take symbolic links to files too")
-    parser.add_argument("--max-bytes", type=int, default=64 * 2**20, metavar="N",
+    parser.add_argument("--max-bytes", type=max_bytes_value, default=64 * 2**20, metavar="N",
                         help="larger files are not chunked (an error; default: 67108864)")
     add_document_options(parser, max_bytes=False)
     parser.add_argument("--retries", type=int, default=5, metavar="N",
@@ -499,8 +499,8 @@ def main(argv: list[str]) -> int:
     url = args.sink or os.environ.get(URL_VARIABLE)
     if not url:
         parser.error(f"give the store: --sink URL, or set {URL_VARIABLE}")
-    if args.retries < 0 or args.max_bytes < 1:
-        parser.error("--retries must be 0 or more, --max-bytes at least 1")
+    if args.retries < 0:
+        parser.error("--retries must be 0 or more")
     limits = check_limits(parser, args.max_bytes, args.extract_timeout)
     try:
         settings, embedder = sync_settings(args)

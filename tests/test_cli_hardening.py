@@ -209,3 +209,16 @@ def test_a_usage_error_is_one_line(argv):
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("chunkd"), lines
+
+
+@pytest.mark.parametrize("command", [[], ["extract"], ["eval"], ["preview"], ["serve"],
+                                     ["watch", "."], ["sync", ".", "--sink", "store"]])
+@pytest.mark.parametrize("value", ["0", str(2**64), "1e6"])
+def test_max_bytes_out_of_range_is_a_usage_error(command, value):
+    """Every command's --max-bytes takes 1 to 10^12 bytes: 2^64 made a traceback out of
+    the extraction's JSON (a 64-bit number), in every command."""
+    result = subprocess.run([chunkd_command(), *command, "--max-bytes", value], input=b"Text.",
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and "argument --max-bytes: " in lines[0], lines

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from chunkd.documents.base import (DEFAULT_MAX_BYTES, DEFAULT_SECONDS, FORMATS, HEAD_BYTES,
                                    DocumentError, Extracted, Format, Limits, register)
+from chunkd.options import MAX_SIZE
 from chunkd.readers import (BLOCK_SIZE, Document, FileOpener, InputError, OnBytes, display_name,
                             file_document, read_blocks)
 
@@ -228,12 +229,25 @@ class DocumentFile:
 
 # --- front ends ----------------------------------------------------------------------
 
+def max_bytes_value(text: str) -> int:
+    """``--max-bytes``'s value (the type of each command's): a whole number of bytes
+    from 1 to ``MAX_SIZE``, which no file reaches and every count of it holds (the
+    extraction's limits travel as 64-bit JSON numbers)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= number <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_SIZE}, got {number}")
+    return number
+
+
 def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True) -> None:
     """The options of a document's extraction (``Limits``); ``max_bytes``: the command
     has no ``--max-bytes`` of its own yet."""
     group = parser.add_argument_group(f"{labels('and')} input")
     if max_bytes:
-        group.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
+        group.add_argument("--max-bytes", type=max_bytes_value, default=DEFAULT_MAX_BYTES, metavar="N",
                            help=f"a {labels()} file, and the text it becomes, may be "
                                 f"at most N bytes (default: {DEFAULT_MAX_BYTES}, 64 MiB); "
                                 "text input streams, unbounded")
@@ -251,8 +265,6 @@ def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True
 def check_limits(parser: argparse.ArgumentParser, max_bytes: int, seconds: float,
                  ocr: bool = False) -> Limits:
     """The limits the options give, or a usage error."""
-    if max_bytes < 1:
-        parser.error(f"--max-bytes must be at least 1, got {max_bytes}")
     if not 0 < seconds <= 86400:
         parser.error(f"--extract-timeout must be more than 0 and at most 86400, got {seconds:g}")
     if ocr:
