@@ -262,6 +262,17 @@ def test_an_html_file_of_500_mb_is_refused_in_bounded_memory(made, big_html):
         assert peak < bound, (options, peak)
 
 
+@pytest.mark.slow  # the extraction takes its 2 GiB before it fails: about 15 s
+def test_a_small_file_whose_text_outgrows_the_memory_bound_is_said_so(made, tmp_path):
+    """270 KB of lists nested 30,000 deep (each level indents its text) grow past the
+    extraction's 2 GiB: said as such, not as a process that "ended with status 0"
+    (the MemoryError came out of the text's encoding, past the parse's handler)."""
+    nested = tmp_path / "nested.html"
+    nested.write_text("<html><body>" + "<ul><li>x" * 30_000 + "</body></html>")
+    reason = one_error_and_the_good_file(nested, made[1].html)
+    assert reason == "extracting its text needs more than the 2 GiB of memory it may take"
+
+
 @pytest.mark.slow
 def test_the_daemon_refuses_an_html_file_of_500_mb_and_goes_on(made, big_html, inbox, watch):
     watcher = watch(inbox, "--chars", "400")

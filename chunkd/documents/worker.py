@@ -45,23 +45,27 @@ class ParserFault(DocumentError):
     """A failure that may have left the process that met it unwell."""
 
 
+#: What an extraction past the worker's memory is told.
+OUT_OF_MEMORY = (f"extracting its text needs more than the {EXTRACT_MEMORY // 2**30} GiB of "
+                 "memory it may take")
+
+
 def extract_checked(data: bytes, form: Format, limits: Limits) -> Extracted:
     """The document's text in this process (which bounds its own time and memory),
     at most ``limits.max_bytes`` of UTF-8; every failure is a ``DocumentError`` (a
     ``ParserFault`` where the process may be unwell after it)."""
     try:
         extracted = form.parse(data, limits)
+        size = len(extracted.text.encode("utf-8", "replace"))   # as large again as the text
     except DocumentError:
         raise
     except MemoryError:
-        raise ParserFault(f"extracting its text needs more than the "
-                          f"{EXTRACT_MEMORY // 2**30} GiB of memory it may take") from None
+        raise ParserFault(OUT_OF_MEMORY) from None
     except RecursionError:
         raise ParserFault("nested too deeply to read") from None
     except Exception as error:  # a parser's fault on a malformed file: said, in one line
         raise ParserFault(f"not a readable {form.label} "
                           f"({type(error).__name__}: {error})") from None
-    size = len(extracted.text.encode("utf-8", "replace"))
     if size > limits.max_bytes:
         raise DocumentError(f"its text is {size} bytes, over --max-bytes {limits.max_bytes}")
     return extracted
@@ -294,13 +298,15 @@ def _answer(data: bytes, request: dict[str, Any]) -> bytes:
     limits = Limits(request["max_bytes"], request["seconds"], request["ocr"])
     try:
         extracted = extract_checked(data, form, limits)
+        head = orjson.dumps({"page_starts": extracted.page_starts,
+                             "warnings": extracted.warnings})
+        return b"T" + head + b"\n" + extracted.text.encode("utf-8", "replace")
     except ParserFault as error:
         return b"F" + str(error).encode("utf-8", "replace")
     except DocumentError as error:
         return b"E" + str(error).encode("utf-8", "replace")
-    head = orjson.dumps({"page_starts": extracted.page_starts,
-                         "warnings": extracted.warnings})
-    return b"T" + head + b"\n" + extracted.text.encode("utf-8", "replace")
+    except MemoryError:   # the answer's copies of the text: freed as it unwinds
+        return b"F" + OUT_OF_MEMORY.encode()
 
 
 def _detach(requests: int, answers: int) -> None:
