@@ -333,15 +333,19 @@ class ParquetWriter:
         for number in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(number, self._killed)
 
-    def _open(self) -> tuple[str, str | None]:
+    def _open(self) -> tuple[str | BinaryIO, str | None]:
         """Where the rows go: a hidden file beside a regular (or new) file, renamed at
-        the end; a device or a pipe (``/dev/stdout``) directly."""
+        the end; a device or a pipe (``/dev/stdout``, a FIFO) directly, opened here, not
+        by Arrow: a FIFO's open waits for its reader, and only Python's lets a signal
+        (Ctrl-C, SIGTERM) end the wait."""
         try:
             mode = None
             try:
-                status = os.stat(self.final)
+                # The path, not its real path: /dev/stdout's, when it is a pipe, is
+                # /proc/PID/fd/pipe:[N], which names nothing.
+                status = os.stat(self.path)
                 if not stat.S_ISREG(status.st_mode):
-                    return self.path, None
+                    return open(self.path, "wb"), None
                 mode = stat.S_IMODE(status.st_mode)  # a file replaced keeps its mode
             except FileNotFoundError:
                 pass
@@ -439,6 +443,8 @@ class ParquetWriter:
         assert self.writer is not None, "_write made it"
         try:
             self.writer.close()
+            if not isinstance(self.target, str):
+                self.target.close()
             if self.temporary is not None:
                 os.replace(self.temporary, self.final)
         except OSError as error:

@@ -348,6 +348,39 @@ def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path)
     assert [r["text"] for r in read_rows(out)] == ["some text"]
 
 
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["INT", "TERM", "HUP"])
+def test_a_signal_ends_a_run_waiting_for_its_fifos_reader(tmp_path, number):
+    """A FIFO as --output waits for a reader, as a shell's ``>`` does; a signal ends the
+    wait (Arrow's own open ignored them all: only SIGKILL ended it)."""
+    text = tmp_path / "a.txt"
+    text.write_text("some text to chunk")
+    fifo = tmp_path / "out.parquet"
+    os.mkfifo(fifo)
+    process = subprocess.Popen([chunkd_command(), "--format", "parquet", "--output", str(fifo),
+                                str(text)], stderr=subprocess.PIPE, start_new_session=True)
+    wchan = f"/proc/{process.pid}/wchan"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and open(wchan).read() != "wait_for_partner":
+        time.sleep(0.05)   # the kernel's name for a FIFO's open waiting for the other end
+    assert open(wchan).read() == "wait_for_partner", "it never waited for the reader"
+    os.killpg(process.pid, number)   # as a terminal's Ctrl-C reaches the process group
+    assert process.wait(timeout=10) == (130 if number == signal.SIGINT else -number)
+    assert process.stderr.read() == b""
+
+
+def test_parquet_to_stdout_that_is_a_pipe(tmp_path):
+    """``--output /dev/stdout`` into a pipe: its real path (/proc/PID/fd/pipe:[N]) names
+    nothing, so the rows go to the path as given."""
+    text = tmp_path / "a.txt"
+    text.write_text("some text to chunk")
+    done = subprocess.run([chunkd_command(), "--format", "parquet", "--output", "/dev/stdout",
+                           str(text)], capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert pq.read_table(pa.BufferReader(done.stdout)).to_pylist()[0]["text"] == \
+        "some text to chunk"
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_a_run_killed_by_a_signal_leaves_no_hidden_file(tmp_path, number):
     out = tmp_path / "out.parquet"
