@@ -113,6 +113,25 @@ def test_kinds_are_told_by_content_before_their_names(made, tmp_path):
     assert as_text.returncode == 1 and b"invalid UTF-8" in as_text.stderr
 
 
+def test_a_text_that_quotes_the_pdf_header_is_not_a_pdf(made, tmp_path):
+    """``%PDF-`` in the first KiB makes a PDF only after white space or bytes that are not
+    text (as a reader finds it): a note or a page that quotes it was refused as "not a
+    readable PDF"."""
+    note = tmp_path / "notes.md"
+    note.write_text("# PDF notes\n\nEvery PDF starts with %PDF-1.7 and binary bytes.\n")
+    page = tmp_path / "page.html"
+    page.write_text("<!doctype html><html><body><p>It starts with %PDF-1.7</p></body></html>")
+    for path, text in ((note, note.read_bytes()), (page, b"It starts with %PDF-1.7")):
+        done = run_chunkd("extract", str(path))
+        assert (done.returncode, done.stderr, done.stdout) == (0, b"", text)
+    pdf = made[2].pdf.read_bytes()
+    for prefix in (b"\r\n \n", b"\x00\x07\xff junk\n"):   # still a PDF
+        led = tmp_path / "led.bin"
+        led.write_bytes(prefix + pdf)
+        assert run_chunkd("extract", str(led)).stdout == \
+            run_chunkd("extract", str(made[2].pdf)).stdout
+
+
 @pytest.fixture(scope="module")
 def many_pages(made, tmp_path_factory):
     """A PDF of 10,002 pages that PDFium itself makes from a LibreOffice PDF."""

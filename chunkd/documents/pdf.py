@@ -148,7 +148,20 @@ class _OcrReader:
 
 
 def _sniff(head: bytes, whole: Whole | None) -> bool:
-    return b"%PDF-" in head[:HEAD_BYTES]  # the specification allows bytes before it
+    """``%PDF-`` in the first KiB, as readers find it (bytes may come before it), but
+    after nothing that reads as text: a note or a web page that mentions the header is
+    not a PDF (its name may still say it is one)."""
+    at = head.find(b"%PDF-", 0, HEAD_BYTES)
+    return at == 0 or at > 0 and (not head[:at].strip() or not _reads_as_text(head[:at]))
+
+
+def _reads_as_text(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 of printable characters and white space."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return False
+    return all(character.isprintable() or character in "\t\n\r\f" for character in text)
 
 
 register(Format(name="pdf", label="PDF", media_type="application/pdf", extensions=(".pdf",),
