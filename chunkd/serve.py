@@ -682,10 +682,9 @@ class PageHandler(BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding") or length_header is None:
             self.api_error(411, "send the document with a Content-Length")
             return None
-        try:
-            length = int(length_header)
-        except ValueError:
-            length = -1
+        # Digits only: int() also takes "1_6", " +16" and other digits than ASCII's.
+        digits = length_header.strip()
+        length = int(digits) if digits.isascii() and digits.isdigit() else -1
         if length < 0:
             self.api_error(400, f"bad Content-Length {length_header!r}")
             return None
@@ -702,7 +701,10 @@ class PageHandler(BaseHTTPRequestHandler):
         away or missed the deadline (answered, if it can still be)."""
         parts, left = [], length
         while left and time.monotonic() < deadline:
-            data = self.rfile.read1(min(left, 1 << 20))
+            try:
+                data = self.rfile.read1(min(left, 1 << 20))
+            except TimeoutError:   # nothing more within --idle-timeout: a body cut short
+                break
             if not data:
                 self.close_connection = True
                 return None

@@ -307,6 +307,27 @@ def test_a_client_that_goes_away_mid_document_costs_one_line():
     assert logged == "chunkd serve: connection from 127.0.0.1 ended: Connection reset by peer\n"
 
 
+@pytest.mark.parametrize("length", ["1_6", "+16", " 16x", "\u0661\u0666"])
+def test_a_content_length_of_anything_but_digits_is_refused(server, length):
+    """Python's int() takes "1_6", "+16" and Arabic-Indic digits; HTTP, ASCII digits."""
+    sent = (f"POST /api/split?chars=5 HTTP/1.1\r\nHost: {own_host(server)}\r\n"
+            f"Content-Length: {length}\r\n\r\nhello world text").encode()
+    answer = raw_exchange(server, sent)
+    assert answer.startswith(b"HTTP/1.0 400 "), answer[:40]
+    assert b"bad Content-Length" in answer
+
+
+def test_a_body_cut_short_is_answered_408_at_the_idle_timeout():
+    with Serve("--idle-timeout", "2") as serve:
+        began = time.monotonic()
+        answer = raw_exchange(serve, (f"POST /api/split?chars=5 HTTP/1.1\r\nHost: "
+                                      f"{own_host(serve)}\r\nContent-Length: 100\r\n\r\n"
+                                      "abc").encode())
+        assert time.monotonic() - began >= 2
+        assert answer.startswith(b"HTTP/1.0 408 "), answer[:40]
+        assert b"the document did not arrive within the time limit" in answer
+
+
 def test_stalled_connections_time_out_and_do_not_keep_others_waiting():
     with Serve("--idle-timeout", "2") as serve:
         began = time.monotonic()
