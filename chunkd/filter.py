@@ -276,6 +276,16 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             submit()
             while pending:
                 yield from take_first()
+        except BaseException:
+            # Ctrl-C (a terminal sends it to the workers too), or the output failed: the
+            # work in hand is abandoned, and each worker's extraction in progress ends at
+            # once, so that the shutdown does not wait for --extract-timeout.
+            for pid in pool._processes or {}:
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+            raise
         finally:
             pool.shutdown(cancel_futures=True)
 
@@ -311,8 +321,11 @@ class _Wake:
 
 def _worker_start() -> None:
     """Ctrl-C is the main process's to handle; workers are shut down by it, or die
-    with it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with it. In a worker it ends only the extraction in progress and those after it,
+    which the shutdown would otherwise wait for."""
+    from chunkd.documents.worker import interrupt_extractions
+
+    signal.signal(signal.SIGINT, interrupt_extractions)
     die_with_parent()
 
 

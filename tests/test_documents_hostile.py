@@ -8,12 +8,15 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
+import subprocess
+import time
 import zipfile
 
 import orjson
 import pytest
 
-from command import run_chunkd
+from command import chunkd_command, run_chunkd
 from document_files import encrypted_pdf, made_documents
 from watching import results
 
@@ -323,3 +326,70 @@ def processes_of(pid: int) -> list[int]:
 def peak_rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         return int(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+
+
+def depths(pid: int, level: int = 1) -> dict[int, int]:
+    """A process and its descendants, each with its depth (``pid`` is 1), by /proc."""
+    found = {pid: level}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            for child in children.read().split():
+                found.update(depths(int(child), level + 1))
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time process ``pid`` has taken (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.slow  # seconds: the extraction runs before the Ctrl-C
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("group", [True, False], ids=["terminal", "main-process"])
+def test_ctrl_c_ends_the_filter_at_once_while_a_document_is_extracted(tmp_path, jobs, group):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it, or to the chunkd
+    process alone) while a hostile HTML file's extraction runs: status 130 within about
+    a second, not when --extract-timeout is up, and no process of the run is left."""
+    (tmp_path / "good.txt").write_text("hi\n")
+    (tmp_path / "good.html").write_text("<html><body><p>ok</p></body></html>")
+    (tmp_path / "deep.html").write_text("<html><body>" + "<ul><li>" * 100_000 + "x</body></html>")
+    process = subprocess.Popen(
+        [chunkd_command(), "--jobs", jobs, "--extract-timeout", "300",
+         *(str(tmp_path / name) for name in ("good.txt", "deep.html", "good.html"))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        # The extraction worker (beneath a --jobs worker, with --jobs 2) busy for a
+        # while: the deep file's, not good.html's (milliseconds).
+        depth = 2 if jobs == "1" else 3
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            seen = depths(process.pid)
+            extracting = [pid for pid, level in seen.items() if level == depth]
+            if extracting and cpu_seconds(extracting[0]) > 1.0:
+                break
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.05)
+        else:
+            pytest.fail("no extraction worker took a second of CPU")
+        interrupted = time.monotonic()
+        if group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=30)
+        elapsed = time.monotonic() - interrupted
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert (status, process.stderr.read()) == (130, b"")
+    assert elapsed < 2, elapsed
+    # Each process was reaped by its parent before that ended: none is left, not
+    # even a zombie for the system to collect.
+    assert [pid for pid in seen if os.path.exists(f"/proc/{pid}")] == []
+

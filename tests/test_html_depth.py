@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("selectolax")
 
-from chunkd.documents.html import html_text
+from chunkd.documents.html import html_extracted
 
 
 @pytest.mark.parametrize(("data", "text"), [
@@ -17,7 +17,7 @@ from chunkd.documents.html import html_text
     (b"<ul><li>item" * 1000, None),
 ])
 def test_deep_html_is_extracted(data, text):
-    extracted = html_text(data)
+    extracted = html_extracted(data).text
     if text is None:   # a list nested 1,000 deep: an item a line, indented by depth
         lines = extracted.splitlines()
         assert len(lines) == 1000 and lines[-1] == "  " * 999 + "- item"

@@ -212,6 +212,24 @@ def extract_in_worker(data: bytes, form: Format, limits: Limits,
                      None if starts is None else tuple(starts), tuple(head["warnings"]))
 
 
+#: Whether Ctrl-C reached this process, one that leaves it to its parent (a --jobs
+#: worker): every extraction it waits on from then on ends at once.
+_interrupted = False
+#: Whether this process waits on its worker, where ``interrupt_extractions`` may raise.
+_waiting = False
+
+
+def interrupt_extractions(_number: int, _frame: object) -> None:
+    """The SIGINT handler of a process that leaves Ctrl-C to its parent: the extraction
+    it waits on ends at once with ``KeyboardInterrupt`` (its worker killed and reaped,
+    as in a process that handles Ctrl-C itself), and so does any later one; whatever
+    else it does goes on undisturbed."""
+    global _interrupted
+    _interrupted = True
+    if _waiting:
+        raise KeyboardInterrupt
+
+
 # --- the parent's side of the pipes ---------------------------------------------------
 
 def _send(fd: int, parts: list[bytes], deadline: float,
@@ -257,12 +275,19 @@ def _read(fd: int, size: int, selector: selectors.BaseSelector, deadline: float,
 def _wait(selector: selectors.BaseSelector, deadline: float,
           beat: Callable[[], None] | None) -> None:
     """Until ``selector``'s pipe is ready; ``beat`` at least every second meanwhile."""
+    global _waiting
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             raise Deadline()
-        if selector.select(min(left, 1.0)):
-            return
+        _waiting = True  # before the check: a Ctrl-C after it raises in the handler
+        try:
+            if _interrupted:
+                raise KeyboardInterrupt
+            if selector.select(min(left, 1.0)):
+                return
+        finally:
+            _waiting = False
         if beat is not None:
             beat()
 
