@@ -22,6 +22,10 @@ between two pieces goes to the first, a line's indentation to the second.
 Chunks tile the document (with ``--overlap``, each also takes whole lines from the end
 of the one before, at most the overlap and within the size); offsets are code points,
 converted from tree-sitter's UTF-8 byte offsets.
+
+In the common case (sizes in code points, no ``embed_text`` prefix) the parse and the
+cut are compiled (``chunkd._code``, on tree-sitter's C runtime): ``Document`` here is
+its twin, and what runs wherever the compiled walk does not (``code_walk``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from chunkd.chunk import Chunk
+from chunkd.core import CodeWalk
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
 from chunkd.strategies.base import Chunker, Source, Strategy, register
@@ -226,6 +231,29 @@ def field_ids(grammar: Grammar, names: tuple[str, ...]) -> tuple[int, ...]:
                  if (field := language.field_id_for_name(name)) is not None)
 
 
+@lru_cache(maxsize=None)
+def code_walk(grammar: Grammar) -> CodeWalk | None:
+    """The compiled walk for ``grammar``; None where the Python ``Document`` cuts
+    alone: the twin asked for (``CHUNKD_PUREPYTHON=1``), the walk not built, or a
+    grammar of an ABI version the vendored runtime does not read."""
+    if CodeWalk is None:
+        return None
+    import importlib
+
+    parser(grammar)   # installed (else GrammarMissing)
+    kinds = bytearray(1 << 16)   # a flag byte for each node kind id
+    for flag, names in ((CodeWalk.LEADING, LEADING), (CodeWalk.CONTAINER, CONTAINERS),
+                        (CodeWalk.DEFINITION, grammar.definitions)):
+        for kind in kind_ids(grammar, names):
+            kinds[kind] |= flag
+    language = getattr(importlib.import_module(grammar.module), grammar.function)()
+    try:
+        return CodeWalk(language, bytes(kinds), field_ids(grammar, WRAPPING),
+                        tuple(word.encode() for word in grammar.keywords))
+    except ValueError:
+        return None
+
+
 @register
 class Code(Strategy):
     """Source code cut by its syntax tree (tree-sitter): definitions whole where they
@@ -268,6 +296,19 @@ class Code(Strategy):
 #: node, or leading comments and the node they lead; none for white space). A plain
 #: tuple: a document makes one for every node it looks at.
 Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """A document's definitions, in order (by start, an enclosing one first), in code
+    points: where each starts and ends, where its code ends (before the comments that
+    end it), the index of the one enclosing it (-1: none), and its symbol."""
+
+    starts: list[int]
+    ends: list[int]
+    code_ends: list[int]
+    parents: list[int]
+    symbols: list[str]
 
 
 @dataclass(slots=True)
@@ -333,14 +374,6 @@ class Offsets:
         at, plain, shift, point = self.bytes_at, self.plain, self.shift, self.point
         return [byte - shift[mark] if plain[mark := bisect_right(at, byte) - 1] else point(byte)
                 for byte in bytes_]
-
-    def byte(self, point: int) -> int:
-        if self.ascii:
-            return point
-        mark = bisect_right(self.points_at, point) - 1
-        if self.plain[mark]:
-            return point + self.shift[mark]
-        return self.bytes_at[mark] + len(_encoded(self.text[self.points_at[mark]:point]))
 
 
 def _encoded(text: str) -> bytes:
@@ -429,16 +462,24 @@ class Document:
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
         self.code_ends: dict[int, int] = {}                 # by node id
-        self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         self.containers = frozenset() if grammar is None else kind_ids(grammar, CONTAINERS)
         self.definitions = frozenset() if grammar is None \
             else kind_ids(grammar, grammar.definitions)
         self.wrapping = () if grammar is None else field_ids(grammar, WRAPPING)
-        data = _encoded(text)
-        self.offsets = Offsets(text, data)
-        self.tree = None if grammar is None else parser(grammar).parse(data)
-        self.root = None if self.tree is None else self.tree.root_node
+        self.data = _encoded(text)
+
+    @cached_property
+    def offsets(self) -> Offsets:
+        return Offsets(self.text, self.data)
+
+    @cached_property
+    def root(self) -> Node | None:
+        """The syntax tree's root (the tree held with it); None: no grammar."""
+        if self.grammar is None:
+            return None
+        self.tree = parser(self.grammar).parse(self.data)
+        return self.tree.root_node
 
     # --- sizes ---------------------------------------------------------------------------
 
@@ -491,6 +532,14 @@ class Document:
     # --- cutting -------------------------------------------------------------------------
 
     def chunks(self) -> list[Chunk]:
+        walk = code_walk(self.grammar) if self.grammar is not None and self.bare else None
+        if walk is not None:
+            self.cuts, (starts, ends, code_ends, parents, symbol_ends) = walk.cut(
+                self.text, self.data, self.size, self.leaf_starts)
+            self.outline = Outline(starts, ends, code_ends, parents, [
+                _symbol_text(self.text, start, end if end >= 0 else -1 - end, end >= 0)
+                for start, end in zip(starts, symbol_ends)])
+            return self.records()
         end = len(self.text)
         if self.root is not None and self.root.child_count:
             opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
@@ -763,14 +812,12 @@ class Document:
         return best
 
     @cached_property
-    def outline(self) -> tuple[list[int], list[int], list[int], list[Node]]:
-        """The definitions, in order: their start and end bytes, the index of the one
-        enclosing each (-1: none), and their nodes. Found at their keywords where the
-        grammar has them and the tree no error (a tree with none has no missing
-        keyword), else by a tree-sitter query (in C, but it visits every node: about a
-        quarter of the parse's time)."""
+    def outline(self) -> Outline:
+        """The definitions, found at their keywords where the grammar has them and the
+        tree no error (a tree with none has no missing keyword), else by a tree-sitter
+        query (in C, but it visits every node: about a quarter of the parse's time)."""
         if self.root is None or self.grammar is None:
-            return [], [], [], []
+            return Outline([], [], [], [], [])
         found = self.keyword_definitions() \
             if self.grammar.keywords and not self.root.has_error else None
         if found is None:
@@ -788,7 +835,10 @@ class Document:
                 enclosing.pop()
             parents.append(enclosing[-1] if enclosing else -1)
             enclosing.append(len(parents) - 1)
-        return starts, ends, parents, nodes
+        points = self.offsets.points
+        return Outline(points(starts), points(ends),
+                       points([self.code_end(node) for node in nodes]), parents,
+                       [self.read_symbol(node) for node in nodes])
 
     def keyword_definitions(self) -> list[Node] | None:
         """The definitions of a tree without errors: the nodes of a definition's kind
@@ -797,7 +847,7 @@ class Document:
         if the words are so many that the query costs less (a text of keywords in
         strings)."""
         assert self.grammar is not None and self.root is not None   # outline's caller
-        root, data = self.root, self.offsets.data
+        root, data = self.root, self.data
         words = [match.span() for match in keyword_pattern(self.grammar).finditer(data)]
         if len(words) * KEYWORD_NODES > root.descendant_count:
             return None
@@ -821,12 +871,11 @@ class Document:
         """Where each definition starts (its node's first code point), in order, and
         its qualified symbol: the symbols of the definitions enclosing it, then its own,
         joined by " > "."""
-        starts, _, parents, nodes = self.outline
+        outline = self.outline
         qualified: list[str] = []
-        for node, parent in zip(nodes, parents):
-            symbol = self.symbol(node)
+        for symbol, parent in zip(outline.symbols, outline.parents):
             qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
-        return self.offsets.points(starts), qualified
+        return outline.starts, qualified
 
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
@@ -835,15 +884,16 @@ class Document:
         found = _NOT_SPACE.search(self.text, start)
         if found is None:
             return ()
-        byte = self.offsets.byte(found.start())
-        starts, ends, parents, nodes = self.outline
-        at = bisect_left(starts, byte) - 1   # the last to start before it
-        while at >= 0 and ends[at] <= byte:
+        point = found.start()
+        outline = self.outline
+        parents = outline.parents
+        at = bisect_left(outline.starts, point) - 1   # the last to start before it
+        while at >= 0 and outline.ends[at] <= point:
             at = parents[at]
         names = []
         while at >= 0:
-            if byte < self.code_end(nodes[at]):
-                names.append(self.symbol(nodes[at]))
+            if point < outline.code_ends[at]:
+                names.append(outline.symbols[at])
             at = parents[at]
         return tuple(reversed(names))
 
@@ -872,24 +922,23 @@ class Document:
             self.code_ends[known] = end
         return end
 
-    def symbol(self, node: Node) -> str:
-        """How a definition reads up to its name: "class Splitter", "def feed",
-        "func (r *Reader) Read", "impl Display for Point" (annotations left out); found
-        once a node (the chunks in one definition all name it)."""
-        known = self.symbols.get(node.id)
-        if known is None:
-            known = self.symbols[node.id] = self.read_symbol(node)
-        return known
-
     def read_symbol(self, node: Node) -> str:
         name = _name_node(node)
         end = node.end_byte if name is None else name.end_byte
-        start = self.offsets.point(node.start_byte)
-        words = " ".join(self.text[start:self.offsets.point(end)].split())
+        return _symbol_text(self.text, self.offsets.point(node.start_byte),
+                            self.offsets.point(end), name is not None)
+
+
+def _symbol_text(text: str, start: int, end: int, named: bool) -> str:
+    """How a definition reads up to its name (``text[start:end]``, ``named``; else
+    its first line): "class Splitter", "def feed", "func (r *Reader) Read",
+    "impl Display for Point" (annotations left out)."""
+    words = " ".join(text[start:end].split())
+    if words.startswith(("@", "#[")):
         words = _ANNOTATIONS.sub("", words)
-        if name is None:  # no name: its first line
-            words = words.split("{", 1)[0].strip()
-        return words[:SYMBOL_LENGTH]
+    if not named:
+        words = words.split("{", 1)[0].strip()
+    return words[:SYMBOL_LENGTH]
 
 
 @lru_cache(maxsize=None)

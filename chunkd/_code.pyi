@@ -1,0 +1,18 @@
+"""Type stubs for the code strategy's compiled walk (chunkd/_code.pyx)."""
+
+from collections.abc import Callable
+
+#: The ABI versions of grammar the vendored tree-sitter runtime reads.
+ABI_VERSIONS: range
+
+class CodeWalk:
+    LEADING: int
+    CONTAINER: int
+    DEFINITION: int
+
+    def __init__(self, language: object, kinds: bytes, wrapping: tuple[int, ...],
+                 keywords: tuple[bytes, ...]) -> None: ...
+    def cut(self, text: str, data: bytes, size: int,
+            leaf_starts: Callable[[int, int, int], list[int]]
+            ) -> tuple[list[int], tuple[list[int], list[int], list[int], list[int],
+                                         list[int]]]: ...
