@@ -227,6 +227,7 @@ cdef class CodeWalk:
     cdef TSFieldId *wrapping
     cdef Py_ssize_t wrapping_count
     cdef tuple keywords
+    cdef uint32_t keyword_lengths   # a bit for each length of keyword (up to 31)
     cdef TSFieldId name_field, declarator_field, type_field
 
     def __cinit__(self, language, bytes kinds, tuple wrapping, tuple keywords):
@@ -250,6 +251,11 @@ cdef class CodeWalk:
         for index in range(self.wrapping_count):
             self.wrapping[index] = wrapping[index]
         self.keywords = keywords
+        self.keyword_lengths = 0
+        for keyword in keywords:
+            if not 0 < len(keyword) < 32:
+                raise ValueError(f"a keyword of 1 to 31 bytes, not {keyword!r}")
+            self.keyword_lengths |= (<uint32_t>1) << len(keyword)
         self.name_field = ts_language_field_id_for_name(self.language, "name", 4)
         self.declarator_field = ts_language_field_id_for_name(self.language, "declarator", 10)
         self.type_field = ts_language_field_id_for_name(self.language, "type", 4)
@@ -805,6 +811,8 @@ cdef class _Cut:
                 word = at
                 while at < length and _word_byte(bytes_[at]):
                     at += 1
+                if at - word >= 32 or not self.walk.keyword_lengths & ((<uint32_t>1) << (at - word)):
+                    continue
                 for keyword in self.walk.keywords:
                     if len(keyword) == at - word and \
                             memcmp_(&bytes_[word], PyBytes_AS_STRING(keyword), at - word):

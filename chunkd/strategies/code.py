@@ -39,8 +39,8 @@ from operator import itemgetter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+from chunkd import core
 from chunkd.chunk import Chunk
-from chunkd.core import CodeWalk
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
 from chunkd.strategies.base import Chunker, Source, Strategy, register
@@ -50,6 +50,10 @@ from chunkd.units import CHARS
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Query
+
+    from chunkd._code import CodeWalk
+
+    from chunkd.core import RecursiveSplitter
 
     from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
@@ -236,20 +240,26 @@ def code_walk(grammar: Grammar) -> CodeWalk | None:
     """The compiled walk for ``grammar``; None where the Python ``Document`` cuts
     alone: the twin asked for (``CHUNKD_PUREPYTHON=1``), the walk not built, or a
     grammar of an ABI version the vendored runtime does not read."""
-    if CodeWalk is None:
+    if core.CodeWalk is None:
         return None
     import importlib
 
     parser(grammar)   # installed (else GrammarMissing)
+    language = getattr(importlib.import_module(grammar.module), grammar.function)()
+    return compiled_walk(core.CodeWalk, grammar, language)
+
+
+def compiled_walk(walk: type[CodeWalk], grammar: Grammar, language: object) -> CodeWalk | None:
+    """``grammar``'s walk of the class ``walk`` on ``language`` (the grammar package's
+    capsule); None if the runtime does not read its ABI version."""
     kinds = bytearray(1 << 16)   # a flag byte for each node kind id
-    for flag, names in ((CodeWalk.LEADING, LEADING), (CodeWalk.CONTAINER, CONTAINERS),
-                        (CodeWalk.DEFINITION, grammar.definitions)):
+    for flag, names in ((walk.LEADING, LEADING), (walk.CONTAINER, CONTAINERS),
+                        (walk.DEFINITION, grammar.definitions)):
         for kind in kind_ids(grammar, names):
             kinds[kind] |= flag
-    language = getattr(importlib.import_module(grammar.module), grammar.function)()
     try:
-        return CodeWalk(language, bytes(kinds), field_ids(grammar, WRAPPING),
-                        tuple(word.encode() for word in grammar.keywords))
+        return walk(language, bytes(kinds), field_ids(grammar, WRAPPING),
+                    tuple(word.encode() for word in grammar.keywords))
     except ValueError:
         return None
 
@@ -394,6 +404,9 @@ class CodeSplitter:
         self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
         self.option = settings[LANGUAGE]
         self.most_bytes = settings[MAX_SOURCE_BYTES]
+        #: The recursive splitter that cuts a leaf over the size, a language's (None:
+        #: chunkd's separators), made once and resized (made, it cost as much as the cut).
+        self.leaves: dict[Grammar | None, RecursiveSplitter] = {}
         self.prefixes = None
         if settings.embed_text:
             from chunkd.strategies.markdown import EmbedPrefix
@@ -742,20 +755,26 @@ class Document:
         """The starts of the pieces of ``text[start:end]`` cut at ``size`` (less the
         ``embed_text`` prefix) by its language's separators (chunkd's without a
         language)."""
-        from chunkd.core import RecursiveSplitter
-        from chunkd.splitting import SEPARATORS
-        from chunkd.strategies.languages import LANGUAGE_SEPARATORS
+        leaves = self.splitter.leaves
+        leaf = leaves.pop(self.grammar, None)   # back once it has finished the leaf
+        size = max(1, size - self.prefix(start)[1])
+        if leaf is None:
+            from chunkd.core import RecursiveSplitter
+            from chunkd.splitting import SEPARATORS
+            from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 
-        separators: list[str | re.Pattern[str]]
-        if self.grammar is None:
-            separators = list(SEPARATORS)
+            separators: list[str | re.Pattern[str]]
+            if self.grammar is None:
+                separators = list(SEPARATORS)
+            else:
+                separators = [compile_separator(text)
+                              for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
+            leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
+                                     strip_whitespace=False, unit=self.splitter.unit)
         else:
-            separators = [compile_separator(text)
-                          for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
-        leaf = RecursiveSplitter(max(1, size - self.prefix(start)[1]), 0, separators=separators,
-                                 keep_separator="start", strip_whitespace=False,
-                                 unit=self.splitter.unit)
+            leaf.resize(size, 0)
         made = leaf.feed(self.text[start:end]) + leaf.finish()
+        leaves[self.grammar] = leaf
         return [start] + [start + chunk.start for chunk in made[1:]]
 
     def tiled(self, nodes: list[Node], start: int, end: int, glue: bool = False) -> list[Piece]:
