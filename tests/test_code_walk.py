@@ -112,14 +112,14 @@ def test_every_grammar(grammar):
 
 def test_large_and_deep():
     """A generated table (a node of more children than a batch), a file of more
-    top-level statements than a batch, a nest a thousand deep, keywords in strings
+    top-level statements than a batch, nests hundreds and thousands deep, keywords in strings
     past the tree's nodes (the outline found by visiting every node), text that does
     not parse, a long leaf, and white space that is not ASCII."""
     texts = {
-        "table.py": "TABLE = [\n" + "".join(f"    {n}, 'é{n}',\n" for n in range(9000)) + "]\n",
-        "flat.py": "".join(f"x{n} = {n}  # ü\n" for n in range(10000)),
-        "deep.py": "".join("    " * depth + f"if x{depth}:\n" for depth in range(1000))
-        + "    " * 1000 + "pass\n",
+        "table.py": "TABLE = [\n" + "".join(f"    {n}, 'é{n}',\n" for n in range(2500)) + "]\n",
+        "flat.py": "".join(f"x{n} = {n}  # ü\n" for n in range(5000)),
+        "deep.py": "".join(" " * depth + f"if x{depth}:\n" for depth in range(400))
+        + " " * 400 + "pass\n",
         "deep.js": "function f() {\n" + "{" * 3000 + "x();" + "}" * 3000 + "\n}\n",
         "keywords.py": '"""' + "class def " * 5000 + '"""\n\n'
         "class A:\n    def f(self):\n        return 'def class'\n",
