@@ -81,6 +81,8 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object text)
     Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index) nogil
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) nogil
+    int PyUnicode_4BYTE_KIND
+    str PyUnicode_FromKindAndData(int kind, const void *buffer, Py_ssize_t size)
 
 
 #: The bits of a node kind's flags (``CodeWalk``'s ``kinds``).
@@ -268,8 +270,9 @@ cdef class CodeWalk:
     def cut(self, str text, bytes data, Py_ssize_t size, leaf_starts):
         """The chunks' starts of ``text`` (``data``: it in UTF-8, surrogates passed)
         cut at ``size`` code points, and its outline: the definitions' starts, ends,
-        code ends, enclosing definitions (-1: none) and the ends of the text their
-        symbols read (its name's end; negative, ``-1 - end``: no name, the node's end).
+        code ends, enclosing definitions (-1: none), the words of their text up to their
+        name's end (each once, one space between; without a name, of all their text)
+        and whether they have a name.
         ``leaf_starts(start, end, size)``: the starts of a leaf over the size, cut."""
         cdef TSTree *tree
         cdef const char *bytes_ = PyBytes_AS_STRING(data)
@@ -368,6 +371,28 @@ cdef class _Cut:
 
     cdef inline bint space_at(self, Py_ssize_t at) noexcept:
         return Py_UNICODE_ISSPACE(PyUnicode_READ(self.text_kind, self.text_data, at))
+
+    cdef str words(self, Py_ssize_t start, Py_ssize_t end):
+        """``" ".join(text[start:end].split())``."""
+        cdef Py_UCS4 *joined = <Py_UCS4 *>_grown(NULL, end - start, sizeof(Py_UCS4))
+        cdef Py_ssize_t length = 0, at
+        cdef Py_UCS4 char
+        cdef bint space = False
+        try:
+            for at in range(start, end):
+                char = self.char_at(at)
+                if Py_UNICODE_ISSPACE(char):
+                    space = length > 0
+                    continue
+                if space:
+                    joined[length] = 32
+                    length += 1
+                    space = False
+                joined[length] = char
+                length += 1
+            return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, joined, length)
+        finally:
+            PyMem_Free(joined)
 
     cdef Py_ssize_t not_space(self, Py_ssize_t start, Py_ssize_t end) noexcept:
         """The first code point in ``[start, end)`` that is not white space; -1: none."""
@@ -917,7 +942,8 @@ cdef class _Cut:
         cdef Py_ssize_t count = -1, index, depth = 0
         cdef Found *found = NULL
         cdef Py_ssize_t *enclosing = NULL
-        cdef list starts, ends, code_ends, parents, symbol_ends
+        cdef list starts, ends, code_ends, parents, words, named
+        cdef Py_ssize_t start, end
         cdef TSNode name
         if self.walk.keywords and not ts_node_has_error(self.root):
             found = self.keyword_definitions(&count)
@@ -929,7 +955,7 @@ cdef class _Cut:
                 found[index].end = ts_node_end_byte(found[index].node)
                 found[index].order = index
             qsort(found, count, sizeof(Found), _by_start)
-            starts, ends, code_ends, parents, symbol_ends = [], [], [], [], []
+            starts, ends, code_ends, parents, words, named = [], [], [], [], [], []
             enclosing = <Py_ssize_t *>_grown(NULL, count, sizeof(Py_ssize_t))
             for index in range(count):
                 while depth and found[enclosing[depth - 1]].end <= found[index].start:
@@ -941,12 +967,18 @@ cdef class _Cut:
                 ends.append(self.point(found[index].end))
                 code_ends.append(self.point(self.code_end(found[index].node)))
                 name = self.name_node(found[index].node)
-                symbol_ends.append(-1 - ends[index] if ts_node_is_null(name)
-                                   else self.point(ts_node_end_byte(name)))
+                start = starts[index]
+                if ts_node_is_null(name):
+                    end = ends[index]
+                    named.append(False)
+                else:
+                    end = self.point(ts_node_end_byte(name))
+                    named.append(True)
+                words.append(self.words(start, end))
         finally:
             PyMem_Free(found)
             PyMem_Free(enclosing)
-        return starts, ends, code_ends, parents, symbol_ends
+        return starts, ends, code_ends, parents, words, named
 
     cdef tuple run_with(self, TSTree *tree):
         cdef Py_ssize_t opened, index

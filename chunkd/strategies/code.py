@@ -547,11 +547,10 @@ class Document:
     def chunks(self) -> list[Chunk]:
         walk = code_walk(self.grammar) if self.grammar is not None and self.bare else None
         if walk is not None:
-            self.cuts, (starts, ends, code_ends, parents, symbol_ends) = walk.cut(
+            self.cuts, (starts, ends, code_ends, parents, words, named) = walk.cut(
                 self.text, self.data, self.size, self.leaf_starts)
-            self.outline = Outline(starts, ends, code_ends, parents, [
-                _symbol_text(self.text, start, end if end >= 0 else -1 - end, end >= 0)
-                for start, end in zip(starts, symbol_ends)])
+            self.outline = Outline(starts, ends, code_ends, parents, list(map(
+                _symbol, words, named)))
             return self.records()
         end = len(self.text)
         if self.root is not None and self.root.child_count:
@@ -805,16 +804,15 @@ class Document:
                                     in zip(starts, starts[1:], ends[1:])]
         language = None if self.grammar is None else self.grammar.name
         defined_at, defined = self.defined()
+        prefixes, symbols_at = self.splitter.prefixes, self.symbols_at
         chunks = []
         for index, (start, end) in enumerate(zip(starts, ends)):
             piece = text[start:end]
-            embed_text = None
-            if self.splitter.prefixes is not None:
-                embed_text = self.prefix(start)[0] + piece
-            defines = tuple(defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])
-            chunks.append(Chunk(index, start, end, count(piece), piece, embed_text=embed_text,
-                                symbols=self.symbols_at(start), defines=defines,
-                                language=language))
+            chunks.append(Chunk(
+                index, start, end, count(piece), piece,
+                embed_text=None if prefixes is None else self.prefix(start)[0] + piece,
+                symbols=symbols_at(start), language=language, defines=tuple(
+                    defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])))
         return chunks
 
     def overlapped(self, before: int, start: int, end: int) -> int:
@@ -909,12 +907,35 @@ class Document:
         at = bisect_left(outline.starts, point) - 1   # the last to start before it
         while at >= 0 and outline.ends[at] <= point:
             at = parents[at]
+        if at < 0:
+            return ()
+        chains, chain_ends = self.chains
+        if point < chain_ends[at]:   # before the code end of every one
+            return chains[at]
         names = []
         while at >= 0:
             if point < outline.code_ends[at]:
                 names.append(outline.symbols[at])
             at = parents[at]
         return tuple(reversed(names))
+
+    @cached_property
+    def chains(self) -> tuple[list[tuple[str, ...]], list[int]]:
+        """For each definition, the symbols of those enclosing it and its own, outermost
+        first, and the first of their code ends: before it, all of them name a point
+        within the definition."""
+        outline = self.outline
+        chains: list[tuple[str, ...]] = []
+        ends: list[int] = []
+        for symbol, parent, code_end in zip(outline.symbols, outline.parents,
+                                            outline.code_ends):
+            if parent < 0:
+                chains.append((symbol,))
+                ends.append(code_end)
+            else:
+                chains.append(chains[parent] + (symbol,))
+                ends.append(min(ends[parent], code_end))
+        return chains, ends
 
     def code_end(self, node: Node) -> int:
         """Where the code of ``node`` ends (a byte offset): before the comments that end
@@ -944,15 +965,15 @@ class Document:
     def read_symbol(self, node: Node) -> str:
         name = _name_node(node)
         end = node.end_byte if name is None else name.end_byte
-        return _symbol_text(self.text, self.offsets.point(node.start_byte),
-                            self.offsets.point(end), name is not None)
+        text = self.text[self.offsets.point(node.start_byte):self.offsets.point(end)]
+        return _symbol(" ".join(text.split()), name is not None)
 
 
-def _symbol_text(text: str, start: int, end: int, named: bool) -> str:
-    """How a definition reads up to its name (``text[start:end]``, ``named``; else
-    its first line): "class Splitter", "def feed", "func (r *Reader) Read",
-    "impl Display for Point" (annotations left out)."""
-    words = " ".join(text[start:end].split())
+def _symbol(words: str, named: bool) -> str:
+    """How a definition reads up to its name, from the words of its text up to there
+    (``named``; else of all its text: its first line is taken): "class Splitter",
+    "def feed", "func (r *Reader) Read", "impl Display for Point" (annotations left
+    out)."""
     if words.startswith(("@", "#[")):
         words = _ANNOTATIONS.sub("", words)
     if not named:
