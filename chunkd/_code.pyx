@@ -836,11 +836,11 @@ cdef class _Cut:
         cdef Py_ssize_t *spans = <Py_ssize_t *>_grown(NULL, 2 * room, sizeof(Py_ssize_t))
         try:
             while at < length:   # the whole words of ASCII letters, digits and _
-                if not _word_byte(bytes_[at]):
+                if not WORD_BYTES[bytes_[at]]:
                     at += 1
                     continue
                 word = at
-                while at < length and _word_byte(bytes_[at]):
+                while at < length and WORD_BYTES[bytes_[at]]:
                     at += 1
                 if at - word >= 32 or not self.walk.keyword_lengths & ((<uint32_t>1) << (at - word)):
                     continue
@@ -1002,10 +1002,11 @@ cdef class _Cut:
         return cuts, self.outline()
 
 
-cdef inline bint _word_byte(unsigned char byte) noexcept nogil:
-    """A byte of a word to a bytes pattern's ``\\b``: an ASCII letter, digit or _."""
-    return (b'a' <= byte <= b'z') or (b'A' <= byte <= b'Z') or (b'0' <= byte <= b'9') \
-        or byte == b'_'
+#: Whether each byte is one of a word to a bytes pattern's ``\\b``: an ASCII letter,
+#: digit or _.
+cdef unsigned char WORD_BYTES[256]
+for _byte in range(256):
+    WORD_BYTES[_byte] = chr(_byte).isascii() and (chr(_byte).isalnum() or _byte == 95)
 
 
 cdef inline bint memcmp_(const unsigned char *left, const char *right,

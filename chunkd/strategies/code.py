@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # each is one of GRAMMARS: hashed by identity, cheaply
 class Grammar:
     """A language chunkd parses: its name in records, the package that carries its
     grammar (and the module and function giving it), the LangChain language whose
@@ -454,7 +454,8 @@ class CodeSplitter:
         grammar = self.grammar or grammar_of_shebang(text)
         if grammar is not None and self.grammar is None:
             self._check_installed(grammar)
-        chunks = Document(self, text, grammar).chunks() if text.strip() else []
+        blank = text.isspace() or not text   # (a strip would copy the text)
+        chunks = [] if blank else Document(self, text, grammar).chunks()
         self.begin(Source())
         return chunks
 
