@@ -154,15 +154,16 @@ cdef struct Piece:
 
 
 cdef struct Level:
-    TSNode *nodes               # owned: the nodes its pieces are made of
-    Py_ssize_t node_count
+    TSNode *nodes               # owned: the nodes its pieces are made of (a node's
+    Py_ssize_t node_count       # children: a batch of them)
     Piece *pieces               # owned
     Py_ssize_t piece_count, piece_room
     int kind
     bint definition, past, glue
     Py_ssize_t at
-    Py_ssize_t batched          # the nodes made pieces so far (a batch at a time)
     Py_ssize_t end              # the level's end
+    TSTreeCursor cursor         # a node's level: on its next child to read
+    bint has_cursor, reading    # (reading: there is one)
 
 
 cdef struct Group:
@@ -376,10 +377,8 @@ cdef class _Cut:
         self.root = ts_tree_root_node(tree)
 
     def __dealloc__(self):
-        cdef Py_ssize_t index
-        for index in range(self.level_count):
-            PyMem_Free(self.levels[index].nodes)
-            PyMem_Free(self.levels[index].pieces)
+        while self.level_count:
+            self.popped()
         PyMem_Free(self.levels)
         PyMem_Free(self.cuts)
         PyMem_Free(self.points_at)
@@ -470,27 +469,6 @@ cdef class _Cut:
 
     cdef inline bint is_leading(self, TSNode node) noexcept:
         return self.flags[ts_node_symbol(node)] & FLAG_LEADING
-
-    cdef int children(self, TSNode node, TSNode **nodes, Py_ssize_t *count) except -1:
-        """``node``'s children, read with a cursor (a node's n-th child is found from
-        its first)."""
-        cdef Py_ssize_t room = ts_node_child_count(node), found = 0
-        cdef TSTreeCursor cursor = ts_tree_cursor_new(node)
-        cdef TSNode *children = <TSNode *>_grown(NULL, room, sizeof(TSNode))
-        try:
-            if ts_tree_cursor_goto_first_child(&cursor):
-                while True:
-                    if found == room:
-                        room *= 2
-                        children = <TSNode *>_grown(children, room, sizeof(TSNode))
-                    children[found] = ts_tree_cursor_current_node(&cursor)
-                    found += 1
-                    if not ts_tree_cursor_goto_next_sibling(&cursor):
-                        break
-        finally:
-            ts_tree_cursor_delete(&cursor)
-        nodes[0], count[0] = children, found
-        return 0
 
     cdef Py_ssize_t code_end(self, TSNode node) except -2:
         cdef Py_ssize_t end = -1, known, path_count = 0, path_room = 16, index
@@ -617,23 +595,23 @@ cdef class _Cut:
         return 0
 
     cdef int next_batch(self, Level *level, Py_ssize_t start) except -1:
-        """The level's next ``MOST_CHILDREN`` nodes as its pieces, from ``start`` to where
-        the batch after starts (``Document.level``, ``Document.batch_end``)."""
-        cdef Py_ssize_t first = level.batched
-        cdef Py_ssize_t after = min(first + MOST_CHILDREN, level.node_count)
-        cdef Py_ssize_t end = level.end
-        if level.node_count <= MOST_CHILDREN:
-            after = level.node_count
-        if after < level.node_count:
-            end = self.point(ts_node_start_byte(level.nodes[after]))
-        self.tiled(level, first, after, start, end)
-        level.batched = after
+        """A node's level: its next ``MOST_CHILDREN`` children, read with a cursor (a
+        node's n-th child is found from its first), as its pieces, from ``start`` to
+        where the batch after starts (``Document.level``, ``Document.batch_end``)."""
+        cdef Py_ssize_t count = 0, end = level.end
+        while count < MOST_CHILDREN and level.reading:
+            level.nodes[count] = ts_tree_cursor_current_node(&level.cursor)
+            count += 1
+            level.reading = ts_tree_cursor_goto_next_sibling(&level.cursor)
+        level.node_count = count
+        if level.reading:
+            end = self.point(ts_node_start_byte(ts_tree_cursor_current_node(&level.cursor)))
+        self.tiled(level, 0, count, start, end)
         level.at = 0
         return 0
 
-    cdef Level *pushed(self, TSNode *nodes, Py_ssize_t count, Py_ssize_t start,
-                       Py_ssize_t end, int kind, bint definition, bint glue) except NULL:
-        """A level on the stack over ``nodes`` (owned from here)."""
+    cdef Level *pushed(self, Py_ssize_t end, int kind, bint definition) except NULL:
+        """An empty level on the stack."""
         cdef Level *level
         if self.level_count == self.level_room:
             self.level_room = max(16, 2 * self.level_room)
@@ -641,34 +619,42 @@ cdef class _Cut:
         level = &self.levels[self.level_count]
         memset(level, 0, sizeof(Level))
         self.level_count += 1
-        level.nodes, level.node_count = nodes, count
-        level.kind, level.definition, level.glue, level.end = kind, definition, glue, end
-        self.next_batch(level, start)
+        level.kind, level.definition, level.end = kind, definition, end
         return level
 
-    cdef Level *pushed_node(self, TSNode node, Py_ssize_t start, Py_ssize_t end, int kind,
-                            bint definition) except NULL:
-        cdef TSNode *nodes
-        cdef Py_ssize_t count
-        self.children(node, &nodes, &count)
-        try:
-            return self.pushed(nodes, count, start, end, kind, definition, True)
-        except BaseException:
-            if self.level_count == 0 or self.levels[self.level_count - 1].nodes != nodes:
-                PyMem_Free(nodes)
-            raise
+    cdef void popped(self) noexcept:
+        cdef Level *level = &self.levels[self.level_count - 1]
+        PyMem_Free(level.nodes)
+        PyMem_Free(level.pieces)
+        if level.has_cursor:
+            ts_tree_cursor_delete(&level.cursor)
+        self.level_count -= 1
 
-    cdef Level *pushed_group(self, Level *level, Piece *piece, int kind, bint definition) \
-            except NULL:
+    cdef int pushed_node(self, TSNode node, Py_ssize_t start, Py_ssize_t end, int kind,
+                         bint definition) except -1:
+        """The level of a node's children, glued to their leading nodes."""
+        cdef Level *level = self.pushed(end, kind, definition)
+        level.glue = True
+        level.nodes = <TSNode *>_grown(NULL, min(<Py_ssize_t>ts_node_child_count(node),
+                                                 MOST_CHILDREN), sizeof(TSNode))
+        level.cursor = ts_tree_cursor_new(node)
+        level.has_cursor = True
+        level.reading = ts_tree_cursor_goto_first_child(&level.cursor)
+        return self.next_batch(level, start)
+
+    cdef int pushed_group(self, Level *level, Piece *piece, int kind, bint definition) \
+            except -1:
+        """The level of a piece's nodes (leading nodes and the node they lead), all at
+        once."""
         cdef TSNode *nodes = <TSNode *>_grown(NULL, piece.count, sizeof(TSNode))
         memcpy(nodes, &level.nodes[piece.first], piece.count * sizeof(TSNode))
         try:
-            return self.pushed(nodes, piece.count, piece.start, piece.end, kind, definition,
-                               False)
+            level = self.pushed(piece.end, kind, definition)
         except BaseException:
-            if self.level_count == 0 or self.levels[self.level_count - 1].nodes != nodes:
-                PyMem_Free(nodes)
+            PyMem_Free(nodes)
             raise
+        level.nodes, level.node_count = nodes, piece.count
+        return self.tiled(level, 0, piece.count, piece.start, piece.end)
 
     # --- cutting -----------------------------------------------------------------------
 
@@ -806,13 +792,11 @@ cdef class _Cut:
         while self.level_count:
             level = &self.levels[self.level_count - 1]
             at = level.at
-            if at == level.piece_count and level.batched < level.node_count:
+            if at == level.piece_count and level.reading:
                 self.next_batch(level, level.pieces[level.piece_count - 1].end)
                 continue
             if at == level.piece_count:
-                PyMem_Free(level.nodes)
-                PyMem_Free(level.pieces)
-                self.level_count -= 1
+                self.popped()
                 if self.level_count:
                     level = &self.levels[self.level_count - 1]
                     level.at += 1

@@ -112,7 +112,8 @@ def test_every_grammar(grammar):
 
 def test_large_and_deep():
     """A generated table (a node of more children than a batch), a file of more
-    top-level statements than a batch, nests hundreds and thousands deep, keywords in strings
+    top-level statements than a batch, more leading comments glued to a function (one
+    piece: its level is not cut in batches), nests hundreds and thousands deep, keywords in strings
     past the tree's nodes (the outline found by visiting every node), text that does
     not parse, a long leaf, and white space that is not ASCII."""
     texts = {
@@ -127,6 +128,7 @@ def test_large_and_deep():
         "leaf.py": "X = '''" + "wörd " * 2000 + "'''\n\ndef f():\n    return X\n",
         "spaces.py": "def f():\u3000\n\u00a0 x = 1\x1c\n\u2028\n\tclass A:\x0c\n  pass\n" * 50,
         "empty.go": "package main\n",
+        "comments.js": "// ü\n" * 5000 + "function f() {\n  return 1;\n}\n",
     }
     for name, text in texts.items():
         assert check_same(text, (1, 7, 80, 1000), name) > 0, name
