@@ -1,6 +1,12 @@
 """Type stubs for the code strategy's compiled walk (chunkd/_code.pyx)."""
 
 from collections.abc import Callable
+from typing import TypeAlias
+
+#: The fields of an Outline (chunkd.strategies.code): starts, ends, code ends, parents,
+#: symbols, qualified symbols, chains and chain ends.
+Fields: TypeAlias = tuple[list[int], list[int], list[int], list[int], list[str], list[str],
+                          list[tuple[str, ...]], list[int]]
 
 #: The ABI versions of grammar the vendored tree-sitter runtime reads.
 ABI_VERSIONS: range
@@ -13,6 +19,5 @@ class CodeWalk:
     def __init__(self, language: object, kinds: bytes, wrapping: tuple[int, ...],
                  keywords: tuple[bytes, ...]) -> None: ...
     def cut(self, text: str, data: bytes, size: int,
-            leaf_starts: Callable[[int, int, int], list[int]]
-            ) -> tuple[list[int], tuple[list[int], list[int], list[int], list[int],
-                                         list[str], list[bool]]]: ...
+            leaf_starts: Callable[[int, int, int], list[int]],
+            symbol: Callable[[str, bool], str]) -> tuple[list[int], Fields]: ...

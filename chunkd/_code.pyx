@@ -135,7 +135,8 @@ cdef enum:
 #: chunkd.strategies.code's MOST_CHILDREN and KEYWORD_NODES.
 cdef Py_ssize_t MOST_CHILDREN = 4096
 cdef Py_ssize_t KEYWORD_NODES = 40
-#: Bytes between two checkpoints of the byte -> code point conversion.
+#: 1 << STEP_BITS bytes between two checkpoints of the byte -> code point conversion (a
+#: conversion counts at most that many bytes).
 cdef Py_ssize_t STEP_BITS = 6
 
 # The runtime allocates with Python's allocator, as the tree-sitter package does: its
@@ -316,13 +317,13 @@ cdef class CodeWalk:
             ts_parser_delete(self.parser)
         PyMem_Free(self.wrapping)
 
-    def cut(self, str text, bytes data, Py_ssize_t size, leaf_starts):
+    def cut(self, str text, bytes data, Py_ssize_t size, leaf_starts, symbol):
         """The chunks' starts of ``text`` (``data``: it in UTF-8, surrogates passed)
-        cut at ``size`` code points, and its outline: the definitions' starts, ends,
-        code ends, enclosing definitions (-1: none), the words of their text up to their
-        name's end (each once, one space between; without a name, of all their text)
-        and whether they have a name.
-        ``leaf_starts(start, end, size)``: the starts of a leaf over the size, cut."""
+        cut at ``size`` code points, and the fields of its ``Outline``.
+        ``leaf_starts(start, end, size)``: the starts of a leaf over the size, cut;
+        ``symbol(words, named)``: a definition's symbol from the words of its text up
+        to its name's end (each once, one space between) or, without a name
+        (``named`` false), of all its text."""
         cdef TSTree *tree
         cdef const char *bytes_ = PyBytes_AS_STRING(data)
         cdef uint32_t length = <uint32_t>PyBytes_GET_SIZE(data)
@@ -332,7 +333,7 @@ cdef class CodeWalk:
         if tree == NULL:
             raise MemoryError("tree-sitter did not parse")
         try:
-            return _Cut(self, text, data, size, leaf_starts).run_with(tree)
+            return _Cut(self, text, data, size, leaf_starts, symbol).run_with(tree)
         finally:
             ts_tree_delete(tree)
 
@@ -348,10 +349,10 @@ cdef class _Cut:
     cdef bytes data
     cdef const unsigned char *bytes_
     cdef Py_ssize_t size
-    cdef object leaf_starts
+    cdef object leaf_starts, symbol
     cdef TSNode root
     cdef const unsigned char *flags
-    cdef Py_ssize_t *points_at       # the code points before each STEP of bytes
+    cdef Py_ssize_t *points_at       # the code points before every 1 << STEP_BITS bytes
     cdef bint ascii
     cdef Py_ssize_t *cuts
     cdef Py_ssize_t cut_count, cut_room
@@ -359,7 +360,8 @@ cdef class _Cut:
     cdef Py_ssize_t level_count, level_room
     cdef _Ends ends
 
-    def __cinit__(self, CodeWalk walk, str text, bytes data, Py_ssize_t size, leaf_starts):
+    def __cinit__(self, CodeWalk walk, str text, bytes data, Py_ssize_t size, leaf_starts,
+                  symbol):
         self.walk = walk
         self.text = text
         self.text_kind = PyUnicode_KIND(text)
@@ -368,13 +370,10 @@ cdef class _Cut:
         self.data = data
         self.bytes_ = <const unsigned char *>PyBytes_AS_STRING(data)
         self.size = size
-        self.leaf_starts = leaf_starts
+        self.leaf_starts, self.symbol = leaf_starts, symbol
         self.flags = walk.flags
         self.ends = _Ends()
         self.ascii = len(text) == len(data)
-
-    cdef void adopt(self, TSTree *tree):
-        self.root = ts_tree_root_node(tree)
 
     def __dealloc__(self):
         while self.level_count:
@@ -867,11 +866,12 @@ cdef class _Cut:
                 word = at
                 while at < length and WORD_BYTES[bytes_[at]]:
                     at += 1
-                if at - word >= 32 or not self.walk.keyword_lengths & ((<uint32_t>1) << (at - word)):
+                if at - word >= 32 or \
+                        not self.walk.keyword_lengths & ((<uint32_t>1) << (at - word)):
                     continue
                 for keyword in self.walk.keywords:
                     if len(keyword) == at - word and \
-                            memcmp_(&bytes_[word], PyBytes_AS_STRING(keyword), at - word):
+                            _same_bytes(&bytes_[word], PyBytes_AS_STRING(keyword), at - word):
                         if words == room:
                             room *= 2
                             spans = <Py_ssize_t *>_grown(spans, 2 * room, sizeof(Py_ssize_t))
@@ -1015,14 +1015,13 @@ cdef class _Cut:
         return name
 
     cdef tuple outline(self):
-        """``Document.outline`` in code points, with each definition's code end and the
-        end of its symbol's text (``CodeWalk.cut``)."""
-        cdef Py_ssize_t count = -1, index, depth = 0
+        """``Document.outline``: the fields of its ``Outline``, in code points."""
+        cdef Py_ssize_t count = -1, index, depth = 0, start, end, parent
         cdef Found *found = NULL
         cdef Py_ssize_t *enclosing = NULL
-        cdef list starts, ends, code_ends, parents, words, named
-        cdef Py_ssize_t start, end
+        cdef list starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends
         cdef TSNode name
+        cdef str symbol
         if self.walk.keywords and not ts_node_has_error(self.root):
             found = self.keyword_definitions(&count)
         if count < 0:
@@ -1033,34 +1032,42 @@ cdef class _Cut:
                 found[index].end = ts_node_end_byte(found[index].node)
                 found[index].order = index
             qsort(found, count, sizeof(Found), _by_start)
-            starts, ends, code_ends, parents, words, named = [], [], [], [], [], []
+            starts, ends, code_ends, parents, symbols = [], [], [], [], []
+            qualified, chains, chain_ends = [], [], []
             enclosing = <Py_ssize_t *>_grown(NULL, count, sizeof(Py_ssize_t))
             for index in range(count):
                 while depth and found[enclosing[depth - 1]].end <= found[index].start:
                     depth -= 1
-                parents.append(enclosing[depth - 1] if depth else -1)
+                parent = enclosing[depth - 1] if depth else -1
                 enclosing[depth] = index
                 depth += 1
-                starts.append(self.point(found[index].start))
+                start = self.point(found[index].start)
+                starts.append(start)
                 ends.append(self.point(found[index].end))
                 code_ends.append(self.point(self.code_end(found[index].node)))
+                parents.append(parent)
                 name = self.name_node(found[index].node)
-                start = starts[index]
-                if ts_node_is_null(name):
-                    end = ends[index]
-                    named.append(False)
+                end = ends[index] if ts_node_is_null(name) \
+                    else self.point(ts_node_end_byte(name))
+                symbol = self.symbol(self.words(start, end), not ts_node_is_null(name))
+                symbols.append(symbol)
+                if parent < 0:   # Outline.made
+                    qualified.append(symbol)
+                    chains.append((symbol,))
+                    chain_ends.append(code_ends[index])
                 else:
-                    end = self.point(ts_node_end_byte(name))
-                    named.append(True)
-                words.append(self.words(start, end))
+                    qualified.append(qualified[parent] + " > " + symbol)
+                    chains.append(chains[parent] + (symbol,))
+                    chain_ends.append(min(chain_ends[parent], code_ends[index]))
         finally:
             PyMem_Free(found)
             PyMem_Free(enclosing)
-        return starts, ends, code_ends, parents, words, named
+        return starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends
 
     cdef tuple run_with(self, TSTree *tree):
+        """``Document.chunks`` up to the records: the cuts and the outline."""
         cdef Py_ssize_t opened, index
-        self.adopt(tree)
+        self.root = ts_tree_root_node(tree)
         if not self.ascii:
             self.checkpoints()
         if ts_node_child_count(self.root):
@@ -1081,8 +1088,8 @@ for _byte in range(256):
     WORD_BYTES[_byte] = chr(_byte).isascii() and (chr(_byte).isalnum() or _byte == 95)
 
 
-cdef inline bint memcmp_(const unsigned char *left, const char *right,
-                         Py_ssize_t length) noexcept nogil:
+cdef inline bint _same_bytes(const unsigned char *left, const char *right,
+                             Py_ssize_t length) noexcept nogil:
     """Whether ``length`` bytes are equal."""
     cdef Py_ssize_t index
     for index in range(length):

@@ -312,13 +312,37 @@ Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
 class Outline:
     """A document's definitions, in order (by start, an enclosing one first), in code
     points: where each starts and ends, where its code ends (before the comments that
-    end it), the index of the one enclosing it (-1: none), and its symbol."""
+    end it), the index of the one enclosing it (-1: none), its symbol and its qualified
+    symbol (those of the definitions enclosing it, then its own, joined by " > "); and
+    the symbols of those enclosing it and its own, outermost first, with the first of
+    their code ends (before it, all of them name a point within the definition)."""
 
     starts: list[int]
     ends: list[int]
     code_ends: list[int]
     parents: list[int]
     symbols: list[str]
+    qualified: list[str]
+    chains: list[tuple[str, ...]]
+    chain_ends: list[int]
+
+    @classmethod
+    def made(cls, starts: list[int], ends: list[int], code_ends: list[int],
+             parents: list[int], symbols: list[str]) -> Outline:
+        """The outline of these definitions, their qualified symbols and chains made."""
+        qualified: list[str] = []
+        chains: list[tuple[str, ...]] = []
+        chain_ends: list[int] = []
+        for symbol, parent, code_end in zip(symbols, parents, code_ends):
+            if parent < 0:
+                qualified.append(symbol)
+                chains.append((symbol,))
+                chain_ends.append(code_end)
+            else:
+                qualified.append(f"{qualified[parent]} > {symbol}")
+                chains.append(chains[parent] + (symbol,))
+                chain_ends.append(min(chain_ends[parent], code_end))
+        return cls(starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends)
 
 
 @dataclass(slots=True)
@@ -548,10 +572,9 @@ class Document:
     def chunks(self) -> list[Chunk]:
         walk = code_walk(self.grammar) if self.grammar is not None and self.bare else None
         if walk is not None:
-            self.cuts, (starts, ends, code_ends, parents, words, named) = walk.cut(
-                self.text, self.data, self.size, self.leaf_starts)
-            self.outline = Outline(starts, ends, code_ends, parents, list(map(
-                _symbol, words, named)))
+            self.cuts, fields = walk.cut(self.text, self.data, self.size, self.leaf_starts,
+                                         _symbol)
+            self.outline = Outline(*fields)
             return self.records()
         end = len(self.text)
         if self.root is not None and self.root.child_count:
@@ -771,7 +794,7 @@ class Document:
                               for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
             leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
                                      strip_whitespace=False, unit=self.splitter.unit)
-        else:
+        elif leaf.chunk_size != size:
             leaf.resize(size, 0)
         made = leaf.feed(self.text[start:end]) + leaf.finish()
         leaves[self.grammar] = leaf
@@ -804,7 +827,7 @@ class Document:
             starts = [starts[0]] + [self.overlapped(before, start, end) for before, start, end
                                     in zip(starts, starts[1:], ends[1:])]
         language = None if self.grammar is None else self.grammar.name
-        defined_at, defined = self.defined()
+        defined_at, defined = self.outline.starts, self.outline.qualified
         prefixes, symbols_at = self.splitter.prefixes, self.symbols_at
         chunks = []
         for index, (start, end) in enumerate(zip(starts, ends)):
@@ -835,7 +858,7 @@ class Document:
         tree no error (a tree with none has no missing keyword), else by a tree-sitter
         query (in C, but it visits every node: about a quarter of the parse's time)."""
         if self.root is None or self.grammar is None:
-            return Outline([], [], [], [], [])
+            return Outline.made([], [], [], [], [])
         found = self.keyword_definitions() \
             if self.grammar.keywords and not self.root.has_error else None
         if found is None:
@@ -854,9 +877,9 @@ class Document:
             parents.append(enclosing[-1] if enclosing else -1)
             enclosing.append(len(parents) - 1)
         points = self.offsets.points
-        return Outline(points(starts), points(ends),
-                       points([self.code_end(node) for node in nodes]), parents,
-                       [self.read_symbol(node) for node in nodes])
+        return Outline.made(points(starts), points(ends),
+                            points([self.code_end(node) for node in nodes]), parents,
+                            [self.read_symbol(node) for node in nodes])
 
     def keyword_definitions(self) -> list[Node] | None:
         """The definitions of a tree without errors: the nodes of a definition's kind
@@ -885,16 +908,6 @@ class Document:
                 found.append(parent)
         return found
 
-    def defined(self) -> tuple[list[int], list[str]]:
-        """Where each definition starts (its node's first code point), in order, and
-        its qualified symbol: the symbols of the definitions enclosing it, then its own,
-        joined by " > "."""
-        outline = self.outline
-        qualified: list[str] = []
-        for symbol, parent in zip(outline.symbols, outline.parents):
-            qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
-        return outline.starts, qualified
-
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
         space (after their first code point, before the comments that end them),
@@ -910,33 +923,14 @@ class Document:
             at = parents[at]
         if at < 0:
             return ()
-        chains, chain_ends = self.chains
-        if point < chain_ends[at]:   # before the code end of every one
-            return chains[at]
+        if point < outline.chain_ends[at]:   # before the code end of every one
+            return outline.chains[at]
         names = []
         while at >= 0:
             if point < outline.code_ends[at]:
                 names.append(outline.symbols[at])
             at = parents[at]
         return tuple(reversed(names))
-
-    @cached_property
-    def chains(self) -> tuple[list[tuple[str, ...]], list[int]]:
-        """For each definition, the symbols of those enclosing it and its own, outermost
-        first, and the first of their code ends: before it, all of them name a point
-        within the definition."""
-        outline = self.outline
-        chains: list[tuple[str, ...]] = []
-        ends: list[int] = []
-        for symbol, parent, code_end in zip(outline.symbols, outline.parents,
-                                            outline.code_ends):
-            if parent < 0:
-                chains.append((symbol,))
-                ends.append(code_end)
-            else:
-                chains.append(chains[parent] + (symbol,))
-                ends.append(min(ends[parent], code_end))
-        return chains, ends
 
     def code_end(self, node: Node) -> int:
         """Where the code of ``node`` ends (a byte offset): before the comments that end
