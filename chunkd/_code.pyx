@@ -67,7 +67,6 @@ cdef extern from "tree_sitter/api.h":
 
     TSTreeCursor ts_tree_cursor_new(TSNode node) nogil
     void ts_tree_cursor_delete(TSTreeCursor *self) nogil
-    void ts_tree_cursor_reset(TSTreeCursor *self, TSNode node) nogil
     TSNode ts_tree_cursor_current_node(const TSTreeCursor *self) nogil
     bint ts_tree_cursor_goto_parent(TSTreeCursor *self) nogil
     bint ts_tree_cursor_goto_next_sibling(TSTreeCursor *self) nogil
@@ -132,9 +131,6 @@ cdef enum:
     CONSTRUCT = 1
     GROUP = 2
 
-#: chunkd.strategies.code's MOST_CHILDREN and KEYWORD_NODES.
-cdef Py_ssize_t MOST_CHILDREN = 4096
-cdef Py_ssize_t KEYWORD_NODES = 40
 #: 1 << STEP_BITS bytes between two checkpoints of the byte -> code point conversion (a
 #: conversion counts at most that many bytes).
 cdef Py_ssize_t STEP_BITS = 6
@@ -267,7 +263,8 @@ cdef class CodeWalk:
     ``kinds``: a flag byte for each of the 65536 node kind ids (``LEADING``,
     ``CONTAINER``, ``DEFINITION``: their bits); ``wrapping``: the field ids of a node that
     wraps a definition; ``keywords``: the definitions' keywords (empty: the outline is
-    found by visiting every node). A grammar of an ABI version this runtime does not
+    found by visiting every node); ``most_children`` and ``keyword_nodes``:
+    chunkd.strategies.code's ``MOST_CHILDREN`` and ``KEYWORD_NODES``. A grammar of an ABI version this runtime does not
     read is a ValueError (the caller cuts with the Python path)."""
 
     LEADING, CONTAINER, DEFINITION = FLAG_LEADING, FLAG_CONTAINER, FLAG_DEFINITION
@@ -281,8 +278,10 @@ cdef class CodeWalk:
     cdef tuple keywords
     cdef uint32_t keyword_lengths   # a bit for each length of keyword (up to 31)
     cdef TSFieldId name_field, declarator_field, type_field
+    cdef Py_ssize_t most_children, keyword_nodes
 
-    def __cinit__(self, language, bytes kinds, tuple wrapping, tuple keywords):
+    def __cinit__(self, language, bytes kinds, tuple wrapping, tuple keywords,
+                  Py_ssize_t most_children, Py_ssize_t keyword_nodes):
         cdef Py_ssize_t index
         if not PyCapsule_IsValid(language, "tree_sitter.Language"):
             raise ValueError("not a tree-sitter grammar capsule")
@@ -296,6 +295,9 @@ cdef class CodeWalk:
         self.parser = ts_parser_new()
         if not ts_parser_set_language(self.parser, self.language):
             raise ValueError(f"tree-sitter refused a grammar of ABI version {version}")
+        if most_children < 1:
+            raise ValueError("most_children: at least 1")
+        self.most_children, self.keyword_nodes = most_children, keyword_nodes
         self.kinds = kinds
         self.flags = <const unsigned char *>PyBytes_AS_STRING(kinds)
         self.wrapping_count = len(wrapping)
@@ -594,11 +596,11 @@ cdef class _Cut:
         return 0
 
     cdef int next_batch(self, Level *level, Py_ssize_t start) except -1:
-        """A node's level: its next ``MOST_CHILDREN`` children, read with a cursor (a
+        """A node's level: its next ``most_children`` children, read with a cursor (a
         node's n-th child is found from its first), as its pieces, from ``start`` to
         where the batch after starts (``Document.level``, ``Document.batch_end``)."""
         cdef Py_ssize_t count = 0, end = level.end
-        while count < MOST_CHILDREN and level.reading:
+        while count < self.walk.most_children and level.reading:
             level.nodes[count] = ts_tree_cursor_current_node(&level.cursor)
             count += 1
             level.reading = ts_tree_cursor_goto_next_sibling(&level.cursor)
@@ -635,7 +637,7 @@ cdef class _Cut:
         cdef Level *level = self.pushed(end, kind, definition)
         level.glue = True
         level.nodes = <TSNode *>_grown(NULL, min(<Py_ssize_t>ts_node_child_count(node),
-                                                 MOST_CHILDREN), sizeof(TSNode))
+                                                 self.walk.most_children), sizeof(TSNode))
         level.cursor = ts_tree_cursor_new(node)
         level.has_cursor = True
         level.reading = ts_tree_cursor_goto_first_child(&level.cursor)
@@ -878,14 +880,22 @@ cdef class _Cut:
                         spans[2 * words], spans[2 * words + 1] = word, at
                         words += 1
                         break
-            if words * KEYWORD_NODES > limit:
+            if words * self.walk.keyword_nodes > limit:
                 count[0] = -1
                 return NULL
             definitions = <Found *>_grown(NULL, words, sizeof(Found))
             cursor = ts_tree_cursor_new(self.root)
             try:
                 for word in range(words):
-                    ts_tree_cursor_reset(&cursor, self.root)
+                    # The node a descent from the root takes toward the word's first byte
+                    # (the first child that ends past it, at each level), found from where
+                    # the last word's left the cursor: the words come in order, and the
+                    # nodes before that path's end before them.
+                    while ts_node_end_byte(ts_tree_cursor_current_node(&cursor)) \
+                            <= spans[2 * word]:
+                        if not ts_tree_cursor_goto_next_sibling(&cursor) and \
+                                not ts_tree_cursor_goto_parent(&cursor):
+                            break
                     while ts_tree_cursor_goto_first_child_for_byte(&cursor,
                                                                    spans[2 * word]) >= 0:
                         pass

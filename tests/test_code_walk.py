@@ -227,7 +227,7 @@ def test_other_abi_version_falls_back(version, monkeypatch):
     capsule, memory = fake_grammar(version)
     assert code.compiled_walk(_code.CodeWalk, python, capsule) is None
     with pytest.raises(ValueError, match=f"ABI version {version}"):
-        _code.CodeWalk(capsule, bytes(1 << 16), (), ())
+        _code.CodeWalk(capsule, bytes(1 << 16), (), (), 1, 1)
 
     module = importlib.import_module(python.module)
     monkeypatch.setattr(module, python.function, lambda: capsule)
@@ -246,4 +246,4 @@ def test_other_abi_version_falls_back(version, monkeypatch):
 
 def test_not_a_capsule():
     with pytest.raises(ValueError, match="capsule"):
-        _code.CodeWalk(object(), bytes(1 << 16), (), ())
+        _code.CodeWalk(object(), bytes(1 << 16), (), (), 1, 1)

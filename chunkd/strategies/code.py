@@ -52,9 +52,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Query
 
     from chunkd._code import CodeWalk
-
     from chunkd.core import RecursiveSplitter
-
     from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
 
@@ -259,7 +257,8 @@ def compiled_walk(walk: type[CodeWalk], grammar: Grammar, language: object) -> C
             kinds[kind] |= flag
     try:
         return walk(language, bytes(kinds), field_ids(grammar, WRAPPING),
-                    tuple(word.encode() for word in grammar.keywords))
+                    tuple(word.encode() for word in grammar.keywords), MOST_CHILDREN,
+                    KEYWORD_NODES)
     except ValueError:
         return None
 
