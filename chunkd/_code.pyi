@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import TypeAlias
 
+from chunkd.chunk import Chunk
+
 #: The fields of an Outline (chunkd.strategies.code): starts, ends, code ends, parents,
 #: symbols, qualified symbols, chains and chain ends.
 Fields: TypeAlias = tuple[list[int], list[int], list[int], list[int], list[str], list[str],
@@ -18,6 +20,8 @@ class CodeWalk:
 
     def __init__(self, language: object, kinds: bytes, wrapping: tuple[int, ...],
                  keywords: tuple[bytes, ...], most_children: int, keyword_nodes: int) -> None: ...
+    def records(self, text: str, cuts: list[int], fields: Fields, template: Chunk,
+                at_symbols: int, at_defines: int) -> list[Chunk]: ...
     def cut(self, text: str, data: bytes, size: int,
             leaf_starts: Callable[[int, int, int], list[int]],
             symbol: Callable[[str, bool], str]) -> tuple[list[int], Fields]: ...

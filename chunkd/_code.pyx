@@ -12,6 +12,9 @@ Each function below is the Document method of the same name; their docstrings th
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memmove, memset
@@ -318,6 +321,69 @@ cdef class CodeWalk:
         if self.parser != NULL:
             ts_parser_delete(self.parser)
         PyMem_Free(self.wrapping)
+
+    def records(self, str text, list cuts, tuple fields, template, Py_ssize_t at_symbols,
+                Py_ssize_t at_defines):
+        """``Document.records`` of chunks that start at their cuts (no overlap), in code
+        points without an ``embed_text`` prefix: ``fields``, those of the document's
+        ``Outline``; each record a copy of ``template`` (a Chunk of the document's
+        language) with its index, start, end, length and text, and its symbols and
+        defines at the fields ``at_symbols`` and ``at_defines``."""
+        cdef list starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends
+        cdef list made = []
+        cdef Py_ssize_t count = len(cuts), length = len(text), width = len(template)
+        cdef Py_ssize_t definitions, index, field, start, end, point, at, lo, first = 0
+        cdef Py_ssize_t before = 0   # the definitions that start before the point
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void *data = PyUnicode_DATA(text)
+        cdef tuple values, found, defaults = tuple(template)
+        cdef list names
+        starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends = fields
+        definitions = len(starts)
+        record = type(template)
+        for index in range(count):
+            start = cuts[index]
+            end = cuts[index + 1] if index + 1 < count else length
+            lo = first   # defines: those that start in the chunk
+            while lo < definitions and <Py_ssize_t>starts[lo] < start:
+                lo += 1
+            first = lo
+            while first < definitions and <Py_ssize_t>starts[first] < end:
+                first += 1
+            point = start   # symbols: of those enclosing its first code point not white space
+            while point < length and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, point)):
+                point += 1
+            found = ()
+            if point < length:
+                while before < definitions and <Py_ssize_t>starts[before] < point:
+                    before += 1
+                at = before - 1
+                while at >= 0 and <Py_ssize_t>ends[at] <= point:
+                    at = parents[at]
+                if at >= 0 and point < <Py_ssize_t>chain_ends[at]:
+                    found = chains[at]
+                elif at >= 0:
+                    names = []
+                    while at >= 0:
+                        if point < <Py_ssize_t>code_ends[at]:
+                            names.append(symbols[at])
+                        at = parents[at]
+                    names.reverse()
+                    found = tuple(names)
+            values = PyTuple_New(width)
+            for field in range(width):
+                item = defaults[field]
+                Py_INCREF(item)
+                PyTuple_SET_ITEM(values, field, item)
+            _set(values, 0, index)
+            _set(values, 1, start)
+            _set(values, 2, end)
+            _set(values, 3, end - start)
+            _set(values, 4, text[start:end])
+            _set(values, at_symbols, found)
+            _set(values, at_defines, () if lo == first else tuple(qualified[lo:first]))
+            made.append(tuple.__new__(record, values))
+        return made
 
     def cut(self, str text, bytes data, Py_ssize_t size, leaf_starts, symbol):
         """The chunks' starts of ``text`` (``data``: it in UTF-8, surrogates passed)
@@ -1096,6 +1162,14 @@ cdef class _Cut:
 cdef unsigned char WORD_BYTES[256]
 for _byte in range(256):
     WORD_BYTES[_byte] = chr(_byte).isascii() and (chr(_byte).isalnum() or _byte == 95)
+
+
+cdef inline void _set(tuple values, Py_ssize_t field, object value):
+    """A field of a tuple being made: the template's item replaced."""
+    cdef PyObject *template = PyTuple_GET_ITEM(values, field)
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(values, field, value)
+    Py_XDECREF(template)
 
 
 cdef inline bint _same_bytes(const unsigned char *left, const char *right,

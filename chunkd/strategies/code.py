@@ -153,6 +153,8 @@ _SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)
 _ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
 _NOT_SPACE = re.compile(r"\S")
 _END = itemgetter(1)   # a piece's end
+#: Where a Chunk holds its symbols and defines (the compiled walk's records set them).
+_SYMBOLS_FIELD, _DEFINES_FIELD = Chunk._fields.index("symbols"), Chunk._fields.index("defines")
 
 
 #: The largest source file parsed by default, in bytes of UTF-8: a file is held whole
@@ -573,8 +575,13 @@ class Document:
         if walk is not None:
             self.cuts, fields = walk.cut(self.text, self.data, self.size, self.leaf_starts,
                                          _symbol)
-            self.outline = Outline(*fields)
-            return self.records()
+            if self.splitter.overlap:   # chunks moved back over lines: cut in Python
+                self.outline = Outline(*fields)
+                return self.records()
+            assert self.grammar is not None   # (a walk is a grammar's)
+            return walk.records(self.text, self.cuts, fields,
+                                Chunk(0, 0, 0, 0, "", language=self.grammar.name),
+                                _SYMBOLS_FIELD, _DEFINES_FIELD)
         end = len(self.text)
         if self.root is not None and self.root.child_count:
             opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
