@@ -63,7 +63,7 @@ setup(
         [Extension(f"chunkd.{name}", [f"chunkd/{name}.pyx"], extra_compile_args=compile_args,
                    define_macros=macros) for name in MODULES]
         # The runtime's symbols hidden: the tree-sitter package's module holds its own copy.
-        + [Extension("chunkd._code", ["chunkd/_code.pyx", f"{TREE_SITTER}/src/lib.c"],
+        + [Extension("chunkd._code", ["chunkd/_code.pyx"], depends=[f"{TREE_SITTER}/src/lib.c"],
                      include_dirs=[f"{TREE_SITTER}/include", f"{TREE_SITTER}/src"],
                      extra_compile_args=[*compile_args, "-std=c11", "-fvisibility=hidden"],
                      define_macros=[*macros, ("_DEFAULT_SOURCE", None)])],

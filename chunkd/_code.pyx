@@ -20,6 +20,12 @@ from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memmove, memset
 
 
+# The runtime compiled in this module's own translation unit (lib.c includes the rest),
+# so that the compiler inlines its small node functions into the walk.
+cdef extern from "lib.c":
+    pass
+
+
 cdef extern from "tree_sitter/api.h":
     ctypedef struct TSLanguage:
         pass
