@@ -46,6 +46,9 @@ class OptionalBuildExt(build_ext):
 #: The compiled modules: the streaming core, the two kernels built on it, the kept
 #: counts' hot path (chunkd/units/kept.py) and the NDJSON writer's (chunkd/writers.py).
 MODULES = ("_core", "_kernel", "_windows", "_kept", "_records")
+#: The code strategy's walk (chunkd/_code.pyx), built with tree-sitter's C runtime,
+#: vendored (chunkd/_vendor/tree_sitter: lib.c includes the rest).
+TREE_SITTER = "chunkd/_vendor/tree_sitter"
 
 DEBUG = os.environ.get("CHUNKD_DEBUG_BUILD") == "1"
 if DEBUG:
@@ -58,7 +61,12 @@ else:
 setup(
     ext_modules=cythonize(
         [Extension(f"chunkd.{name}", [f"chunkd/{name}.pyx"], extra_compile_args=compile_args,
-                   define_macros=macros) for name in MODULES],
+                   define_macros=macros) for name in MODULES]
+        # The runtime's symbols hidden: the tree-sitter package's module holds its own copy.
+        + [Extension("chunkd._code", ["chunkd/_code.pyx"], depends=[f"{TREE_SITTER}/src/lib.c"],
+                     include_dirs=[f"{TREE_SITTER}/include", f"{TREE_SITTER}/src"],
+                     extra_compile_args=[*compile_args, "-std=c11", "-fvisibility=hidden"],
+                     define_macros=[*macros, ("_DEFAULT_SOURCE", None)])],
         compiler_directives={"language_level": "3", **checks},
         # The debug build's C files apart, so that neither build reuses the other's.
         build_dir="build/debug" if DEBUG else None,

@@ -4,7 +4,9 @@
 The twin runs when ``CHUNKD_PUREPYTHON=1`` asks for it, or when the compiled modules
 cannot be imported (a machine without a C compiler installed chunkd); the latter is
 said once on stderr. Every other module takes its splitters from here, never from the
-modules behind it, so that both cores serve every front end alike.
+modules behind it, so that both cores serve every front end alike. The code strategy's
+compiled walk (``chunkd._code``, ``CodeWalk``) is chosen here too; its twin is
+``chunkd.strategies.code.Document``.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["CONJUNCT_BREAK_VALUES", "ELLIPSIS", "GRAPHEME_BREAK_VALUES", "HEADING_LIMIT",
+__all__ = ["CONJUNCT_BREAK_VALUES", "CodeWalk", "ELLIPSIS", "GRAPHEME_BREAK_VALUES", "HEADING_LIMIT",
            "IMPLEMENTATION", "PICTOGRAPHIC_BIT", "SEPARATORS", "GraphemeWindows",
            "PythonRecursiveSplitter", "RecursiveSplitter", "SectionScanner", "SectionWindows", "SentenceWindows",
            "TokenCounter", "WordWindows", "cut_heading", "literal_text", "unpack_ranks"]
 
+from typing import TYPE_CHECKING
+
 from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
 from chunkd.splitting import SEPARATORS, literal_text
+
+if TYPE_CHECKING:
+    from chunkd._code import CodeWalk as _CodeWalk
 
 # PythonRecursiveSplitter is the twin's recursive splitter in either core: its counts
 # are Python numbers, so it takes a length function that returns floats (the drop-in).
@@ -40,6 +47,16 @@ else:
         print(f"chunkd: the compiled core is not built ({error}); running the pure-Python "
               "core, slower", file=sys.stderr)
         IMPLEMENTATION = "python"
+
+#: The code strategy's compiled walk (chunkd._code); None where the twin runs, or where
+#: it alone is not built (tree-sitter's runtime did not compile).
+CodeWalk: type[_CodeWalk] | None = None
+if IMPLEMENTATION == "compiled":
+    try:
+        from chunkd._code import CodeWalk
+    except ImportError as error:
+        print(f"chunkd: the code strategy's compiled walk is not built ({error}); it runs "
+              "in Python, slower", file=sys.stderr)
 
 if IMPLEMENTATION == "python":
     # To mypy the names are the compiled modules' (their .pyi stubs): the twin has their API.

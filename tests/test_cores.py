@@ -25,7 +25,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: The tests that drive the compiled modules directly, on generated text and the corpus.
 KERNEL_TESTS = [str(ROOT / "tests" / name) for name in (
     "test_windows.py", "test_properties.py", "test_markdown.py", "test_byte_order_mark.py",
-    "test_heading_bounds.py", "test_dropin.py")]
+    "test_heading_bounds.py", "test_dropin.py",
+    # the code walk, with tree-sitter's runtime's own assertions on
+    "test_code_walk.py")]
 
 
 def run_tests(env: dict[str, str], cwd: pathlib.Path, record: pathlib.Path,
@@ -45,7 +47,7 @@ def run_tests(env: dict[str, str], cwd: pathlib.Path, record: pathlib.Path,
 def test_the_kernel_level_tests_pass_on_the_debug_build(tmp_path):
     copy = tmp_path / "debug"
     shutil.copytree(ROOT / "chunkd", copy / "chunkd",
-                    ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
+                    ignore=shutil.ignore_patterns("*.so", "_*.c", "__pycache__"))
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
     build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"],

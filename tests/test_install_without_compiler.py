@@ -22,7 +22,7 @@ pytestmark = pytest.mark.network
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What a source distribution of chunkd holds: the package and its build files.
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "chunkd")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "chunkd")
 NOTICE = "not compiled"
 
 
@@ -36,7 +36,7 @@ def no_compiler_build(tmp_path_factory) -> tuple[str, Path]:
     for name in SOURCES:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns(
-                "*.so", "*.c", "__pycache__", "_pretoken_classes.zlib"))
+                "*.so", "_*.c", "__pycache__", "_pretoken_classes.zlib"))
         else:
             shutil.copy(ROOT / name, source / name)
     env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"}
@@ -52,7 +52,7 @@ def test_the_build_says_once_that_it_compiled_nothing(no_compiler_build):
     log, wheel = no_compiler_build
     notices = [line.strip() for line in log.splitlines() if NOTICE in line]
     assert notices == ["chunkd: chunkd._core, chunkd._kernel, chunkd._windows, chunkd._kept, "
-                       "chunkd._records not "
+                       "chunkd._records, chunkd._code not "
                        "compiled (CompileError); chunkd runs its pure-Python twin, slower"]
 
 

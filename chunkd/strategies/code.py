@@ -22,6 +22,10 @@ between two pieces goes to the first, a line's indentation to the second.
 Chunks tile the document (with ``--overlap``, each also takes whole lines from the end
 of the one before, at most the overlap and within the size); offsets are code points,
 converted from tree-sitter's UTF-8 byte offsets.
+
+In the common case (sizes in code points, no ``embed_text`` prefix) the parse and the
+cut are compiled (``chunkd._code``, on tree-sitter's C runtime): ``Document`` here is
+its twin, and what runs wherever the compiled walk does not (``code_walk``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from operator import itemgetter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+from chunkd import core
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
@@ -46,11 +51,13 @@ from chunkd.units import CHARS
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Query
 
+    from chunkd._code import CodeWalk
+    from chunkd.core import RecursiveSplitter
     from chunkd.strategies.base import Settings
     from chunkd.units.base import LengthUnit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # each is one of GRAMMARS: hashed by identity, cheaply
 class Grammar:
     """A language chunkd parses: its name in records, the package that carries its
     grammar (and the module and function giving it), the LangChain language whose
@@ -146,6 +153,8 @@ _SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)
 _ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
 _NOT_SPACE = re.compile(r"\S")
 _END = itemgetter(1)   # a piece's end
+#: Where a Chunk holds its symbols and defines (the compiled walk's records set them).
+_SYMBOLS_FIELD, _DEFINES_FIELD = Chunk._fields.index("symbols"), Chunk._fields.index("defines")
 
 
 #: The largest source file parsed by default, in bytes of UTF-8: a file is held whole
@@ -226,6 +235,36 @@ def field_ids(grammar: Grammar, names: tuple[str, ...]) -> tuple[int, ...]:
                  if (field := language.field_id_for_name(name)) is not None)
 
 
+@lru_cache(maxsize=None)
+def code_walk(grammar: Grammar) -> CodeWalk | None:
+    """The compiled walk for ``grammar``; None where the Python ``Document`` cuts
+    alone: the twin asked for (``CHUNKD_PUREPYTHON=1``), the walk not built, or a
+    grammar of an ABI version the vendored runtime does not read."""
+    if core.CodeWalk is None:
+        return None
+    import importlib
+
+    parser(grammar)   # installed (else GrammarMissing)
+    language = getattr(importlib.import_module(grammar.module), grammar.function)()
+    return compiled_walk(core.CodeWalk, grammar, language)
+
+
+def compiled_walk(walk: type[CodeWalk], grammar: Grammar, language: object) -> CodeWalk | None:
+    """``grammar``'s walk of the class ``walk`` on ``language`` (the grammar package's
+    capsule); None if the runtime does not read its ABI version."""
+    kinds = bytearray(1 << 16)   # a flag byte for each node kind id
+    for flag, names in ((walk.LEADING, LEADING), (walk.CONTAINER, CONTAINERS),
+                        (walk.DEFINITION, grammar.definitions)):
+        for kind in kind_ids(grammar, names):
+            kinds[kind] |= flag
+    try:
+        return walk(language, bytes(kinds), field_ids(grammar, WRAPPING),
+                    tuple(word.encode() for word in grammar.keywords), MOST_CHILDREN,
+                    KEYWORD_NODES)
+    except ValueError:
+        return None
+
+
 @register
 class Code(Strategy):
     """Source code cut by its syntax tree (tree-sitter): definitions whole where they
@@ -268,6 +307,43 @@ class Code(Strategy):
 #: node, or leading comments and the node they lead; none for white space). A plain
 #: tuple: a document makes one for every node it looks at.
 Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """A document's definitions, in order (by start, an enclosing one first), in code
+    points: where each starts and ends, where its code ends (before the comments that
+    end it), the index of the one enclosing it (-1: none), its symbol and its qualified
+    symbol (those of the definitions enclosing it, then its own, joined by " > "); and
+    the symbols of those enclosing it and its own, outermost first, with the first of
+    their code ends (before it, all of them name a point within the definition)."""
+
+    starts: list[int]
+    ends: list[int]
+    code_ends: list[int]
+    parents: list[int]
+    symbols: list[str]
+    qualified: list[str]
+    chains: list[tuple[str, ...]]
+    chain_ends: list[int]
+
+    @classmethod
+    def made(cls, starts: list[int], ends: list[int], code_ends: list[int],
+             parents: list[int], symbols: list[str]) -> Outline:
+        """The outline of these definitions, their qualified symbols and chains made."""
+        qualified: list[str] = []
+        chains: list[tuple[str, ...]] = []
+        chain_ends: list[int] = []
+        for symbol, parent, code_end in zip(symbols, parents, code_ends):
+            if parent < 0:
+                qualified.append(symbol)
+                chains.append((symbol,))
+                chain_ends.append(code_end)
+            else:
+                qualified.append(f"{qualified[parent]} > {symbol}")
+                chains.append(chains[parent] + (symbol,))
+                chain_ends.append(min(chain_ends[parent], code_end))
+        return cls(starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends)
 
 
 @dataclass(slots=True)
@@ -334,14 +410,6 @@ class Offsets:
         return [byte - shift[mark] if plain[mark := bisect_right(at, byte) - 1] else point(byte)
                 for byte in bytes_]
 
-    def byte(self, point: int) -> int:
-        if self.ascii:
-            return point
-        mark = bisect_right(self.points_at, point) - 1
-        if self.plain[mark]:
-            return point + self.shift[mark]
-        return self.bytes_at[mark] + len(_encoded(self.text[self.points_at[mark]:point]))
-
 
 def _encoded(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # the API may give lone surrogates
@@ -361,6 +429,9 @@ class CodeSplitter:
         self.chars = self.unit is CHARS   # lengths add up: a chunk's is its end - start
         self.option = settings[LANGUAGE]
         self.most_bytes = settings[MAX_SOURCE_BYTES]
+        #: The recursive splitter that cuts a leaf over the size, a language's (None:
+        #: chunkd's separators), made once and resized (made, it cost as much as the cut).
+        self.leaves: dict[Grammar | None, RecursiveSplitter] = {}
         self.prefixes = None
         if settings.embed_text:
             from chunkd.strategies.markdown import EmbedPrefix
@@ -408,7 +479,8 @@ class CodeSplitter:
         grammar = self.grammar or grammar_of_shebang(text)
         if grammar is not None and self.grammar is None:
             self._check_installed(grammar)
-        chunks = Document(self, text, grammar).chunks() if text.strip() else []
+        blank = text.isspace() or not text   # (a strip would copy the text)
+        chunks = [] if blank else Document(self, text, grammar).chunks()
         self.begin(Source())
         return chunks
 
@@ -429,16 +501,24 @@ class Document:
         self.cuts: list[int] = []           # the chunks' starts, in order
         self.prefixes_at: dict[int, tuple[str, int]] = {}
         self.code_ends: dict[int, int] = {}                 # by node id
-        self.symbols: dict[int, str] = {}                   # by node id
         self.leading = frozenset() if grammar is None else kind_ids(grammar, LEADING)
         self.containers = frozenset() if grammar is None else kind_ids(grammar, CONTAINERS)
         self.definitions = frozenset() if grammar is None \
             else kind_ids(grammar, grammar.definitions)
         self.wrapping = () if grammar is None else field_ids(grammar, WRAPPING)
-        data = _encoded(text)
-        self.offsets = Offsets(text, data)
-        self.tree = None if grammar is None else parser(grammar).parse(data)
-        self.root = None if self.tree is None else self.tree.root_node
+        self.data = _encoded(text)
+
+    @cached_property
+    def offsets(self) -> Offsets:
+        return Offsets(self.text, self.data)
+
+    @cached_property
+    def root(self) -> Node | None:
+        """The syntax tree's root (the tree held with it); None: no grammar."""
+        if self.grammar is None:
+            return None
+        self.tree = parser(self.grammar).parse(self.data)
+        return self.tree.root_node
 
     # --- sizes ---------------------------------------------------------------------------
 
@@ -491,6 +571,17 @@ class Document:
     # --- cutting -------------------------------------------------------------------------
 
     def chunks(self) -> list[Chunk]:
+        walk = code_walk(self.grammar) if self.grammar is not None and self.bare else None
+        if walk is not None:
+            self.cuts, fields = walk.cut(self.text, self.data, self.size, self.leaf_starts,
+                                         _symbol)
+            if self.splitter.overlap:   # chunks moved back over lines: cut in Python
+                self.outline = Outline(*fields)
+                return self.records()
+            assert self.grammar is not None   # (a walk is a grammar's)
+            return walk.records(self.text, self.cuts, fields,
+                                Chunk(0, 0, 0, 0, "", language=self.grammar.name),
+                                _SYMBOLS_FIELD, _DEFINES_FIELD)
         end = len(self.text)
         if self.root is not None and self.root.child_count:
             opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
@@ -693,20 +784,26 @@ class Document:
         """The starts of the pieces of ``text[start:end]`` cut at ``size`` (less the
         ``embed_text`` prefix) by its language's separators (chunkd's without a
         language)."""
-        from chunkd.core import RecursiveSplitter
-        from chunkd.splitting import SEPARATORS
-        from chunkd.strategies.languages import LANGUAGE_SEPARATORS
+        leaves = self.splitter.leaves
+        leaf = leaves.pop(self.grammar, None)   # back once it has finished the leaf
+        size = max(1, size - self.prefix(start)[1])
+        if leaf is None:
+            from chunkd.core import RecursiveSplitter
+            from chunkd.splitting import SEPARATORS
+            from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 
-        separators: list[str | re.Pattern[str]]
-        if self.grammar is None:
-            separators = list(SEPARATORS)
-        else:
-            separators = [compile_separator(text)
-                          for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
-        leaf = RecursiveSplitter(max(1, size - self.prefix(start)[1]), 0, separators=separators,
-                                 keep_separator="start", strip_whitespace=False,
-                                 unit=self.splitter.unit)
+            separators: list[str | re.Pattern[str]]
+            if self.grammar is None:
+                separators = list(SEPARATORS)
+            else:
+                separators = [compile_separator(text)
+                              for text in LANGUAGE_SEPARATORS[self.grammar.separators]]
+            leaf = RecursiveSplitter(size, 0, separators=separators, keep_separator="start",
+                                     strip_whitespace=False, unit=self.splitter.unit)
+        elif leaf.chunk_size != size:
+            leaf.resize(size, 0)
         made = leaf.feed(self.text[start:end]) + leaf.finish()
+        leaves[self.grammar] = leaf
         return [start] + [start + chunk.start for chunk in made[1:]]
 
     def tiled(self, nodes: list[Node], start: int, end: int, glue: bool = False) -> list[Piece]:
@@ -736,17 +833,16 @@ class Document:
             starts = [starts[0]] + [self.overlapped(before, start, end) for before, start, end
                                     in zip(starts, starts[1:], ends[1:])]
         language = None if self.grammar is None else self.grammar.name
-        defined_at, defined = self.defined()
+        defined_at, defined = self.outline.starts, self.outline.qualified
+        prefixes, symbols_at = self.splitter.prefixes, self.symbols_at
         chunks = []
         for index, (start, end) in enumerate(zip(starts, ends)):
             piece = text[start:end]
-            embed_text = None
-            if self.splitter.prefixes is not None:
-                embed_text = self.prefix(start)[0] + piece
-            defines = tuple(defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])
-            chunks.append(Chunk(index, start, end, count(piece), piece, embed_text=embed_text,
-                                symbols=self.symbols_at(start), defines=defines,
-                                language=language))
+            chunks.append(Chunk(
+                index, start, end, count(piece), piece,
+                embed_text=None if prefixes is None else self.prefix(start)[0] + piece,
+                symbols=symbols_at(start), language=language, defines=tuple(
+                    defined[bisect_left(defined_at, start):bisect_left(defined_at, end)])))
         return chunks
 
     def overlapped(self, before: int, start: int, end: int) -> int:
@@ -763,14 +859,12 @@ class Document:
         return best
 
     @cached_property
-    def outline(self) -> tuple[list[int], list[int], list[int], list[Node]]:
-        """The definitions, in order: their start and end bytes, the index of the one
-        enclosing each (-1: none), and their nodes. Found at their keywords where the
-        grammar has them and the tree no error (a tree with none has no missing
-        keyword), else by a tree-sitter query (in C, but it visits every node: about a
-        quarter of the parse's time)."""
+    def outline(self) -> Outline:
+        """The definitions, found at their keywords where the grammar has them and the
+        tree no error (a tree with none has no missing keyword), else by a tree-sitter
+        query (in C, but it visits every node: about a quarter of the parse's time)."""
         if self.root is None or self.grammar is None:
-            return [], [], [], []
+            return Outline.made([], [], [], [], [])
         found = self.keyword_definitions() \
             if self.grammar.keywords and not self.root.has_error else None
         if found is None:
@@ -788,7 +882,10 @@ class Document:
                 enclosing.pop()
             parents.append(enclosing[-1] if enclosing else -1)
             enclosing.append(len(parents) - 1)
-        return starts, ends, parents, nodes
+        points = self.offsets.points
+        return Outline.made(points(starts), points(ends),
+                            points([self.code_end(node) for node in nodes]), parents,
+                            [self.read_symbol(node) for node in nodes])
 
     def keyword_definitions(self) -> list[Node] | None:
         """The definitions of a tree without errors: the nodes of a definition's kind
@@ -797,7 +894,7 @@ class Document:
         if the words are so many that the query costs less (a text of keywords in
         strings)."""
         assert self.grammar is not None and self.root is not None   # outline's caller
-        root, data = self.root, self.offsets.data
+        root, data = self.root, self.data
         words = [match.span() for match in keyword_pattern(self.grammar).finditer(data)]
         if len(words) * KEYWORD_NODES > root.descendant_count:
             return None
@@ -817,17 +914,6 @@ class Document:
                 found.append(parent)
         return found
 
-    def defined(self) -> tuple[list[int], list[str]]:
-        """Where each definition starts (its node's first code point), in order, and
-        its qualified symbol: the symbols of the definitions enclosing it, then its own,
-        joined by " > "."""
-        starts, _, parents, nodes = self.outline
-        qualified: list[str] = []
-        for node, parent in zip(nodes, parents):
-            symbol = self.symbol(node)
-            qualified.append(symbol if parent < 0 else f"{qualified[parent]} > {symbol}")
-        return self.offsets.points(starts), qualified
-
     def symbols_at(self, start: int) -> tuple[str, ...]:
         """The definitions enclosing the first code point of a chunk that is not white
         space (after their first code point, before the comments that end them),
@@ -835,15 +921,20 @@ class Document:
         found = _NOT_SPACE.search(self.text, start)
         if found is None:
             return ()
-        byte = self.offsets.byte(found.start())
-        starts, ends, parents, nodes = self.outline
-        at = bisect_left(starts, byte) - 1   # the last to start before it
-        while at >= 0 and ends[at] <= byte:
+        point = found.start()
+        outline = self.outline
+        parents = outline.parents
+        at = bisect_left(outline.starts, point) - 1   # the last to start before it
+        while at >= 0 and outline.ends[at] <= point:
             at = parents[at]
+        if at < 0:
+            return ()
+        if point < outline.chain_ends[at]:   # before the code end of every one
+            return outline.chains[at]
         names = []
         while at >= 0:
-            if byte < self.code_end(nodes[at]):
-                names.append(self.symbol(nodes[at]))
+            if point < outline.code_ends[at]:
+                names.append(outline.symbols[at])
             at = parents[at]
         return tuple(reversed(names))
 
@@ -872,24 +963,23 @@ class Document:
             self.code_ends[known] = end
         return end
 
-    def symbol(self, node: Node) -> str:
-        """How a definition reads up to its name: "class Splitter", "def feed",
-        "func (r *Reader) Read", "impl Display for Point" (annotations left out); found
-        once a node (the chunks in one definition all name it)."""
-        known = self.symbols.get(node.id)
-        if known is None:
-            known = self.symbols[node.id] = self.read_symbol(node)
-        return known
-
     def read_symbol(self, node: Node) -> str:
         name = _name_node(node)
         end = node.end_byte if name is None else name.end_byte
-        start = self.offsets.point(node.start_byte)
-        words = " ".join(self.text[start:self.offsets.point(end)].split())
+        text = self.text[self.offsets.point(node.start_byte):self.offsets.point(end)]
+        return _symbol(" ".join(text.split()), name is not None)
+
+
+def _symbol(words: str, named: bool) -> str:
+    """How a definition reads up to its name, from the words of its text up to there
+    (``named``; else of all its text: its first line is taken): "class Splitter",
+    "def feed", "func (r *Reader) Read", "impl Display for Point" (annotations left
+    out)."""
+    if words.startswith(("@", "#[")):
         words = _ANNOTATIONS.sub("", words)
-        if name is None:  # no name: its first line
-            words = words.split("{", 1)[0].strip()
-        return words[:SYMBOL_LENGTH]
+    if not named:
+        words = words.split("{", 1)[0].strip()
+    return words[:SYMBOL_LENGTH]
 
 
 @lru_cache(maxsize=None)
