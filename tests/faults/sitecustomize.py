@@ -27,6 +27,8 @@ and in each of its worker processes. Faults:
   fail with ENOSPC, as on a full disk;
 - "delete_after_reconcile": a path; deleted just after the daemon's reconciliation at
   start has looked at the results, as a user's deletion at that moment would be.
+- "text_past_memory": an HTML document's text, once extracted, cannot be encoded
+  (MemoryError), as a text that fits the extraction's memory bound but not twice over.
 """
 
 import errno
@@ -185,3 +187,20 @@ if faults.get("lance_enospc_while"):
         return real_execute(self, *args, **kwargs)
 
     lancedb.merge.LanceMergeInsertBuilder.execute = full_disk_execute
+
+if faults.get("text_past_memory"):
+    import dataclasses
+
+    from chunkd.documents import FORMATS
+
+    class Unencodable(str):
+        def encode(self, *args, **kwargs):
+            raise MemoryError
+
+    html = FORMATS["html"]
+
+    def unencodable_parse(data, limits):
+        extracted = html.parse(data, limits)
+        return dataclasses.replace(extracted, text=Unencodable(extracted.text))
+
+    FORMATS["html"] = dataclasses.replace(html, parse=unencodable_parse)
