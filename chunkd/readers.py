@@ -29,7 +29,14 @@ from chunkd.output import widen_pipe
 if TYPE_CHECKING:
     import orjson
 
-BLOCK_SIZE = 1 << 18
+#: What is read, decoded and split at a time: small enough that a block's bytes and its
+#: text stay in the processor's cache between the three (four times this took 1.25 times
+#: as long on a 43 MB book).
+BLOCK_SIZE = 1 << 16
+#: What an NDJSON line from a pipe is gathered in: reads this large are allocated apart
+#: from the heap and given back when freed, so a long line's parts do not leave the
+#: heap holding its size again once they are joined.
+LINE_READ_SIZE = 1 << 18
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
 RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", *OPTIONAL_FIELDS,
@@ -230,7 +237,7 @@ def _lines(stream: BinaryIO, pauses: bool) -> Iterator[bytes | Paused]:
     while True:
         if not ready.poll(0):
             yield paused
-        data = read(BLOCK_SIZE)
+        data = read(LINE_READ_SIZE)
         if not data:
             break
         start = 0

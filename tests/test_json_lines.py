@@ -74,12 +74,15 @@ def test_every_byte_value_escaped_as_orjson_escapes_it():
 
 
 def test_long_texts_cross_the_word_reads_at_every_offset():
-    # An escape at each position of an 8-byte word, and texts of every length around it.
-    # Each in the three kinds of str: one byte a character, two (a CJK character in
-    # it) and four (an emoji).
-    texts = [kind + "a" * before + escape + "b" * after
-             for kind in ("", "語", "😀") for escape in ('"', "\\", "\n", "\x01", "é", "語")
-             for before in range(17) for after in range(10)]
+    # An escape (or a character beyond ASCII, or one at an edge of the plain range) at
+    # each position of two 16-byte steps and of an 8-byte word, and texts of every
+    # length around it. Each in the three kinds of str: one byte a character, two (a
+    # CJK character in it) and four (an emoji).
+    texts = [kind + "a" * before + special + "b" * after
+             for kind in ("", "語", "😀")
+             for special in ('"', "\\", "\n", "\x01", "\x1f", " ", "\x7f", "\x80", "é", "語",
+                             "\u0100", "\u7fff", "\u8000", "\uffff")
+             for before in range(36) for after in range(18)]
     chunks = [chunk(i, i, i + len(text), len(text), text) for i, text in enumerate(texts)]
     assert b"".join(compiled_writes(chunks, b"{", 1 << 20)) == oracle_lines(chunks, {})
 
