@@ -87,9 +87,57 @@ cdef extern from *:
     #endif
         return at;
     }
+    /* A UCS-2 str's text as the inside of a JSON string, encoded to UTF-8 (room for 6
+       bytes a unit at out); where it ends, or NULL at a lone surrogate. escapes: what
+       each byte below 0x80 becomes (ESCAPES). A run of characters beyond ASCII (CJK
+       text) is encoded unit by unit without looking for plain ASCII in it. */
+    static char* chunkd_ucs2_json(const uint16_t* text, Py_ssize_t length, char* out,
+                                  const char* escapes) {
+        static const char hex[] = "0123456789abcdef";
+        Py_ssize_t at = 0;
+        while (at < length) {
+            uint16_t c = text[at];
+            if (c < 0x80) {
+                if (at + 16 <= length) {
+                    Py_ssize_t plain = chunkd_plain_ucs2(text + at, length - at, out);
+                    out += plain;
+                    at += plain;
+                    if (plain) continue;
+                }
+                at++;
+                if (!escapes[c]) {
+                    *out++ = (char)c;
+                } else {
+                    out[0] = 92;  /* a backslash */
+                    out[1] = escapes[c];
+                    if (escapes[c] != 'u') {
+                        out += 2;
+                    } else {
+                        out[2] = '0'; out[3] = '0'; out[4] = hex[c >> 4]; out[5] = hex[c & 15];
+                        out += 6;
+                    }
+                }
+            } else if (c < 0x800) {
+                out[0] = (char)(0xC0 | (c >> 6));
+                out[1] = (char)(0x80 | (c & 0x3F));
+                out += 2;
+                at++;
+            } else if (c >= 0xD800 && c <= 0xDFFF) {
+                return NULL;
+            } else {
+                out[0] = (char)(0xE0 | (c >> 12));
+                out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+                out[2] = (char)(0x80 | (c & 0x3F));
+                out += 3;
+                at++;
+            }
+        }
+        return out;
+    }
     """
     Py_ssize_t chunkd_plain_bytes(const unsigned char* text, Py_ssize_t length, char* out)
-    Py_ssize_t chunkd_plain_ucs2(const uint16_t* text, Py_ssize_t length, char* out)
+    char* chunkd_ucs2_json(const uint16_t* text, Py_ssize_t length, char* out,
+                           const char* escapes)
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
@@ -113,20 +161,6 @@ ESCAPES[0x08], ESCAPES[0x09], ESCAPES[0x0A], ESCAPES[0x0C], ESCAPES[0x0D] = \
     b'b', b't', b'n', b'f', b'r'
 ESCAPES[0x22], ESCAPES[0x5C] = b'"', b'\\'
 cdef const char* HEX = b"0123456789abcdef"
-
-cdef uint64_t ONES16 = 0x0001000100010001ULL
-cdef uint64_t HIGHS16 = 0x8000800080008000ULL
-cdef uint64_t BEYOND_ASCII16 = 0xFF80FF80FF80FF80ULL
-
-
-cdef inline uint64_t to_escape16(uint64_t word):
-    """The high bits of the four code units of 16 bits in ``word`` (each below 0x80) that
-    need escaping: below 0x20, a quote or a backslash (the lowest set is one that does)."""
-    cdef uint64_t quotes = word ^ (ONES16 * 0x22), backslashes = word ^ (ONES16 * 0x5C)
-    return (((word - ONES16 * 0x20) & ~word)
-            | ((quotes - ONES16) & ~quotes)
-            | ((backslashes - ONES16) & ~backslashes)) & HIGHS16
-
 
 cdef inline char* escaped(char* out, unsigned char c):
     """Write the escape of the byte ``c`` at ``out``; where it ends."""
@@ -210,44 +244,10 @@ cdef class _Buffer:
         """A two-byte kind of str's ``text`` as the inside of a JSON string, encoded to
         UTF-8 here (room for 6 bytes a unit reserved); False, with nothing put, at a
         lone surrogate (the caller lets the twin fail on it)."""
-        cdef Py_ssize_t at = 0
-        cdef uint64_t word
-        cdef uint16_t c
-        cdef char* out = self.data + self.size
-        cdef Py_ssize_t plain
-        while at < length:
-            if at + 16 <= length:
-                plain = chunkd_plain_ucs2(text + at, length - at, out)
-                out += plain
-                at += plain
-                if at == length:
-                    break
-            if at + 4 <= length:  # four ASCII units at a time, their low bytes
-                memcpy(&word, text + at, 8)
-                if word & BEYOND_ASCII16 == 0 and to_escape16(word) == 0:
-                    out[0], out[1] = <char>word, <char>(word >> 16)
-                    out[2], out[3] = <char>(word >> 32), <char>(word >> 48)
-                    out += 4
-                    at += 4
-                    continue
-            c = text[at]
-            at += 1
-            if c < 0x80:
-                if ESCAPES[c]:
-                    out = escaped(out, <unsigned char>c)
-                else:
-                    out[0] = <char>c
-                    out += 1
-            elif c < 0x800:
-                out[0], out[1] = <char>(0xC0 | (c >> 6)), <char>(0x80 | (c & 0x3F))
-                out += 2
-            elif 0xD800 <= c <= 0xDFFF:
-                return False
-            else:
-                out[0], out[1] = <char>(0xE0 | (c >> 12)), <char>(0x80 | ((c >> 6) & 0x3F))
-                out[2] = <char>(0x80 | (c & 0x3F))
-                out += 3
-        self.size = out - self.data
+        cdef char* end = chunkd_ucs2_json(text, length, self.data + self.size, ESCAPES)
+        if end is NULL:
+            return False
+        self.size = end - self.data
         return True
 
     cdef bint put_plain(self, str text, bytes opening, long long* numbers) except -1:

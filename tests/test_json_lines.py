@@ -66,11 +66,13 @@ def test_same_bytes_and_writes_as_the_twin_and_orjson(fields, header, batch):
 
 
 def test_every_byte_value_escaped_as_orjson_escapes_it():
-    text = "".join(map(chr, range(0x100))) + "\u2028\u2029\ufeff\U0010ffff"
-    chunks = [chunk(0, 0, len(text), len(text), text), chunk(1, 5, 5, 0, "")]
+    # In a str of two bytes a character (encoded here) and of four (encoded by Python).
+    two = "".join(map(chr, range(0x100))) + "\u2028\u2029\ufeff"
+    texts = [two, two + "\U0010ffff", ""]
+    chunks = [chunk(i, 0, len(text), len(text), text) for i, text in enumerate(texts)]
     written = b"".join(compiled_writes(chunks, b"{", 1 << 20))
     assert written == oracle_lines(chunks, {})
-    assert [json.loads(line)["text"] for line in written.splitlines()] == [text, ""]
+    assert [json.loads(line)["text"] for line in written.splitlines()] == texts
 
 
 def test_long_texts_cross_the_word_reads_at_every_offset():
