@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chunkd.changes import Changes
-from chunkd.documents import add_document_options, check_limits, max_bytes_value
+from chunkd.documents import add_document_options, check_limits, labels
 from chunkd.embedder import EMBED_CACHE, takes_model
 from chunkd.embedding_cache import default_folder
 from chunkd.inbox import (DEFAULT_INCLUDE, ERROR_SUFFIX, FolderChanged, Inbox, InboxOptions,
@@ -112,10 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rescan", type=float, default=60.0, metavar="SECONDS",
                         help="rescan the whole folder every SECONDS, to catch what events "
                              "missed (default: 60)")
-    parser.add_argument("--max-bytes", type=max_bytes_value, default=64 * 2**20, metavar="N",
-                        help="larger files get an error result, and so does a PDF, HTML or "
-                             "DOCX file whose text is larger (default: 67108864, 64 MiB)")
-    add_document_options(parser, max_bytes=False)
+    add_document_options(parser, max_bytes="larger files get an error result, and so does "
+                                            f"a {labels()} file whose text is larger")
     parser.add_argument("--workers", type=int, default=2, metavar="N",
                         help="files chunked at once, each by a process (default: 2)")
     parser.add_argument("--follow-symlinks", action="store_true",

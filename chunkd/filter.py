@@ -217,7 +217,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     the caller to stream. Where the input pauses (a ``Paused``), what is read so far
     is yielded as it is rendered, until the input has more: records follow their lines
     as with one process, and reading goes on as soon as it can."""
-    from concurrent.futures import ProcessPoolExecutor  # only here: it costs memory
+    import multiprocessing  # only here, with the pool: they cost memory
+    from concurrent.futures import ProcessPoolExecutor
 
     build(settings)  # load the tokenizer once, before the workers fork
     with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool, _Wake() as wake:
@@ -280,9 +281,10 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             # Ctrl-C (a terminal sends it to the workers too), or the output failed: the
             # work in hand is abandoned, and each worker's extraction in progress ends at
             # once, so that the shutdown does not wait for --extract-timeout.
-            for pid in pool._processes or {}:
+            for worker in multiprocessing.active_children():  # the pool's processes
                 try:
-                    os.kill(pid, signal.SIGINT)
+                    if worker.pid is not None:
+                        os.kill(worker.pid, signal.SIGINT)
                 except ProcessLookupError:
                     pass
             raise

@@ -28,7 +28,7 @@ import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import partial
 from typing import BinaryIO
@@ -41,7 +41,8 @@ from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
 from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
 from chunkd.embeddings import EmbedError
-from chunkd.readers import InputError, decode_blocks, display_name, read_blocks
+from chunkd.readers import (InputError, decode_blocks, display_name, open_subfolder, read_blocks,
+                            subfolder)
 from chunkd.settings import Settings
 from chunkd.ids import ChunkIds, id_bytes
 from chunkd.documents import (DEFAULT_SECONDS, FORMATS, HEAD_BYTES, Extracted, Limits,
@@ -69,7 +70,6 @@ OUTPUT_SUFFIXES = (*RESULT_SUFFIX.values(), ERROR_SUFFIX, TEMP_SUFFIX, MOVING_SU
 #: The longest file name Linux file systems take, in bytes.
 NAME_MAX = 255
 
-DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 #: A file's identity and state: (device, inode, size, mtime ns, ctime ns). Any change
 #: means "not settled", and a result recorded for other values must be confirmed.
@@ -155,41 +155,6 @@ def open_folder(path: str, expected: tuple[int, int] | None = None) -> int:
         os.close(fd)
         raise FolderChanged(f"{path} was replaced since the daemon started")
     return fd
-
-
-def open_subfolder(base: int, parts: list[str], create: bool = False) -> int:
-    """A descriptor of the folder ``base/parts...``, opened one component at a time,
-    never through a symbolic link (``ELOOP``/``ENOTDIR`` if one is on the way);
-    created if asked, with its parent's permissions."""
-    fd = os.dup(base)
-    try:
-        for part in parts:
-            made = False
-            if create:
-                try:
-                    os.mkdir(part, 0o700, dir_fd=fd)
-                    made = True
-                except FileExistsError:
-                    pass
-            child = os.open(part, DIRECTORY_FLAGS, dir_fd=fd)
-            if made:  # as open as its parent (the service's umask would close it to the group)
-                os.fchmod(child, stat.S_IMODE(os.fstat(fd).st_mode))
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-@contextmanager
-def subfolder(base: int, parts: list[str], create: bool = False) -> Iterator[int]:
-    """``open_subfolder`` for a ``with`` block."""
-    fd = open_subfolder(base, parts, create)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _split(relative: str) -> tuple[list[str], str]:
@@ -734,7 +699,7 @@ class Inbox:
         except OutputError as error:  # reading the spool back
             return Outcome("failed", f"cannot write its result: {error}")
         except OSError as error:
-            # O_NOFOLLOW | O_DIRECTORY: a link and a file answer alike (ENOTDIR or ELOOP).
+            # A link in the way (FolderLink, whose errno is ELOOP) or a file (ENOTDIR).
             where = ("a symbolic link or a file is on its output path, where a folder "
                      "should be" if error.errno in (errno.ELOOP, errno.ENOTDIR)
                      else error.strerror)

@@ -20,6 +20,7 @@ import select
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -124,24 +125,65 @@ def open_regular(path: str, follow_symlinks: bool = True, root: str | None = Non
 
 def _open_beneath(root: str, relative: str, flags: int) -> int:
     """``relative`` opened with ``flags`` beneath the folder ``root`` (followed, as the
-    user named it), every folder between opened with O_NOFOLLOW."""
+    user named it), every folder between opened with O_NOFOLLOW (``open_subfolder``)."""
     *folders, name = relative.split(os.sep)
-    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for part in folders:
+        with subfolder(top, folders) as folder:
+            return os.open(name, flags, dir_fd=folder)
+    finally:
+        os.close(top)
+
+
+#: A folder opened on the way to a file: never through a symbolic link.
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_subfolder(base: int, parts: list[str], create: bool = False) -> int:
+    """A descriptor of the folder ``base/parts...``, opened one component at a time,
+    never through a symbolic link (``FolderLink`` if one is on the way; ``ENOTDIR`` if
+    a file is); created if asked, with its parent's permissions."""
+    fd = os.dup(base)
+    try:
+        for part in parts:
+            made = False
+            if create:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    pass
             try:
-                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-                                | os.O_CLOEXEC, dir_fd=folder)
-            except OSError as error:   # a link answers ENOTDIR (or ELOOP): say which it is
-                if error.errno in (errno.ENOTDIR, errno.ELOOP) and stat.S_ISLNK(
-                        os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode):
+                child = os.open(part, DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as error:  # a link answers ENOTDIR (or ELOOP): say which it is
+                if error.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(fd, part):
                     raise FolderLink from None
                 raise
-            os.close(folder)
-            folder = inner
-        return os.open(name, flags, dir_fd=folder)
+            if made:  # as open as its parent (the service's umask would close it to the group)
+                os.fchmod(child, stat.S_IMODE(os.fstat(fd).st_mode))
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def subfolder(base: int, parts: list[str], create: bool = False) -> Iterator[int]:
+    """``open_subfolder`` for a ``with`` block."""
+    fd = open_subfolder(base, parts, create)
+    try:
+        yield fd
     finally:
-        os.close(folder)
+        os.close(fd)
+
+
+def _is_link(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:  # gone meanwhile: the error at hand stands
+        return False
 
 
 def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,

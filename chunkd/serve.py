@@ -69,7 +69,7 @@ import orjson
 
 from chunkd import __version__
 from chunkd.child import ANSWER, PROGRESS, ClientGone, limit_memory, read_until_end, write_all
-from chunkd.documents import Limits, extract_source, max_bytes_value
+from chunkd.documents import Limits, add_max_bytes_option, extract_source
 from chunkd.embedder import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.readers import InputError, decode_blocks
@@ -81,7 +81,6 @@ from chunkd.web import (ASSETS, ReportTooLarge, Told, asset, report, strategy_de
                         with_token_counts)
 
 DEFAULT_PORT = 8000
-DEFAULT_MAX_BYTES = 64 * 2**20
 DEFAULT_MAX_CHUNKS = 100_000
 DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_IDLE_TIMEOUT = 20.0
@@ -807,9 +806,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "only); 0.0.0.0 or :: offers the page to the network")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)")
-    parser.add_argument("--max-bytes", type=max_bytes_value, default=DEFAULT_MAX_BYTES, metavar="N",
-                        help="the largest document it takes, in bytes (default: "
-                             f"{DEFAULT_MAX_BYTES}, 64 MiB)")
+    add_max_bytes_option(parser, "the largest document it takes, in bytes")
     parser.add_argument("--max-chunks", type=int, default=DEFAULT_MAX_CHUNKS, metavar="N",
                         help="the most chunks a split gives; settings that make more are "
                              f"refused (default: {DEFAULT_MAX_CHUNKS:,})")

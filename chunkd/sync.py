@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import orjson
 
 from chunkd.documents import (FORMATS, HEAD_BYTES, Limits, add_document_options, check_limits,
-                              detect, extract_source, max_bytes_value, say_warnings)
+                              detect, extract_source, say_warnings)
 from chunkd.embeddings import EmbedError
 from chunkd.errors import SettingsError
 from chunkd.ids import ChunkIds
@@ -80,9 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--recursive", action="store_true", help="also take subfolders")
     parser.add_argument("--follow-symlinks", action="store_true",
                         help="take symbolic links to files too")
-    parser.add_argument("--max-bytes", type=max_bytes_value, default=64 * 2**20, metavar="N",
-                        help="larger files are not chunked (an error; default: 67108864)")
-    add_document_options(parser, max_bytes=False)
+    add_document_options(parser, max_bytes="larger files are not chunked but reported as errors")
     parser.add_argument("--retries", type=int, default=5, metavar="N",
                         help="while the store cannot be reached, try a call N more times, "
                              "waiting 0.5 s, then twice as long each time up to 30 s "

@@ -242,15 +242,21 @@ def max_bytes_value(text: str) -> int:
     return number
 
 
-def add_document_options(parser: argparse.ArgumentParser, max_bytes: bool = True) -> None:
-    """The options of a document's extraction (``Limits``); ``max_bytes``: the command
-    has no ``--max-bytes`` of its own yet."""
+def add_max_bytes_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                         meaning: str) -> None:
+    """``--max-bytes``, declared here for every command (one name, type and default);
+    ``meaning``: what the bound does in the command."""
+    parser.add_argument("--max-bytes", type=max_bytes_value, default=DEFAULT_MAX_BYTES,
+                        metavar="N", help=f"{meaning} (default: {DEFAULT_MAX_BYTES}, 64 MiB)")
+
+
+def add_document_options(parser: argparse.ArgumentParser, max_bytes: str | None = None) -> None:
+    """The options of a document's extraction (``Limits``); ``max_bytes``: what
+    ``--max-bytes`` means in the command, where it bounds more than the extraction."""
     group = parser.add_argument_group(f"{labels('and')} input")
-    if max_bytes:
-        group.add_argument("--max-bytes", type=max_bytes_value, default=DEFAULT_MAX_BYTES, metavar="N",
-                           help=f"a {labels()} file, and the text it becomes, may be "
-                                f"at most N bytes (default: {DEFAULT_MAX_BYTES}, 64 MiB); "
-                                "text input streams, unbounded")
+    add_max_bytes_option(group, max_bytes or f"a {labels()} file, and the text it becomes, "
+                                              "may be at most N bytes; text input streams, "
+                                              "unbounded")
     group.add_argument("--extract-timeout", type=float, default=DEFAULT_SECONDS,
                        metavar="SECONDS",
                        help=f"the most seconds the extraction of a {labels()} "
