@@ -159,10 +159,12 @@ def open_subfolder(base: int, parts: list[str], create: bool = False) -> int:
                 if error.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(fd, part):
                     raise FolderLink from None
                 raise
-            if made:  # as open as its parent (the service's umask would close it to the group)
-                os.fchmod(child, stat.S_IMODE(os.fstat(fd).st_mode))
-            os.close(fd)
-            fd = child
+            parent, fd = fd, child  # from here the new folder's descriptor is the one held
+            try:
+                if made:  # as open as its parent (the service's umask would close it to the group)
+                    os.fchmod(child, stat.S_IMODE(os.fstat(parent).st_mode))
+            finally:
+                os.close(parent)
     except BaseException:
         os.close(fd)
         raise

@@ -399,3 +399,27 @@ def test_a_result_another_chunkd_version_made_is_redone(inbox, watch):
     watcher.wait_for(lambda: watcher.processed() == ["a.txt"], what="the file redone")
     assert results(inbox)["a.txt"]["chunker"] == f"chunkd {chunkd.__version__}"
     assert watcher.stop() == 0
+
+
+def test_a_made_folder_that_cannot_take_its_parents_permissions_leaks_no_descriptor(
+        tmp_path, monkeypatch):
+    """The daemon makes its output's subfolders with ``open_subfolder(create=True)``,
+    giving each its parent's permissions; where that fails (another user's folder put
+    there between the mkdir and the open: EPERM), the error goes on and every
+    descriptor opened on the way is closed."""
+    from chunkd.readers import open_subfolder
+
+    base = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+
+    def refuse(fd: int, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    try:
+        monkeypatch.setattr(os, "fchmod", refuse)
+        before = sorted(os.listdir("/proc/self/fd"))
+        with pytest.raises(PermissionError):
+            open_subfolder(base, ["a", "b"], create=True)
+        assert sorted(os.listdir("/proc/self/fd")) == before
+        assert (tmp_path / "a").is_dir()
+    finally:
+        os.close(base)
