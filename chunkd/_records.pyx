@@ -12,14 +12,11 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.stdlib cimport free, realloc
-from libc.stdint cimport uint16_t, uint64_t
+from libc.stdint cimport uint16_t
 from libc.string cimport memcpy
 
-cdef extern from *:
-    int __builtin_ctzll(unsigned long long)
-
-# The runs of text that need no escaping, sixteen code units a step with SSE2 (every
-# x86-64 has it); elsewhere none is taken here and the loops below go on alone.
+# The escaping in C: the runs of text that need none, sixteen code units a step with
+# SSE2 (every x86-64 has it; elsewhere bytes go eight at a time, UCS-2 units one).
 cdef extern from *:
     """
     #if defined(__SSE2__)
@@ -27,6 +24,16 @@ cdef extern from *:
     #endif
     #include <stdint.h>
     #include <string.h>
+    /* Write at out the escape of the byte c, which escapes (ESCAPES) says it needs:
+       a backslash and its letter, or a backslash, u and four hex digits; where it ends. */
+    static char* chunkd_escaped(char* out, unsigned char c, const char* escapes) {
+        static const char hex[] = "0123456789abcdef";
+        out[0] = 92;  /* a backslash */
+        out[1] = escapes[c];
+        if (escapes[c] != 'u') return out + 2;
+        out[2] = '0'; out[3] = '0'; out[4] = hex[c >> 4]; out[5] = hex[c & 15];
+        return out + 6;
+    }
     /* Copy to out the bytes of text that stay themselves in a JSON string (at least
        0x20, no quote, no backslash: UTF-8's other bytes stay too), sixteen or eight at
        a time while there are as many; how many were copied. Up to sixteen bytes past
@@ -93,7 +100,6 @@ cdef extern from *:
        text) is encoded unit by unit without looking for plain ASCII in it. */
     static char* chunkd_ucs2_json(const uint16_t* text, Py_ssize_t length, char* out,
                                   const char* escapes) {
-        static const char hex[] = "0123456789abcdef";
         Py_ssize_t at = 0;
         while (at < length) {
             uint16_t c = text[at];
@@ -108,14 +114,7 @@ cdef extern from *:
                 if (!escapes[c]) {
                     *out++ = (char)c;
                 } else {
-                    out[0] = 92;  /* a backslash */
-                    out[1] = escapes[c];
-                    if (escapes[c] != 'u') {
-                        out += 2;
-                    } else {
-                        out[2] = '0'; out[3] = '0'; out[4] = hex[c >> 4]; out[5] = hex[c & 15];
-                        out += 6;
-                    }
+                    out = chunkd_escaped(out, (unsigned char)c, escapes);
                 }
             } else if (c < 0x800) {
                 out[0] = (char)(0xC0 | (c >> 6));
@@ -135,6 +134,7 @@ cdef extern from *:
         return out;
     }
     """
+    char* chunkd_escaped(char* out, unsigned char c, const char* escapes)
     Py_ssize_t chunkd_plain_bytes(const unsigned char* text, Py_ssize_t length, char* out)
     char* chunkd_ucs2_json(const uint16_t* text, Py_ssize_t length, char* out,
                            const char* escapes)
@@ -147,7 +147,7 @@ cdef extern from "Python.h":
     int PyUnicode_2BYTE_KIND
 
 
-if sys.byteorder != "little":  # the escape tests read words little-endian: the twin runs
+if sys.byteorder != "little":  # the eight-byte test reads words little-endian: the twin runs
     raise ImportError("chunkd._records reads words little-endian")
 
 # What a byte of UTF-8 text becomes in a JSON string, as orjson writes it: 0 where it
@@ -160,17 +160,6 @@ for byte in range(256):
 ESCAPES[0x08], ESCAPES[0x09], ESCAPES[0x0A], ESCAPES[0x0C], ESCAPES[0x0D] = \
     b'b', b't', b'n', b'f', b'r'
 ESCAPES[0x22], ESCAPES[0x5C] = b'"', b'\\'
-cdef const char* HEX = b"0123456789abcdef"
-
-cdef inline char* escaped(char* out, unsigned char c):
-    """Write the escape of the byte ``c`` at ``out``; where it ends."""
-    cdef char escape = ESCAPES[c]
-    out[0], out[1] = b'\\', escape
-    if escape != b'u':
-        return out + 2
-    out[2], out[3], out[4], out[5] = b'0', b'0', HEX[c >> 4], HEX[c & 15]
-    return out + 6
-
 
 # The bytes between the record's parts.
 cdef bytes START = b'"index":', START_ = b',"start":', END_ = b',"end":'
@@ -238,7 +227,7 @@ cdef class _Buffer:
                     self.size += 1
 
     cdef inline void put_escape(self, unsigned char c):
-        self.size = escaped(self.data + self.size, c) - self.data
+        self.size = chunkd_escaped(self.data + self.size, c, ESCAPES) - self.data
 
     cdef bint put_ucs2(self, const uint16_t* text, Py_ssize_t length):
         """A two-byte kind of str's ``text`` as the inside of a JSON string, encoded to
