@@ -9,6 +9,7 @@ import os
 import resource
 import selectors
 import socket
+import threading
 import time
 from collections.abc import Callable
 
@@ -87,3 +88,26 @@ def limit_memory(more: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > size + more:
         resource.setrlimit(resource.RLIMIT_AS, (size + more, hard))
+
+
+def keep_only_descriptors(keep: set[int]) -> None:
+    """Close every descriptor of this forked process but ``keep``: the parent's
+    sockets, files and pipes are not the child's (a reader waits on a pipe to end until
+    every copy of its writing end is closed). A thread another library starts again in
+    every fork (LanceDB's event loop) loses its descriptors here and fails: it has
+    nothing to do in this process, nor to say on stderr."""
+    threading.excepthook = _ignored
+    try:  # Linux: only the descriptors open, not every number up to the limit
+        opened = sorted(map(int, os.listdir("/proc/self/fd")))
+    except OSError:
+        opened = list(range(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in opened:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:  # the listing's own, or one never open
+                pass
+
+
+def _ignored(_failure: threading.ExceptHookArgs) -> None:
+    pass

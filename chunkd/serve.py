@@ -52,7 +52,6 @@ import argparse
 import ipaddress
 import math
 import os
-import resource
 import signal
 import socket
 import socketserver
@@ -68,7 +67,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import orjson
 
 from chunkd import __version__
-from chunkd.child import ANSWER, PROGRESS, ClientGone, limit_memory, read_until_end, write_all
+from chunkd.child import (ANSWER, PROGRESS, ClientGone, keep_only_descriptors, limit_memory,
+                          read_until_end, write_all)
 from chunkd.documents import Limits, add_max_bytes_option, extract_source
 from chunkd.embedder import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
@@ -318,9 +318,7 @@ def _split_in_child(out: int, settings: Settings, body: bytes, name: str | None,
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(math.ceil(time_limit) + 5)  # ends it even if the server was killed
-        # The listening socket and the connections are the server's, not this one's.
-        os.closerange(3, out)
-        os.closerange(out + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        keep_only_descriptors({0, 1, 2, out})  # the listening socket and connections too
         limit_memory(SPLIT_MEMORY)
         status, answer = _split(settings, body, name, max_chunks, max_bytes,
                                 _ProgressLines(out) if progress else None)

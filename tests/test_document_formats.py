@@ -200,6 +200,39 @@ def test_a_forked_process_starts_its_own_worker(faults):
     assert worker_pid() == parents  # the parent's own is untouched
 
 
+#: A library that starts a thread again in every fork (as LanceDB restarts its event
+#: loop's), on a descriptor of its own that the worker closes: the thread fails.
+THREAD_IN_EVERY_FORK = """
+import os, sys, threading, time
+from chunkd.documents import Limits, extract
+
+def poll(fd):
+    while True:
+        os.fstat(fd)
+        time.sleep(0.005)
+
+def restart():
+    read, _ = os.pipe()
+    threading.Thread(target=poll, args=(read,), daemon=True).start()
+
+os.register_at_fork(after_in_child=restart)
+text = extract(b"<p>one paragraph</p>", "html", "page.html", Limits()).text
+time.sleep(0.3)  # the worker lives as long as this process
+print(text)
+"""
+
+
+def test_a_thread_that_a_library_starts_in_the_worker_says_nothing_when_it_fails():
+    """The worker keeps none of the parent's descriptors, and so none of those a thread
+    started in its fork works with; that thread's failure is not on stderr."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", THREAD_IN_EVERY_FORK], capture_output=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"one paragraph\n", b"")
+
+
 # --- DOCX paragraphs read from the XML --------------------------------------------------
 
 def test_docx_paragraph_text_is_python_docx_s_on_every_paragraph_and_cell():

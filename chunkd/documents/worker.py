@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from chunkd.child import limit_memory
+from chunkd.child import keep_only_descriptors, limit_memory
 from chunkd.documents.base import FORMATS, DocumentError, Extracted, Format, Limits
 
 #: The memory (address space) the worker may take beyond what it starts with.
@@ -350,14 +350,7 @@ def _detach(requests: int, answers: int) -> None:
     for fd in (0, 1):
         os.dup2(null, fd)
     os.close(null)
-    keep = {0, 1, 2, requests, answers}
-    opened = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []
-    for fd in map(int, opened):
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    keep_only_descriptors({0, 1, 2, requests, answers})
 
 
 def _read_blocking(fd: int) -> bytes | None:
