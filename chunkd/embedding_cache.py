@@ -73,6 +73,21 @@ def entry_key(identity: str, text: str) -> bytes:
                           + text.encode("utf-8", "surrogatepass")).digest()
 
 
+def _write_ahead(connection: sqlite3.Connection) -> None:
+    """Put the database in write-ahead-log mode, waiting up to ``BUSY_SECONDS`` on other
+    processes: while one makes a new database WAL, SQLite answers another's "database
+    is locked" at once, without its busy timeout."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def checksum(key: bytes, vector: bytes) -> bytes:
     return hashlib.blake2b(key + vector, digest_size=16).digest()
 
@@ -108,12 +123,7 @@ class DiskCache:
         self._refuse_a_link()
         for attempt in range(2):
             try:
-                connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS,
-                                             isolation_level=None, check_same_thread=False)
-                connection.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
-                connection.execute("PRAGMA journal_mode = WAL")
-                connection.execute("PRAGMA synchronous = NORMAL")
-                connection.executescript(_SCHEMA)
+                connection = self._opened()
                 break
             except sqlite3.DatabaseError as error:
                 if attempt or isinstance(error, sqlite3.OperationalError) and \
@@ -122,6 +132,20 @@ class DiskCache:
                                         f"{DATABASE}: {error}") from None
                 self._set_aside(error)
         self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _opened(self) -> sqlite3.Connection:
+        """A new connection to the database, made (or set up) if it is new."""
+        connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None,
+                                     check_same_thread=False)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
+            _write_ahead(connection)
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.executescript(_SCHEMA)
+        except BaseException:
+            connection.close()
+            raise
         return connection
 
     def _refuse_a_link(self) -> None:

@@ -403,6 +403,19 @@ def test_least_recently_used_entries_leave_first(tmp_path):
     assert model.sent == sent
 
 
+def in_processes(context, count: int, target, *args) -> list:
+    """What each of ``count`` processes running ``target(*args, queue)`` put on the
+    queue."""
+    queue = context.Queue()
+    children = [context.Process(target=target, args=(*args, queue)) for _ in range(count)]
+    for child in children:
+        child.start()
+    answers = [queue.get(timeout=120) for _ in children]
+    for child in children:
+        child.join(60)
+    return answers
+
+
 def _embed_in_child(folder: str, texts: list[str], queue) -> None:
     model = DiskCached(counting_model([]), DiskCache(folder))
     queue.put((model.embed(texts).tobytes(), model.sent))
@@ -410,15 +423,8 @@ def _embed_in_child(folder: str, texts: list[str], queue) -> None:
 
 def test_processes_share_one_cache(tmp_path):
     texts = [f"shared text {number}" for number in range(300)]
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    children = [context.Process(target=_embed_in_child, args=(str(tmp_path), texts, queue))
-                for _ in range(4)]
-    for child in children:
-        child.start()
-    answers = [queue.get(timeout=120) for _ in children]
-    for child in children:
-        child.join(60)
+    answers = in_processes(multiprocessing.get_context("spawn"), 4, _embed_in_child,
+                           str(tmp_path), texts)
     assert len({vectors for vectors, _ in answers}) == 1
     assert numpy.array_equal(numpy.frombuffer(answers[0][0], numpy.float32).reshape(300, 8),
                              numpy.array(hashed_vectors(texts), dtype=numpy.float32))
@@ -426,6 +432,26 @@ def test_processes_share_one_cache(tmp_path):
     model = DiskCached(counting_model([]), DiskCache(str(tmp_path)))
     model.embed(texts)
     assert model.sent == 0
+
+
+def _open_at_once(folder: str, ready, answers) -> None:
+    ready.wait(30)  # all at once
+    try:
+        DiskCache(folder)
+        answers.put("opened")
+    except Exception as error:  # noqa: BLE001 (the answer the test reads)
+        answers.put(str(error))
+
+
+def test_processes_that_make_one_cache_at_once_all_open_it(tmp_path):
+    """Eight processes open a new cache folder at the same moment, ten times over: while
+    one makes the database WAL, SQLite answers the others "database is locked" without
+    waiting (about one round in three failed so), and the cache waits on it instead."""
+    context = multiprocessing.get_context("fork")
+    for round_ in range(10):
+        folder = str(tmp_path / f"cache{round_}")
+        said = in_processes(context, 8, _open_at_once, folder, context.Barrier(8))
+        assert said == ["opened"] * 8, said
 
 
 def test_the_semantic_strategy_batches_windows_across_documents(tmp_path):
