@@ -59,10 +59,38 @@ def test_a_plain_run_imports_only_what_it_uses(options):
     records, imported = run()
     size = int(options[1])
     assert [r["text"] for r in records] == langchain_chunks(text, size, size // 10, options[0][2:])
-    assert "chunkd.filter" in imported and not unused & imported
+    assert "chunkd.readers" in imported and not unused & imported
     records, imported = run("--ids")
     assert all(len(r["chunk_id"]) == 36 for r in records)
     assert {"hashlib", "orjson"} <= imported
+
+
+def test_a_caller_in_process_keeps_its_garbage_collector(tmp_path, capsys):
+    """The command freezes what start-up made (``cli._imported``); a program or test
+    that calls ``main`` with its arguments keeps its collector as it was: on, with
+    nothing more frozen, and collecting what it leaves behind."""
+    import gc
+    import weakref
+
+    from chunkd import cli
+
+    document = tmp_path / "a.txt"
+    document.write_text("one two three\n\nfour five six", encoding="utf-8")
+
+    class Cycle:
+        pass
+
+    cycle = Cycle()
+    cycle.itself = cycle  # collectable only by the collector
+    gone = weakref.ref(cycle)
+    del cycle
+    frozen = gc.get_freeze_count()
+    assert cli.main(["--chars", "10", "--overlap", "0", str(document)]) == 0
+    assert [r["text"] for r in ndjson(capsys.readouterr().out.encode())] == [
+        "one two", "three", "four five", "six"]
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    gc.collect()
+    assert gone() is None
 
 
 def test_default_is_1000_chars_with_10_percent_overlap():
