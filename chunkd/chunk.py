@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import numpy
 
 
-@dataclass(frozen=True)
-class RecordField:
+class RecordField(NamedTuple):
     """An optional field of a chunk record, declared once for every writer (NDJSON,
     JSON, msgpack, Arrow, Parquet): its name, its Arrow type, and what it holds. The
     field is also an attribute of ``Chunk``, of the same name, which types it."""

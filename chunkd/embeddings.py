@@ -32,12 +32,12 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from chunkd.errors import SettingsError
+from chunkd.embedder import ENDPOINT_CONCURRENCY
+from chunkd.errors import EmbedError, SettingsError
 
 if TYPE_CHECKING:
     import numpy
@@ -46,11 +46,6 @@ if TYPE_CHECKING:
 EXTRA = "pip install 'sentence-transformers>=3'"
 #: Texts a model embeds at once.
 BATCH = 32
-
-
-class EmbedError(Exception):
-    """A model that failed while embedding (an endpoint that answered wrong, or not at
-    all); the message says what, in one line."""
 
 
 class Embedder(Protocol):
@@ -242,8 +237,6 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
-#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
-ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 #: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
 #: 4 s at most): with the default tries, a call that keeps being told to wait ends
@@ -309,8 +302,7 @@ def _ambiguous(url: str) -> bool:
     return "@" in re.sub(r"^[^/?#]*", "", url.partition("://")[2])
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """How an endpoint is called: at most ``concurrency`` requests in flight, each of at
     most ``batch`` texts whose tokens sum to at most ``batch_tokens`` (None: what the
     server's ``/info`` says, else ``ENDPOINT_BATCH``, ``ENDPOINT_BATCH_TOKENS``), tokens

@@ -24,8 +24,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
 from chunkd import __version__
 from chunkd.commands import COMMANDS
@@ -33,7 +32,7 @@ from chunkd.documents import (DocumentFile, Limits, add_document_options, check_
                               document_source,
                               file_opener, kinds, labels)
 from chunkd.embedder import VECTORS, batch_size, embedder, takes_model
-from chunkd.embeddings import EmbedError
+from chunkd.errors import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.progress import Progress, input_size
 from chunkd.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
@@ -161,7 +160,8 @@ def read_ahead(items: Iterable[Document | InputError | Paused],
             except InputError as error:
                 item = error
             else:
-                item = replace(item, blocks=TextBlocks(text))
+                item = Document(item.name, TextBlocks(text), item.fields, item.size,
+                                item.media_type)
                 size += len(text)
         held.append(item)
         if size >= AHEAD_CHARS:
@@ -333,8 +333,7 @@ def _worker_start() -> None:
 
 # --- the command -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """The filter's options, resolved once: what to read, how to cut, what to write."""
 
     files: list[str]

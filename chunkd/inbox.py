@@ -40,7 +40,7 @@ from chunkd.changes import Changes, result_ids
 from chunkd.chunk import Chunk
 from chunkd.output import OutputError, write_all
 from chunkd.embedder import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
-from chunkd.embeddings import EmbedError
+from chunkd.errors import EmbedError
 from chunkd.readers import (InputError, decode_blocks, display_name, open_subfolder, read_blocks,
                             subfolder)
 from chunkd.settings import Settings

@@ -19,8 +19,7 @@ from __future__ import annotations
 import argparse
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, NoReturn, TypeVar, overload
 
 from chunkd.errors import SettingsError
 
@@ -45,8 +44,7 @@ class Record(enum.Enum):
     NEVER = "never"
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One command-line spelling of a setting, ripgrep-style: its spelling, what it
     takes, its help, and how its value updates the settings being made (``Draft``).
     ``chunkd serve`` takes the flags of settings a request may set as query parameters
@@ -81,47 +79,68 @@ class Flag:
         return text if self.parse is None else self.parse(text)
 
 
-@dataclass(eq=False, repr=False)
 class Option(Generic[T]):
     """One setting, declared once. On ``Settings`` it is an attribute typed ``T``; a
-    strategy's own option is read as ``settings[OPTION]``."""
+    strategy's own option is read as ``settings[OPTION]``. (A plain class, as every
+    class made at start-up: ``dataclasses`` alone takes a tenth of it to import.)"""
 
-    #: Its value when not given (None: resolved from other settings, see ``implied``).
-    default: T | None
-    #: What it is, in a few words (``/api/config``).
-    help: str
-    _: KW_ONLY
-    flags: tuple[Flag, ...] = ()
-    #: Checks a given value (not None) and returns it as held; its second argument names
-    #: the option in a message.
-    check: Callable[[Any, str], T] | None = None
-    #: Relations with other options, checked once every value is resolved: ``values``
-    #: by name, and how a message names an option.
-    check_with: Callable[[Mapping[str, Any], Callable[[str], str]], None] | None = None
-    record: Record = Record.SET
-    #: Its value when not given, where that depends on other settings.
-    implied: Callable[[Mapping[str, Any]], T] | None = None
-    #: Whether a ``chunkd serve`` request may set it (else it stays the server's).
-    request: bool = False
-    #: Whether ``chunkd eval`` takes a comma list of its flags' values.
-    grid: bool = False
-    #: The strategies that take it (None: every one), and the message for the others
-    #: (``{option}`` its spelling, ``{strategy}`` the strategy).
-    applies: Callable[[type[Strategy]], bool] | None = None
-    refusal: str = ""
-    #: The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) records carry when
-    #: it is set (differs from its default).
-    fields: tuple[str, ...] = ()
-    #: When it is set, how it makes the chunker: from the settings and ``inner``, which
-    #: makes the chunker of the options declared before it (the strategy's, at first),
-    #: perhaps from other settings (a smaller size). None: the strategy reads it.
-    builds: Callable[..., Chunker] | None = None
-    #: Its value as results record it (JSON), when that is not the value itself.
-    to_json: Callable[[T], Any] | None = None
-    #: How messages about its value name it ("size"); None: as the caller spells it.
-    noun: str | None = None
-    #: The API's keyword and the record's key (set from the attribute on ``Settings``).
-    name: str = ""
+    def __init__(
+        self,
+        #: Its value when not given (None: resolved from other settings, see ``implied``).
+        default: T | None,
+        #: What it is, in a few words (``/api/config``).
+        help: str,
+        *,
+        flags: tuple[Flag, ...] = (),
+        #: Checks a given value (not None) and returns it as held; its second argument
+        #: names the option in a message.
+        check: Callable[[Any, str], T] | None = None,
+        #: Relations with other options, checked once every value is resolved:
+        #: ``values`` by name, and how a message names an option.
+        check_with: Callable[[Mapping[str, Any], Callable[[str], str]], None] | None = None,
+        record: Record = Record.SET,
+        #: Its value when not given, where that depends on other settings.
+        implied: Callable[[Mapping[str, Any]], T] | None = None,
+        #: Whether a ``chunkd serve`` request may set it (else it stays the server's).
+        request: bool = False,
+        #: Whether ``chunkd eval`` takes a comma list of its flags' values.
+        grid: bool = False,
+        #: The strategies that take it (None: every one), and the message for the
+        #: others (``{option}`` its spelling, ``{strategy}`` the strategy).
+        applies: Callable[[type[Strategy]], bool] | None = None,
+        refusal: str = "",
+        #: The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) records carry
+        #: when it is set (differs from its default).
+        fields: tuple[str, ...] = (),
+        #: When it is set, how it makes the chunker: from the settings and ``inner``,
+        #: which makes the chunker of the options declared before it (the strategy's,
+        #: at first), perhaps from other settings (a smaller size). None: the strategy
+        #: reads it.
+        builds: Callable[..., Chunker] | None = None,
+        #: Its value as results record it (JSON), when that is not the value itself.
+        to_json: Callable[[T], Any] | None = None,
+        #: How messages about its value name it ("size"); None: as the caller spells it.
+        noun: str | None = None,
+        #: The API's keyword and the record's key (set from the attribute on
+        #: ``Settings``).
+        name: str = "",
+    ) -> None:
+        self.default = default
+        self.help = help
+        self.flags = flags
+        self.check = check
+        self.check_with = check_with
+        self.record = record
+        self.implied = implied
+        self.request = request
+        self.grid = grid
+        self.applies = applies
+        self.refusal = refusal
+        self.fields = fields
+        self.builds = builds
+        self.to_json = to_json
+        self.noun = noun
+        self.name = name
 
     def default_in(self, values: Mapping[str, Any]) -> Any:
         """Its value when not given, among ``values``."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import json
 import os
 import re
 import select
@@ -21,8 +20,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from chunkd.chunk import OPTIONAL_FIELDS
 from chunkd.output import widen_pipe
@@ -61,7 +59,6 @@ def display_name(name: str) -> str:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass
 class Document:
     """One input document: its name (None for stdin), its text blocks, and the
     extra fields of its NDJSON line, which are copied into every chunk record.
@@ -70,11 +67,16 @@ class Document:
     ``media_type``: a PDF's, an HTML or a DOCX file's (its blocks are then a
     ``chunkd.documents.DocumentFile``), else None."""
 
-    name: object            # a path, an NDJSON line's "id" (any JSON value) or its number
-    blocks: Iterable[str]
-    fields: dict = field(default_factory=dict)
-    size: int | None = None
-    media_type: str | None = None
+    def __init__(self, name: object, blocks: Iterable[str], fields: dict | None = None,
+                 size: int | None = None, media_type: str | None = None) -> None:
+        self.name = name  # a path, an NDJSON line's "id" (any JSON value) or its number
+        self.blocks = blocks
+        self.fields = {} if fields is None else fields
+        self.size = size
+        self.media_type = media_type
+
+    def __repr__(self) -> str:
+        return f"Document({self.name!r}, size={self.size}, media_type={self.media_type})"
 
 
 #: Called with every raw block read (to hash the input, or to show progress).
@@ -248,8 +250,7 @@ def stream_document(stream: BinaryIO, errors: str, on_bytes: OnBytes = None) -> 
     return Document(None, decode_blocks(read_blocks(stream, on_bytes), "stdin", errors))
 
 
-@dataclass(frozen=True)
-class Paused:
+class Paused(NamedTuple):
     """What a reader asked for pauses yields where its input has nothing more for now
     (the next read would wait for a pipe's writer): a caller holding documents back
     to batch them sends them on, so that records follow their lines promptly, and
@@ -388,6 +389,8 @@ def _parse_line(line: bytes, errors: str) -> object:
             raise ValueError(_surrogate_problem(line, error)) from None
         surrogates = True  # valid JSON that orjson refuses: Python's parser keeps them
     if surrogates or _LONG_INTEGER.search(line):  # rare: parse again, integers exact
+        import json
+
         try:
             record = json.loads(line.decode("utf-8", errors), parse_int=_int64,
                                 parse_constant=_no_constant)
@@ -441,6 +444,8 @@ def _line_problem(line: bytes, at: int, error: ValueError) -> str:
     except UnicodeDecodeError as bad:
         return (f"invalid UTF-8 at byte {at + bad.start} of the input "
                 "(use --errors replace to substitute U+FFFD)")
+    import json
+
     if isinstance(error, json.JSONDecodeError):
         return f"malformed JSON at column {error.colno}: {error.msg}"
     return str(error)

@@ -16,8 +16,6 @@ Raw options (flags and their values, a query's parameters, a grid point) become
 from __future__ import annotations
 
 import argparse
-import json
-import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -544,6 +542,8 @@ def _default_shown(option: Option[Any], flag: Flag, values: Mapping[str, Any]) -
         return []
     if flag.parse is None and flag.choices is None:
         return [flag.spelling] if value == flag.const else []
+    import json  # a command line shown (serve, eval), never the filter's
+
     value = value if option.to_json is None else option.to_json(value)
     return [flag.spelling, value if isinstance(value, str) else json.dumps(value)]
 
@@ -653,6 +653,8 @@ class LineFormatter(argparse.HelpFormatter):
     indented line's continuation two spaces further, to show where an item ends)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap  # only for help, as in argparse
+
         lines = []
         for line in text.splitlines():
             stripped = line.lstrip()

@@ -9,9 +9,12 @@ SIGHUP (``systemctl reload``) or SIGTERM during a slow start must not kill it.
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import queue
 
 
 class Requests:

@@ -32,8 +32,7 @@ import orjson
 
 from chunkd.documents import (FORMATS, HEAD_BYTES, Limits, add_document_options, check_limits,
                               detect, extract_source, say_warnings)
-from chunkd.embeddings import EmbedError
-from chunkd.errors import SettingsError
+from chunkd.errors import EmbedError, SettingsError
 from chunkd.ids import ChunkIds
 from chunkd.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
 from chunkd.readers import (FolderLink, InputError, decode_blocks, display_name, open_regular,

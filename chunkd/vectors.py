@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import Chunk
-from chunkd.embeddings import EmbedError
+from chunkd.errors import EmbedError
 
 if TYPE_CHECKING:
     from chunkd.documents import Extracted

@@ -7,7 +7,7 @@ extraction's process."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Between two pages of a PDF's text.
 PAGE_BREAK = "\n\f\n"
@@ -18,8 +18,7 @@ DEFAULT_SECONDS = 60.0
 HEAD_BYTES = 1024
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """What one document's extraction may take: bytes of input and of extracted text
     (``--max-bytes``), and seconds (``--extract-timeout``); and whether a page without
     text is read by OCR (``--ocr``)."""
@@ -29,8 +28,7 @@ class Limits:
     ocr: bool = False
 
 
-@dataclass(frozen=True)
-class Extracted:
+class Extracted(NamedTuple):
     """A document's text; for a PDF the offset in it where each page starts (page 1 at
     0); and what the reader should be told of it (one line each, no file name), such
     as the pages that have no text."""
@@ -49,8 +47,7 @@ class DocumentError(Exception):
 Whole = Callable[[], "bytes | str"]
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     """One input format besides text: how a file is told to be one (``sniff`` its head,
     then its name's ``extensions``), what it is called (``name``, ``--input``'s choice;
     ``label``, in messages), its ``media_type``, its ``parse`` (run in the extraction's

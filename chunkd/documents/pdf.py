@@ -5,7 +5,6 @@ the extraction's process and within its bounds."""
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 
@@ -104,6 +103,8 @@ def tessdata() -> str | None:
     given = os.environ.get("TESSDATA_PREFIX")
     if given:
         return given
+    import glob
+
     found = sorted(glob.glob("/usr/share/tesseract-ocr/*/tessdata"))
     return found[-1] if found else None
 

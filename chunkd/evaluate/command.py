@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from chunkd import __version__
 from chunkd.documents import add_document_options, check_limits, labels
-from chunkd.embeddings import EmbedError
+from chunkd.errors import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.progress import Progress
 from chunkd.settings import (DEFAULT_TOKENIZER, CommandParser, SettingsError,

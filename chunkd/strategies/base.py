@@ -8,8 +8,7 @@ import them without a circle."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
@@ -69,8 +68,7 @@ class Draft(Protocol):
     def kind(self) -> type[Strategy]: ...
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """What a chunker learns of a document before its text (``begin``): its name as
     the records give it (any JSON value; None: unnamed, as stdin or the API's text),
     its media type when one is known (None: not known), and for a PDF the offset in its

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from operator import itemgetter
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeAlias
 
 from chunkd import core
 from chunkd.chunk import Chunk
@@ -57,23 +56,29 @@ if TYPE_CHECKING:
     from chunkd.units.base import LengthUnit
 
 
-@dataclass(frozen=True, eq=False)   # each is one of GRAMMARS: hashed by identity, cheaply
 class Grammar:
     """A language chunkd parses: its name in records, the package that carries its
     grammar (and the module and function giving it), the LangChain language whose
     separators cut an oversized leaf, the file name extensions and shebang
     interpreters that name it, its definitions' node types, and the keywords that each
     of its definitions holds as a token of its own (none where some definition has
-    none, as a JavaScript method)."""
+    none, as a JavaScript method). Each is one of ``GRAMMARS``: compared and hashed by
+    identity, cheaply (the parser's caches are keyed by it)."""
 
-    name: str
-    package: str
-    function: str
-    separators: str
-    extensions: tuple[str, ...]
-    interpreters: tuple[str, ...]
-    definitions: frozenset[str]
-    keywords: tuple[str, ...] = ()
+    def __init__(self, name: str, package: str, function: str, separators: str,
+                 extensions: tuple[str, ...], interpreters: tuple[str, ...],
+                 definitions: frozenset[str], keywords: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.package = package
+        self.function = function
+        self.separators = separators
+        self.extensions = extensions
+        self.interpreters = interpreters
+        self.definitions = definitions
+        self.keywords = keywords
+
+    def __repr__(self) -> str:
+        return f"Grammar({self.name!r})"
 
     @property
     def module(self) -> str:
@@ -309,8 +314,7 @@ class Code(Strategy):
 Piece: TypeAlias = "tuple[int, int, tuple[Node, ...]]"
 
 
-@dataclass(frozen=True, slots=True)
-class Outline:
+class Outline(NamedTuple):
     """A document's definitions, in order (by start, an enclosing one first), in code
     points: where each starts and ends, where its code ends (before the comments that
     end it), the index of the one enclosing it (-1: none), its symbol and its qualified
@@ -346,21 +350,25 @@ class Outline:
         return cls(starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends)
 
 
-@dataclass(slots=True)
 class _Level:
     """A level of the cut on the stack: its pieces, its kind, whether it is a
     definition's (whose header is a signature), the next piece to place (``at``), and
     whether a piece of it was cut (``past``: a construct is past its header)."""
 
-    pieces: list[Piece]
-    kind: int
-    definition: bool
-    at: int = 0
-    past: bool = False
-    #: The batches of children still to come, each with where the one after starts
-    #: (``_batches``), and where the last ends; None: all are in ``pieces``.
-    rest: Iterator[tuple[list[Node], int | None]] | None = None
-    end: int = 0
+    __slots__ = ("pieces", "kind", "definition", "at", "past", "rest", "end")
+
+    def __init__(self, pieces: list[Piece], kind: int, definition: bool,
+                 rest: Iterator[tuple[list[Node], int | None]] | None = None,
+                 end: int = 0) -> None:
+        self.pieces = pieces
+        self.kind = kind
+        self.definition = definition
+        self.at = 0
+        self.past = False
+        #: The batches of children still to come, each with where the one after starts
+        #: (``_batches``), and where the last ends; None: all are in ``pieces``.
+        self.rest = rest
+        self.end = end
 
 
 class Offsets:

@@ -4,7 +4,6 @@ streaming (``chunkd.core``), in code points or cl100k_base tokens."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +43,8 @@ def _check_separators(value: Any, name: str) -> tuple[str, ...]:
 
 def _separators_value(text: str) -> list[str]:
     """``--separators``: a JSON list of strings."""
+    import json  # only where the option is given: not at every start
+
     try:
         value = json.loads(text)
     except ValueError as error:
