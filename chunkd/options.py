@@ -81,8 +81,8 @@ class Flag(NamedTuple):
 
 class Option(Generic[T]):
     """One setting, declared once. On ``Settings`` it is an attribute typed ``T``; a
-    strategy's own option is read as ``settings[OPTION]``. (A plain class, as every
-    class made at start-up: ``dataclasses`` alone takes a tenth of it to import.)"""
+    strategy's own option is read as ``settings[OPTION]``. (Not a dataclass, as no
+    class that start-up makes is: importing ``dataclasses`` took a tenth of it.)"""
 
     def __init__(
         self,

@@ -76,7 +76,7 @@ class Document:
         self.media_type = media_type
 
     def __repr__(self) -> str:
-        return f"Document({self.name!r}, size={self.size}, media_type={self.media_type})"
+        return f"Document({self.name!r}, size={self.size}, media_type={self.media_type!r})"
 
 
 #: Called with every raw block read (to hash the input, or to show progress).

@@ -1,8 +1,8 @@
 """What signals asked the daemon for, recorded from the first moment of start-up; and
 the worker processes' tie to their parent.
 
-Kept apart and light (no imports beyond the standard library's os, signal, threading
-and queue) so that ``chunkd watch`` installs its handlers before it imports the rest: a
+Kept apart and light (no imports beyond the standard library's os, signal and
+threading) so that ``chunkd watch`` installs its handlers before it imports the rest: a
 SIGHUP (``systemctl reload``) or SIGTERM during a slow start must not kill it.
 """
 

@@ -189,8 +189,6 @@ if faults.get("lance_enospc_while"):
     lancedb.merge.LanceMergeInsertBuilder.execute = full_disk_execute
 
 if faults.get("text_past_memory"):
-    import dataclasses
-
     from chunkd.documents import FORMATS
 
     class Unencodable(str):
@@ -201,6 +199,6 @@ if faults.get("text_past_memory"):
 
     def unencodable_parse(data, limits):
         extracted = html.parse(data, limits)
-        return dataclasses.replace(extracted, text=Unencodable(extracted.text))
+        return extracted._replace(text=Unencodable(extracted.text))
 
-    FORMATS["html"] = dataclasses.replace(html, parse=unencodable_parse)
+    FORMATS["html"] = html._replace(parse=unencodable_parse)
