@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from chunkd.embeddings import ENDPOINT_CONCURRENCY
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
 
@@ -245,8 +246,6 @@ EMBED_MODEL = register_option(Option[str](
     None, "the model an embeddings endpoint serves", name="embed_model", flags=(
         Flag("--embed-model", "the model --embed-url serves, as the endpoint names it",
              metavar="NAME", parse=str),)), after="embed_url")
-#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
-ENDPOINT_CONCURRENCY = 4
 #: How the endpoint is called (``chunkd.embeddings.Limits``): the vectors are the same,
 #: so results do not record it. The batch bounds' defaults are the server's (``/info``).
 EMBED_CONCURRENCY = register_option(Option[int](

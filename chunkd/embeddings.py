@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import os
 import re
 import stat
@@ -36,7 +35,6 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from chunkd.embedder import ENDPOINT_CONCURRENCY
 from chunkd.errors import EmbedError, SettingsError
 
 if TYPE_CHECKING:
@@ -237,6 +235,8 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
+#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
+ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 #: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
 #: 4 s at most): with the default tries, a call that keeps being told to wait ends
@@ -492,7 +492,9 @@ class OpenAIEmbedder:
         """The limits the server's ``GET /info`` gives (Hugging Face TEI's): none
         from a server that answers otherwise (most have no ``/info``), None from one
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
-        from chunkd.http_client import NoAnswer, TooLarge, call  # http and ssl: for endpoints only
+        import json  # as http and ssl: for endpoints only, never at the command's start
+
+        from chunkd.http_client import NoAnswer, TooLarge, call
 
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[:-len("/v1/embeddings")] + "/info"
@@ -525,6 +527,8 @@ class OpenAIEmbedder:
         return headers
 
     def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
+        import json
+
         # (the messages name Python's exception, never an answer's words)
         try:
             items = sorted(json.loads(self._post(texts, given_up))["data"],
@@ -547,6 +551,8 @@ class OpenAIEmbedder:
     def _post(self, texts: list[str], given_up: threading.Event) -> bytes:
         """The body of a successful answer to one call, after retries; ``given_up``
         (another call failed) ends the tries."""
+        import json
+
         from chunkd.http_client import NoAnswer, TooLarge, call
 
         body = json.dumps({"model": self.model, "input": texts}).encode()

@@ -1,7 +1,7 @@
 """The errors every front end shows as one line: settings that cannot work, raised
 wherever settings are checked (the settings themselves, the strategies), and a model
 that failed while embedding. Here, not beside what raises them, so that a front end
-that catches them imports nothing more at start-up."""
+that catches them needs nothing more."""
 
 
 class SettingsError(ValueError):

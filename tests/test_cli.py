@@ -29,9 +29,9 @@ def test_stdin_tokens_matches_langchain():
 
 #: Modules the plain filter has no use for, imported only where they are needed (each
 #: takes milliseconds at every start): the temporary files of whole-document formats,
-#: tiktoken's cache and library, the embedding clients, and what help or OCR alone use.
-NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "chunkd.embeddings",
-                "textwrap", "glob", "queue"}
+#: tiktoken's cache and library, and what help or OCR alone use.
+NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
+                "queue"}
 #: And with the compiled core, whose writer writes the records: orjson, which the twin
 #: writer and JSON-lines input use, and what it imports: uuid, json and dataclasses
 #: (with the ``inspect`` that dataclasses imports, about a fifth of the start-up until
