@@ -260,7 +260,15 @@ class Daemon:
 
     def submit(self, relative: str) -> None:
         assert self.pool is not None, "run() starts the pool before it dispatches"
-        future = self.pool.submit(_work, relative)
+        try:
+            future = self.pool.submit(_work, relative)
+        except BrokenProcessPool:
+            # A worker died a moment ago and the failures of the files it had in hand
+            # are not in yet (they come from the pool's own thread): this file was not
+            # one of them; it goes to a new pool, and theirs, when they come, are of
+            # the old one.
+            self.replace_pool()
+            future = self.pool.submit(_work, relative)
         self.running[relative] = (future, self.generation)
         future.add_done_callback(lambda _: self.events.put(("done", relative)))
 
@@ -435,13 +443,7 @@ class Daemon:
         that kills a worker alone is known and gets an error result, and the others,
         which were only queued or unlucky, are not blamed."""
         if generation == self.generation and not self.requests.stop.is_set():
-            self.deaths_in_a_row += 1
-            if self.deaths_in_a_row > 3:  # they cannot even start (see their stderr)
-                raise RuntimeError("worker processes keep dying before finishing any file")
-            log.error("a worker process died; starting new ones")
-            assert self.pool is not None, "a worker died: the pool was started"
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.start_pool()
+            self.replace_pool()
         st = self.inbox.stat(relative)
         if st is None:
             self.suspects.discard(relative)
@@ -454,6 +456,16 @@ class Daemon:
         else:
             self.suspects.add(relative)
             self.wait(relative, signature(st), time.monotonic())
+
+    def replace_pool(self) -> None:
+        """A worker of the pool died: count the death and start a new pool."""
+        self.deaths_in_a_row += 1
+        if self.deaths_in_a_row > 3:  # they cannot even start (see their stderr)
+            raise BrokenProcessPool("worker processes keep dying before finishing any file")
+        log.error("a worker process died; starting new ones")
+        assert self.pool is not None, "a worker died: the pool was started"
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.start_pool()
 
     def record(self, relative: str, outcome: Outcome) -> None:
         name = display_name(relative)

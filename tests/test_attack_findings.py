@@ -175,6 +175,25 @@ def test_files_merely_queued_when_a_worker_dies_are_not_blamed_for_it(inbox, wat
     assert watcher.stop() == 0
 
 
+def test_a_file_handed_on_just_after_a_worker_died_goes_to_a_new_pool(inbox, watch):
+    """A worker dies (the poison file), and before the pool's own thread has handed on
+    the failure of the file it had (held back 3 s here, as a busy machine can), another
+    file is due: the daemon gives it to a new pool and keeps running (it exited, its
+    pool's submit raising BrokenProcessPool: seen in CI), and the poison file still
+    gets its error result."""
+    (inbox / "a-poison-crash.txt").write_text("Kills the worker that reads it.", encoding="utf-8")
+    watcher = watch(inbox, "--workers", "1", "-v",
+                    faults={"crash_suffix": "crash.txt", "late_failures": 3})
+    watcher.wait_for(lambda: watcher.lines("chunking a-poison-crash.txt"),
+                     what="the poison file handed to a worker")
+    (inbox / "after.txt").write_text("Written just after the worker died.", encoding="utf-8")
+    watcher.wait_for((inbox / "after.txt.chunks.json").exists, timeout=60,
+                     what="the later file's result")
+    watcher.wait_for((inbox / "a-poison-crash.txt.error.json").exists, timeout=60,
+                     what="the poison file's error result")
+    assert watcher.stop() == 0
+
+
 # --- the daemon: outside its folders, results that do not belong -------------------------
 
 def test_a_producer_holding_a_lock_on_the_inbox_cannot_keep_the_daemon_down(inbox, watch):

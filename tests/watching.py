@@ -50,7 +50,7 @@ class Watcher:
         while time.monotonic() < deadline:
             if condition():
                 return
-            assert self.process.poll() is None, f"chunkd watch exited: {self.log()[-5:]}"
+            assert self.process.poll() is None, "chunkd watch exited:\n" + "\n".join(self.log()[-40:])
             time.sleep(0.05)
         raise AssertionError(f"timed out waiting for {what}; log tail: {self.log()[-5:]}")
 

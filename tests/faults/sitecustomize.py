@@ -28,7 +28,10 @@ and in each of its worker processes. Faults:
 - "delete_after_reconcile": a path; deleted just after the daemon's reconciliation at
   start has looked at the results, as a user's deletion at that moment would be.
 - "text_past_memory": an HTML document's text, once extracted, cannot be encoded
-  (MemoryError), as a text that fits the extraction's memory bound but not twice over.
+  (MemoryError), as a text that fits the extraction's memory bound but not twice over;
+- "late_failures": seconds; a future that fails because its process pool broke (a
+  worker died) tells those waiting on it that much later, as the pool's own thread may
+  when busy, so that the daemon can hand a file to the broken pool first.
 """
 
 import errno
@@ -202,3 +205,20 @@ if faults.get("text_past_memory"):
         return extracted._replace(text=Unencodable(extracted.text))
 
     FORMATS["html"] = html._replace(parse=unencodable_parse)
+
+if faults.get("late_failures"):
+    import time
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    real_add_done_callback = Future.add_done_callback
+
+    def late_add_done_callback(self, fn):
+        def late(future):
+            if not future.cancelled() and isinstance(future.exception(), BrokenProcessPool):
+                time.sleep(faults["late_failures"])
+            fn(future)
+
+        return real_add_done_callback(self, late)
+
+    Future.add_done_callback = late_add_done_callback
