@@ -44,8 +44,9 @@ class OptionalBuildExt(build_ext):
 
 
 #: The compiled modules: the streaming core, the two kernels built on it, the kept
-#: counts' hot path (chunkd/units/kept.py) and the NDJSON writer's (chunkd/writers.py).
-MODULES = ("_core", "_kernel", "_windows", "_kept", "_records")
+#: counts' hot path (chunkd/units/kept.py), the NDJSON writer's (chunkd/writers.py) and
+#: UTF-8 decoding's (chunkd/readers.py).
+MODULES = ("_core", "_kernel", "_windows", "_kept", "_records", "_utf8")
 #: The code strategy's walk (chunkd/_code.pyx), built with tree-sitter's C runtime,
 #: vendored (chunkd/_vendor/tree_sitter: lib.c includes the rest).
 TREE_SITTER = "chunkd/_vendor/tree_sitter"

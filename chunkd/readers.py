@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from chunkd.chunk import OPTIONAL_FIELDS
+from chunkd.core import IMPLEMENTATION
 from chunkd.output import widen_pipe
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ BLOCK_SIZE = 1 << 16
 #: from the heap and given back when freed, so a long line's parts do not leave the
 #: heap holding its size again once they are joined.
 LINE_READ_SIZE = 1 << 18
+
+#: UTF-8 decoding's fast path compiled (``chunkd._utf8``), where the core is; None: the
+#: codec's decoder alone, the same text.
+decode_valid: Callable[[bytes | memoryview, int], tuple[str, int]] | None = None
+if IMPLEMENTATION == "compiled":
+    try:
+        from chunkd._utf8 import decode_valid
+    except ImportError:  # built before it had this module
+        pass
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
 RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", *OPTIONAL_FIELDS,
@@ -193,25 +203,47 @@ def _is_link(folder: int, name: str) -> bool:
 def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
                   errors: str = "strict") -> Iterator[str]:
     """Decode UTF-8 incrementally; invalid bytes raise ``InputError`` with their
-    byte offset, or become U+FFFD with ``errors="replace"``."""
+    byte offset, or become U+FFFD with ``errors="replace"``. Runs of valid characters
+    are decoded by the compiled fast path where there is one (``decode_valid``); the
+    codec's decoder reads the rest (a character cut by a block's end, invalid bytes,
+    the block after them), so the text and the errors are the codec's."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
-    offset = 0                         # bytes of the input before this block
-    for data in blocks:
+    offset = 0                         # bytes of the input before those decoded next
+
+    def decode(data: bytes | memoryview, final: bool = False) -> str:
+        nonlocal offset
         held = len(decoder.getstate()[0])  # bytes of a split character held back
         try:
-            text = decoder.decode(data)
+            text = decoder.decode(data, final)
         except UnicodeDecodeError as error:
+            why = ("truncated character at the end" if final
+                   else "use --errors replace to substitute U+FFFD")
             raise InputError(f"{where}: invalid UTF-8 at byte {offset - held + error.start}"
-                             " (use --errors replace to substitute U+FFFD)") from None
+                             f" ({why})") from None
         offset += len(data)
+        return text
+
+    for data in blocks:
+        if decode_valid is None or not (isinstance(data, bytes) or data.format == "B"
+                                        and data.contiguous):
+            text = decode(data)
+        else:
+            text, at = "", 0
+            if decoder.getstate()[0]:  # its continuation bytes complete a split character
+                while at < min(3, len(data)) and 0x80 <= data[at] <= 0xBF:
+                    at += 1
+                text = decode(data[:at])
+            if decoder.getstate()[0]:  # still cut short: the decoder judges what follows
+                text += decode(data[at:])
+            else:
+                valid, end = decode_valid(data, at)
+                offset += end - at
+                text += valid
+                if end < len(data):
+                    text += decode(data[end:])
         if text:
             yield text
-    held = len(decoder.getstate()[0])
-    try:
-        text = decoder.decode(b"", final=True)
-    except UnicodeDecodeError as error:
-        raise InputError(f"{where}: invalid UTF-8 at byte {offset - held + error.start}"
-                         " (truncated character at the end)") from None
+    text = decode(b"", final=True)
     if text:
         yield text
 

@@ -52,7 +52,7 @@ def test_the_build_says_once_that_it_compiled_nothing(no_compiler_build):
     log, wheel = no_compiler_build
     notices = [line.strip() for line in log.splitlines() if NOTICE in line]
     assert notices == ["chunkd: chunkd._core, chunkd._kernel, chunkd._windows, chunkd._kept, "
-                       "chunkd._records, chunkd._code not "
+                       "chunkd._records, chunkd._utf8, chunkd._code not "
                        "compiled (CompileError); chunkd runs its pure-Python twin, slower"]
 
 

@@ -1,0 +1,212 @@
+# cython: language_level=3
+"""UTF-8 decoding's fast path compiled: the text of a run of valid, complete
+characters, in two passes over the bytes (one validates and counts, one writes the
+str in its final kind), ASCII sixteen bytes a step. Python's own decoder, which
+``chunkd.readers.decode_blocks`` keeps for everything else (a character cut by the
+block's end, an invalid byte, its error or its U+FFFD), is its twin: the same text."""
+
+from cpython.unicode cimport PyUnicode_New
+from libc.stdint cimport uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport realloc
+from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    #include <stdint.h>
+    /* Where the ASCII bytes from at end (the first byte from 0x80, or length). */
+    static Py_ssize_t chunkd_ascii_end(const unsigned char* data, Py_ssize_t at,
+                                       Py_ssize_t length) {
+    #if defined(__SSE2__)
+        while (at + 16 <= length) {
+            int high = _mm_movemask_epi8(_mm_loadu_si128((const __m128i*)(data + at)));
+            if (high) return at + __builtin_ctz(high);
+            at += 16;
+        }
+    #endif
+        while (at < length && data[at] < 0x80) at++;
+        return at;
+    }
+    /* The bytes of the character at data[at], which is not ASCII: 2 to 4 where they
+       are all there and make a character as Python's decoder reads them (no overlong
+       form, no surrogate, nothing past U+10FFFF), else 0. */
+    static int chunkd_char_size(const unsigned char* data, Py_ssize_t at,
+                                Py_ssize_t length) {
+        unsigned char lead = data[at], second;
+        Py_ssize_t left = length - at;
+        if (lead < 0xC2) return 0;  /* a continuation byte, or an overlong lead */
+        if (lead < 0xE0) return left >= 2 && (data[at + 1] & 0xC0) == 0x80 ? 2 : 0;
+        if (lead < 0xF0) {
+            if (left < 3) return 0;
+            second = data[at + 1];
+            if (lead == 0xE0 ? second < 0xA0 || second > 0xBF
+                : lead == 0xED ? second < 0x80 || second > 0x9F
+                : (second & 0xC0) != 0x80) return 0;
+            return (data[at + 2] & 0xC0) == 0x80 ? 3 : 0;
+        }
+        if (lead > 0xF4 || left < 4) return 0;
+        second = data[at + 1];
+        if (lead == 0xF0 ? second < 0x90 || second > 0xBF
+            : lead == 0xF4 ? second < 0x80 || second > 0x8F
+            : (second & 0xC0) != 0x80) return 0;
+        return (data[at + 2] & 0xC0) == 0x80 && (data[at + 3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    /* From at, where the run of valid, complete characters ends; its code points in
+       count, and its largest lead byte in top (0 where it is all ASCII). */
+    static Py_ssize_t chunkd_valid_end(const unsigned char* data, Py_ssize_t at,
+                                       Py_ssize_t length, Py_ssize_t* count,
+                                       unsigned char* top) {
+        Py_ssize_t points = 0, ascii;
+        unsigned char largest = 0;
+        int size;
+        while (at < length) {
+            if (data[at] < 0x80) {
+                ascii = chunkd_ascii_end(data, at, length);
+                points += ascii - at;
+                at = ascii;
+                continue;
+            }
+            size = chunkd_char_size(data, at, length);
+            if (!size) break;
+            if (data[at] > largest) largest = data[at];
+            at += size;
+            points++;
+        }
+        *count = points;
+        *top = largest;
+        return at;
+    }
+    /* The code point of the valid character at data[*at], which moves past it. */
+    static inline uint32_t chunkd_next(const unsigned char* data, Py_ssize_t* at) {
+        const unsigned char* c = data + *at;
+        if (c[0] < 0x80) { *at += 1; return c[0]; }
+        if (c[0] < 0xE0) { *at += 2; return ((c[0] & 0x1Fu) << 6) | (c[1] & 0x3Fu); }
+        if (c[0] < 0xF0) {
+            *at += 3;
+            return ((c[0] & 0x0Fu) << 12) | ((c[1] & 0x3Fu) << 6) | (c[2] & 0x3Fu);
+        }
+        *at += 4;
+        return ((c[0] & 0x07u) << 18) | ((c[1] & 0x3Fu) << 12) | ((c[2] & 0x3Fu) << 6)
+               | (c[3] & 0x3Fu);
+    }
+    /* One pass for the common case: the valid, complete characters from at decoded
+       into out (room for length - at + 16 units: sixteen ASCII bytes are stored as
+       sixteen units before they are looked at), up to the first that is not valid or
+       complete, or that needs four bytes; where that is. Their count in count and
+       their largest lead byte in top (0 where they are all ASCII). */
+    static Py_ssize_t chunkd_decode_ucs2(const unsigned char* data, Py_ssize_t at,
+                                         Py_ssize_t length, uint16_t* out,
+                                         Py_ssize_t* count, unsigned char* top) {
+        uint16_t* start = out;
+        unsigned char lead, second, third, largest = 0;
+        uint32_t point;
+        while (at < length) {
+            lead = data[at];
+            if (lead < 0x80) {
+    #if defined(__SSE2__)
+                while (at + 16 <= length) {
+                    __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at));
+                    int high = _mm_movemask_epi8(bytes);
+                    _mm_storeu_si128((__m128i*)out,
+                                     _mm_unpacklo_epi8(bytes, _mm_setzero_si128()));
+                    _mm_storeu_si128((__m128i*)(out + 8),
+                                     _mm_unpackhi_epi8(bytes, _mm_setzero_si128()));
+                    if (high) {
+                        out += __builtin_ctz(high);
+                        at += __builtin_ctz(high);
+                        break;
+                    }
+                    out += 16;
+                    at += 16;
+                }
+    #endif
+                while (at < length && data[at] < 0x80) *out++ = data[at++];
+                continue;
+            }
+            if (lead >= 0xE0) {  /* three bytes: CJK, punctuation like U+2019 */
+                if (lead >= 0xF0 || at + 2 >= length) break;
+                second = data[at + 1];
+                third = data[at + 2];
+                if ((second & 0xC0) != 0x80 || (third & 0xC0) != 0x80) break;
+                point = ((lead & 0x0Fu) << 12) | ((second & 0x3Fu) << 6) | (third & 0x3Fu);
+                if (point < 0x800 || (point >= 0xD800 && point <= 0xDFFF)) break;
+                at += 3;
+            } else {  /* two bytes */
+                if (lead < 0xC2 || at + 1 >= length) break;
+                second = data[at + 1];
+                if ((second & 0xC0) != 0x80) break;
+                point = ((lead & 0x1Fu) << 6) | (second & 0x3Fu);
+                at += 2;
+            }
+            *out++ = (uint16_t)point;
+            largest = lead > largest ? lead : largest;
+        }
+        *count = out - start;
+        *top = largest;
+        return at;
+    }
+    """
+    Py_ssize_t chunkd_valid_end(const unsigned char* data, Py_ssize_t at, Py_ssize_t length,
+                                Py_ssize_t* count, unsigned char* top)
+    uint32_t chunkd_next(const unsigned char* data, Py_ssize_t* at)
+    int chunkd_char_size(const unsigned char* data, Py_ssize_t at, Py_ssize_t length)
+    Py_ssize_t chunkd_decode_ucs2(const unsigned char* data, Py_ssize_t at,
+                                  Py_ssize_t length, uint16_t* out, Py_ssize_t* count,
+                                  unsigned char* top)
+
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object text)
+
+# Where the one pass decodes to (two-byte units), grown as needed and kept: the GIL is
+# held throughout a call, and nothing in it runs Python code.
+cdef uint16_t* units = NULL
+cdef Py_ssize_t units_room = 0
+
+
+def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
+    """The text of ``data`` from ``start`` up to the first byte that does not begin a
+    valid, complete character (or its end), and where that is."""
+    global units, units_room
+    cdef Py_ssize_t length = data.shape[0], count, end, at
+    cdef unsigned char top
+    cdef const unsigned char* bytes_
+    cdef uint16_t* grown
+    cdef uint8_t* ucs1
+    cdef uint32_t* ucs4
+    if not 0 <= start <= length:
+        raise IndexError(f"start {start} is outside the {length} bytes")
+    if start == length:
+        return "", start
+    bytes_ = &data[0]
+    if units_room < length - start + 16:
+        grown = <uint16_t*>realloc(units, (length - start + 16) * sizeof(uint16_t))
+        if grown is NULL:
+            raise MemoryError()
+        units, units_room = grown, length - start + 16
+    end = chunkd_decode_ucs2(bytes_, start, length, units, &count, &top)
+    if end == length or bytes_[end] < 0xF0 or chunkd_char_size(bytes_, end, length) == 0:
+        # A str's kind must be the smallest that holds its largest character, which its
+        # largest lead byte says: none (ASCII), C2 or C3 (up to U+FF), up to EF (U+FFFF).
+        if top == 0:
+            text = PyUnicode_New(count, 0x7F)
+            memcpy(PyUnicode_DATA(text), bytes_ + start, count)
+        elif top <= 0xC3:
+            text = PyUnicode_New(count, 0xFF)
+            ucs1 = <uint8_t*>PyUnicode_DATA(text)
+            for at in range(count):
+                ucs1[at] = <uint8_t>units[at]
+        else:
+            text = PyUnicode_New(count, 0xFFFF)
+            memcpy(PyUnicode_DATA(text), units, count * sizeof(uint16_t))
+        return text, end
+    # A character beyond U+FFFF: the str has four-byte units; counted first (rare).
+    end = chunkd_valid_end(bytes_, start, length, &count, &top)
+    text = PyUnicode_New(count, 0x10FFFF)
+    ucs4 = <uint32_t*>PyUnicode_DATA(text)
+    at = start
+    while at < end:
+        ucs4[0] = chunkd_next(bytes_, &at)
+        ucs4 += 1
+    return text, end
