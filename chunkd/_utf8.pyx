@@ -7,7 +7,7 @@ block's end, an invalid byte, its error or its U+FFFD), is its twin: the same te
 
 from cpython.unicode cimport PyUnicode_New
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
-from libc.stdlib cimport realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 cdef extern from *:
@@ -159,32 +159,46 @@ cdef extern from *:
 cdef extern from "Python.h":
     void* PyUnicode_DATA(object text)
 
-# Where the one pass decodes to (two-byte units), grown as needed and kept: the GIL is
-# held throughout a call, and nothing in it runs Python code.
-cdef uint16_t* units = NULL
-cdef Py_ssize_t units_room = 0
+# Where the one pass decodes to (two-byte units): kept between calls for inputs of up
+# to KEPT_UNITS bytes (a reader's blocks), which the GIL, held throughout a call in
+# which nothing runs Python code, keeps to one call at a time; a larger input (a whole
+# request's body) has its own, freed after.
+cdef Py_ssize_t KEPT_UNITS = 1 << 17
+cdef uint16_t* kept_units = NULL
 
 
 def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
     """The text of ``data`` from ``start`` up to the first byte that does not begin a
     valid, complete character (or its end), and where that is."""
-    global units, units_room
-    cdef Py_ssize_t length = data.shape[0], count, end, at
-    cdef unsigned char top
-    cdef const unsigned char* bytes_
-    cdef uint16_t* grown
-    cdef uint8_t* ucs1
-    cdef uint32_t* ucs4
+    global kept_units
+    cdef Py_ssize_t length = data.shape[0]
+    cdef uint16_t* units
     if not 0 <= start <= length:
         raise IndexError(f"start {start} is outside the {length} bytes")
     if start == length:
         return "", start
-    bytes_ = &data[0]
-    if units_room < length - start + 16:
-        grown = <uint16_t*>realloc(units, (length - start + 16) * sizeof(uint16_t))
-        if grown is NULL:
+    if length - start + 16 > KEPT_UNITS:
+        units = <uint16_t*>malloc((length - start + 16) * sizeof(uint16_t))
+        if units is NULL:
             raise MemoryError()
-        units, units_room = grown, length - start + 16
+        try:
+            return _decoded(&data[0], start, length, units)
+        finally:
+            free(units)
+    if kept_units is NULL:
+        kept_units = <uint16_t*>malloc(KEPT_UNITS * sizeof(uint16_t))
+        if kept_units is NULL:
+            raise MemoryError()
+    return _decoded(&data[0], start, length, kept_units)
+
+
+cdef tuple _decoded(const unsigned char* bytes_, Py_ssize_t start, Py_ssize_t length,
+                    uint16_t* units):
+    """``decode_valid`` with room for ``length - start + 16`` units at ``units``."""
+    cdef Py_ssize_t count, end, at
+    cdef unsigned char top
+    cdef uint8_t* ucs1
+    cdef uint32_t* ucs4
     end = chunkd_decode_ucs2(bytes_, start, length, units, &count, &top)
     if end == length or bytes_[end] < 0xF0 or chunkd_char_size(bytes_, end, length) == 0:
         # A str's kind must be the smallest that holds its largest character, which its

@@ -96,6 +96,14 @@ def test_every_kind_of_str_and_a_start_outside_the_bytes():
         _utf8.decode_valid(b"abc", 4)
 
 
+def test_an_input_larger_than_the_kept_room_has_room_of_its_own():
+    for text in ["x" * 99 + "語", "x" * 99 + "é", "x" * 99 + "😀", "x" * 100]:
+        data = (text * 3000).encode()  # 300 KB and more: past the 128 Ki units kept
+        for start in (0, 1):
+            decoded, end = _utf8.decode_valid(data, start)
+            assert same_str(decoded, data[start:].decode()) and end == len(data)
+
+
 def test_the_corpus_read_in_blocks_is_the_codecs_text():
     paths = sorted(CORPUS.rglob("*.md"))
     assert len(paths) > 100
