@@ -1,13 +1,14 @@
 # cython: language_level=3
 """UTF-8 decoding's fast path compiled: the text of a run of valid, complete
-characters, in two passes over the bytes (one validates and counts, one writes the
-str in its final kind), ASCII sixteen bytes a step. Python's own decoder, which
+characters, ASCII sixteen bytes a step: a reader's block in one pass into room kept
+between calls, then copied into the str of its final kind; a larger input in two
+passes (one validates and counts, one writes the str). Python's own decoder, which
 ``chunkd.readers.decode_blocks`` keeps for everything else (a character cut by the
 block's end, an invalid byte, its error or its U+FFFD), is its twin: the same text."""
 
 from cpython.unicode cimport PyUnicode_New
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport malloc
 from libc.string cimport memcpy
 
 cdef extern from *:
@@ -91,6 +92,49 @@ cdef extern from *:
         return ((c[0] & 0x07u) << 18) | ((c[1] & 0x3Fu) << 12) | ((c[2] & 0x3Fu) << 6)
                | (c[3] & 0x3Fu);
     }
+    /* The valid characters of data[at:end] as two-byte code units (none is past
+       U+FFFF), ASCII sixteen bytes a step where they are sixteen units. */
+    static void chunkd_fill_ucs2(const unsigned char* data, Py_ssize_t at, Py_ssize_t end,
+                                 uint16_t* out) {
+        while (at < end) {
+    #if defined(__SSE2__)
+            while (at + 16 <= end) {
+                __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at));
+                if (_mm_movemask_epi8(bytes)) break;
+                _mm_storeu_si128((__m128i*)out, _mm_unpacklo_epi8(bytes, _mm_setzero_si128()));
+                _mm_storeu_si128((__m128i*)(out + 8),
+                                 _mm_unpackhi_epi8(bytes, _mm_setzero_si128()));
+                out += 16;
+                at += 16;
+            }
+            if (at == end) break;
+    #endif
+            *out++ = (uint16_t)chunkd_next(data, &at);
+        }
+    }
+    /* The same as four-byte code units (a str with a character beyond U+FFFF). */
+    static void chunkd_fill_ucs4(const unsigned char* data, Py_ssize_t at, Py_ssize_t end,
+                                 uint32_t* out) {
+        while (at < end) {
+    #if defined(__SSE2__)
+            while (at + 16 <= end) {
+                __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at)), low, high;
+                const __m128i zero = _mm_setzero_si128();
+                if (_mm_movemask_epi8(bytes)) break;
+                low = _mm_unpacklo_epi8(bytes, zero);
+                high = _mm_unpackhi_epi8(bytes, zero);
+                _mm_storeu_si128((__m128i*)out, _mm_unpacklo_epi16(low, zero));
+                _mm_storeu_si128((__m128i*)(out + 4), _mm_unpackhi_epi16(low, zero));
+                _mm_storeu_si128((__m128i*)(out + 8), _mm_unpacklo_epi16(high, zero));
+                _mm_storeu_si128((__m128i*)(out + 12), _mm_unpackhi_epi16(high, zero));
+                out += 16;
+                at += 16;
+            }
+            if (at == end) break;
+    #endif
+            *out++ = chunkd_next(data, &at);
+        }
+    }
     /* One pass for the common case: the valid, complete characters from at decoded
        into out (room for length - at + 16 units: sixteen ASCII bytes are stored as
        sixteen units before they are looked at), up to the first that is not valid or
@@ -152,6 +196,10 @@ cdef extern from *:
                                 Py_ssize_t* count, unsigned char* top)
     uint32_t chunkd_next(const unsigned char* data, Py_ssize_t* at)
     int chunkd_char_size(const unsigned char* data, Py_ssize_t at, Py_ssize_t length)
+    void chunkd_fill_ucs2(const unsigned char* data, Py_ssize_t at, Py_ssize_t end,
+                          uint16_t* out)
+    void chunkd_fill_ucs4(const unsigned char* data, Py_ssize_t at, Py_ssize_t end,
+                          uint32_t* out)
     Py_ssize_t chunkd_decode_ucs2(const unsigned char* data, Py_ssize_t at,
                                   Py_ssize_t length, uint16_t* out, Py_ssize_t* count,
                                   unsigned char* top)
@@ -159,10 +207,10 @@ cdef extern from *:
 cdef extern from "Python.h":
     void* PyUnicode_DATA(object text)
 
-# Where the one pass decodes to (two-byte units): kept between calls for inputs of up
-# to KEPT_UNITS bytes (a reader's blocks), which the GIL, held throughout a call in
-# which nothing runs Python code, keeps to one call at a time; a larger input (a whole
-# request's body) has its own, freed after.
+# Where the one pass decodes to (two-byte units), kept between calls: the GIL, held
+# throughout a call in which nothing runs Python code, keeps it to one call at a time.
+# A larger input (a whole request's body) is counted first and decoded straight into
+# its str, as the codec's memory would hold it, rather than into room of twice its size.
 cdef Py_ssize_t KEPT_UNITS = 1 << 17
 cdef uint16_t* kept_units = NULL
 
@@ -171,56 +219,60 @@ def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
     """The text of ``data`` from ``start`` up to the first byte that does not begin a
     valid, complete character (or its end), and where that is."""
     global kept_units
-    cdef Py_ssize_t length = data.shape[0]
-    cdef uint16_t* units
+    cdef Py_ssize_t length = data.shape[0], count, end, at
+    cdef unsigned char top
+    cdef const unsigned char* bytes_
+    cdef uint8_t* ucs1
     if not 0 <= start <= length:
         raise IndexError(f"start {start} is outside the {length} bytes")
     if start == length:
         return "", start
+    bytes_ = &data[0]
     if length - start + 16 > KEPT_UNITS:
-        units = <uint16_t*>malloc((length - start + 16) * sizeof(uint16_t))
-        if units is NULL:
-            raise MemoryError()
-        try:
-            return _decoded(&data[0], start, length, units)
-        finally:
-            free(units)
+        return _counted(bytes_, start, length)
     if kept_units is NULL:
         kept_units = <uint16_t*>malloc(KEPT_UNITS * sizeof(uint16_t))
         if kept_units is NULL:
             raise MemoryError()
-    return _decoded(&data[0], start, length, kept_units)
+    end = chunkd_decode_ucs2(bytes_, start, length, kept_units, &count, &top)
+    if end < length and bytes_[end] >= 0xF0 and chunkd_char_size(bytes_, end, length):
+        return _counted(bytes_, start, length)  # a character beyond U+FFFF (rare)
+    # A str's kind must be the smallest that holds its largest character, which its
+    # largest lead byte says: none (ASCII), C2 or C3 (up to U+FF), up to EF (U+FFFF).
+    if top == 0:
+        text = PyUnicode_New(count, 0x7F)
+        memcpy(PyUnicode_DATA(text), bytes_ + start, count)
+    elif top <= 0xC3:
+        text = PyUnicode_New(count, 0xFF)
+        ucs1 = <uint8_t*>PyUnicode_DATA(text)
+        for at in range(count):
+            ucs1[at] = <uint8_t>kept_units[at]
+    else:
+        text = PyUnicode_New(count, 0xFFFF)
+        memcpy(PyUnicode_DATA(text), kept_units, count * sizeof(uint16_t))
+    return text, end
 
 
-cdef tuple _decoded(const unsigned char* bytes_, Py_ssize_t start, Py_ssize_t length,
-                    uint16_t* units):
-    """``decode_valid`` with room for ``length - start + 16`` units at ``units``."""
-    cdef Py_ssize_t count, end, at
+cdef tuple _counted(const unsigned char* bytes_, Py_ssize_t start, Py_ssize_t length):
+    """``decode_valid`` in two passes: the characters counted and their largest lead
+    byte found, then decoded into the str of that kind."""
+    cdef Py_ssize_t count, end, at = start
     cdef unsigned char top
     cdef uint8_t* ucs1
-    cdef uint32_t* ucs4
-    end = chunkd_decode_ucs2(bytes_, start, length, units, &count, &top)
-    if end == length or bytes_[end] < 0xF0 or chunkd_char_size(bytes_, end, length) == 0:
-        # A str's kind must be the smallest that holds its largest character, which its
-        # largest lead byte says: none (ASCII), C2 or C3 (up to U+FF), up to EF (U+FFFF).
-        if top == 0:
-            text = PyUnicode_New(count, 0x7F)
-            memcpy(PyUnicode_DATA(text), bytes_ + start, count)
-        elif top <= 0xC3:
-            text = PyUnicode_New(count, 0xFF)
-            ucs1 = <uint8_t*>PyUnicode_DATA(text)
-            for at in range(count):
-                ucs1[at] = <uint8_t>units[at]
-        else:
-            text = PyUnicode_New(count, 0xFFFF)
-            memcpy(PyUnicode_DATA(text), units, count * sizeof(uint16_t))
-        return text, end
-    # A character beyond U+FFFF: the str has four-byte units; counted first (rare).
     end = chunkd_valid_end(bytes_, start, length, &count, &top)
-    text = PyUnicode_New(count, 0x10FFFF)
-    ucs4 = <uint32_t*>PyUnicode_DATA(text)
-    at = start
-    while at < end:
-        ucs4[0] = chunkd_next(bytes_, &at)
-        ucs4 += 1
+    if top == 0:
+        text = PyUnicode_New(count, 0x7F)
+        memcpy(PyUnicode_DATA(text), bytes_ + start, count)
+    elif top <= 0xC3:
+        text = PyUnicode_New(count, 0xFF)
+        ucs1 = <uint8_t*>PyUnicode_DATA(text)
+        while at < end:
+            ucs1[0] = <uint8_t>chunkd_next(bytes_, &at)
+            ucs1 += 1
+    elif top <= 0xEF:
+        text = PyUnicode_New(count, 0xFFFF)
+        chunkd_fill_ucs2(bytes_, start, end, <uint16_t*>PyUnicode_DATA(text))
+    else:
+        text = PyUnicode_New(count, 0x10FFFF)
+        chunkd_fill_ucs4(bytes_, start, end, <uint32_t*>PyUnicode_DATA(text))
     return text, end

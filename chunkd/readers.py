@@ -223,10 +223,9 @@ def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
         offset += len(data)
         return text
 
-    for data in blocks:
-        if decode_valid is None or not (isinstance(data, bytes) or data.format == "B"
-                                        and data.contiguous):
-            text = decode(data)
+    for block in blocks:
+        if decode_valid is None or (data := _byte_view(block)) is None:
+            text = decode(block)
         else:
             text, at = "", 0
             if decoder.getstate()[0]:  # its continuation bytes complete a split character
@@ -246,6 +245,18 @@ def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
     text = decode(b"", final=True)
     if text:
         yield text
+
+
+def _byte_view(data: bytes | bytearray | memoryview) -> bytes | memoryview | None:
+    """``data`` as ``decode_valid`` takes it: bytes, or any other contiguous buffer
+    (a bytearray, a view of an Arrow buffer's signed bytes) as a flat view of unsigned
+    bytes; None where it is not contiguous, for the codec."""
+    if isinstance(data, bytes):
+        return data
+    try:
+        return memoryview(data).cast("B")
+    except (TypeError, ValueError):
+        return None
 
 
 class FileBlocks:

@@ -6,6 +6,8 @@ the input is cut into blocks."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,13 +31,13 @@ PIECES = st.lists(st.sampled_from([c.encode() for c in VALID]) | st.just(b"ascii
                   | st.sampled_from(INVALID), max_size=40)
 
 
-def cut(data: bytes, cuts: list[int], view: str) -> list[bytes | memoryview]:
-    """``data`` in blocks ending at ``cuts``, as bytes or as views of bytes or of
-    signed bytes (which the fast path leaves to the codec)."""
+def cut(data: bytes, cuts: list[int], view: str) -> list:
+    """``data`` in blocks ending at ``cuts``, as bytes, bytearrays, or views of bytes
+    or of signed bytes (as Arrow's buffers give them)."""
     ends = sorted({min(at, len(data)) for at in cuts} | {len(data)})
     blocks = [data[start:end] for start, end in zip([0, *ends], ends)]
-    if view == "bytes":
-        return list(blocks)
+    if view in ("bytes", "bytearray"):
+        return [bytearray(block) if view == "bytearray" else block for block in blocks]
     whole = memoryview(data) if view == "unsigned" else memoryview(data).cast("b")
     return [whole[start:end] for start, end in zip([0, *ends], ends)]
 
@@ -55,7 +57,8 @@ def decoded(blocks: list[bytes | memoryview], errors: str) -> str:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(PIECES, st.lists(st.integers(min_value=0, max_value=400), max_size=8),
-       st.sampled_from(["bytes", "unsigned", "signed"]), st.sampled_from(["strict", "replace"]))
+       st.sampled_from(["bytes", "bytearray", "unsigned", "signed"]),
+       st.sampled_from(["strict", "replace"]))
 def test_the_same_text_or_error_as_the_codec_however_the_input_is_cut(pieces, cuts, view,
                                                                      errors):
     data = b"".join(pieces)
@@ -102,6 +105,23 @@ def test_an_input_larger_than_the_kept_room_has_room_of_its_own():
         for start in (0, 1):
             decoded, end = _utf8.decode_valid(data, start)
             assert same_str(decoded, data[start:].decode()) and end == len(data)
+
+
+def test_a_large_input_takes_no_more_memory_than_its_text():
+    """A whole request's body decoded at once: its str, and nothing of its size beside
+    it (room of two bytes a byte once took the peak to twice the text)."""
+    script = ("import resource, sys\n"
+              "from chunkd._utf8 import decode_valid\n"
+              "data = ('x' * 99 + '語').encode() * (1 << 19)\n"
+              "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              "text, end = decode_valid(data, 0)\n"
+              "grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+              "assert end == len(data) and text == data.decode()\n"
+              "print(grown * 1024 / (2 * len(text)))\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert float(ran.stdout) < 1.3  # the two-byte text itself, 105 MB, and little more
 
 
 def test_the_corpus_read_in_blocks_is_the_codecs_text():
