@@ -237,18 +237,14 @@ def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
     end = chunkd_decode_ucs2(bytes_, start, length, kept_units, &count, &top)
     if end < length and bytes_[end] >= 0xF0 and chunkd_char_size(bytes_, end, length):
         return _counted(bytes_, start, length)  # a character beyond U+FFFF (rare)
-    # A str's kind must be the smallest that holds its largest character, which its
-    # largest lead byte says: none (ASCII), C2 or C3 (up to U+FF), up to EF (U+FFFF).
+    text = _room(count, top)
     if top == 0:
-        text = PyUnicode_New(count, 0x7F)
         memcpy(PyUnicode_DATA(text), bytes_ + start, count)
     elif top <= 0xC3:
-        text = PyUnicode_New(count, 0xFF)
         ucs1 = <uint8_t*>PyUnicode_DATA(text)
         for at in range(count):
             ucs1[at] = <uint8_t>kept_units[at]
     else:
-        text = PyUnicode_New(count, 0xFFFF)
         memcpy(PyUnicode_DATA(text), kept_units, count * sizeof(uint16_t))
     return text, end
 
@@ -260,19 +256,24 @@ cdef tuple _counted(const unsigned char* bytes_, Py_ssize_t start, Py_ssize_t le
     cdef unsigned char top
     cdef uint8_t* ucs1
     end = chunkd_valid_end(bytes_, start, length, &count, &top)
+    text = _room(count, top)
     if top == 0:
-        text = PyUnicode_New(count, 0x7F)
         memcpy(PyUnicode_DATA(text), bytes_ + start, count)
     elif top <= 0xC3:
-        text = PyUnicode_New(count, 0xFF)
         ucs1 = <uint8_t*>PyUnicode_DATA(text)
         while at < end:
             ucs1[0] = <uint8_t>chunkd_next(bytes_, &at)
             ucs1 += 1
     elif top <= 0xEF:
-        text = PyUnicode_New(count, 0xFFFF)
         chunkd_fill_ucs2(bytes_, start, end, <uint16_t*>PyUnicode_DATA(text))
     else:
-        text = PyUnicode_New(count, 0x10FFFF)
         chunkd_fill_ucs4(bytes_, start, end, <uint32_t*>PyUnicode_DATA(text))
     return text, end
+
+
+cdef str _room(Py_ssize_t count, unsigned char top):
+    """A str of ``count`` characters to fill, of the kind that its largest lead byte
+    ``top`` says, the smallest that holds them all, as a str's kind must be: none
+    (ASCII), C2 or C3 (up to U+FF), up to EF (up to U+FFFF), or beyond."""
+    return PyUnicode_New(count, 0x7F if top == 0 else 0xFF if top <= 0xC3
+                         else 0xFFFF if top <= 0xEF else 0x10FFFF)
