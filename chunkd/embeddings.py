@@ -27,11 +27,9 @@ import os
 import re
 import stat
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -261,6 +259,8 @@ def endpoint_url(url: str) -> str:
     ``/v1/embeddings``, ``URL/embeddings`` when it ends in ``/v1``, else
     ``URL/v1/embeddings`` (a trailing ``/`` is ignored); ``SettingsError`` unless a
     well-formed http(s) URL (checked here, once, rather than failing each call)."""
+    import urllib.parse
+
     if not url.isascii() or re.search(r"[\x00-\x20\x7f]", url):
         raise SettingsError("--embed-url: white space, a control character or a character "
                             "beyond ASCII in the URL: write it percent-encoded (a host "
@@ -286,6 +286,8 @@ def endpoint_url(url: str) -> str:
 def public_url(url: str) -> str:
     """A URL as messages and records show it: without credentials, query or fragment;
     only its scheme when it is malformed or an ``@`` after its host may end a password."""
+    import urllib.parse
+
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -361,6 +363,8 @@ class OpenAIEmbedder:
     def __init__(self, url: str, model: str, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, limits: Limits | None = None,
                  longest_wait: float = LONGEST_WAIT) -> None:
+        import urllib.parse  # as json: for endpoints only, never at the command's start
+
         called = urllib.parse.urlsplit(endpoint_url(url))
         # Credentials in the URL go as Basic authentication, never in the request line.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
@@ -493,6 +497,7 @@ class OpenAIEmbedder:
         from a server that answers otherwise (most have no ``/info``), None from one
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
         import json  # as http and ssl: for endpoints only, never at the command's start
+        import urllib.parse
 
         from chunkd.http_client import NoAnswer, TooLarge, call
 
@@ -591,6 +596,8 @@ class OpenAIEmbedder:
         """Where a redirect points, as a message may show it: its origin (scheme, host,
         port), when that is plainly one and holds none of the credentials sent (a
         server may echo them); else without it."""
+        import urllib.parse
+
         try:
             target = urllib.parse.urlsplit(urllib.parse.urljoin(self.url, location or ""))
             port = target.port
@@ -909,6 +916,8 @@ def tokenizer_folder(spec: str) -> str | None:
     """The folder of the model ``spec`` names, if its tokenizer is there (a
     ``tokenizer.json``, as a fast tokenizer saves it), so that chunks can be counted in
     the model's own tokens; None for a model without one."""
+    from pathlib import Path
+
     from chunkd.units.huggingface import model_file
 
     folder = model_folder(spec)

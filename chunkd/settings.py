@@ -16,6 +16,8 @@ Raw options (flags and their values, a query's parameters, a grid point) become
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -652,6 +654,13 @@ class LineFormatter(argparse.HelpFormatter):
     stays a list), each line wrapped to the width, indented as it is written (an
     indented line's continuation two spaces further, to show where an item ends)."""
 
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        # argparse asks shutil for the width, and shutil imports bz2 and lzma: 2 ms of
+        # every start (each option added makes a formatter), for help seldom printed.
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
+
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         import textwrap  # only for help, as in argparse
 
@@ -663,6 +672,22 @@ class LineFormatter(argparse.HelpFormatter):
             lines.append(textwrap.fill(stripped, width, initial_indent=margin,
                                        subsequent_indent=hanging) if stripped else "")
         return "\n".join(lines)
+
+
+def _terminal_columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it: ``COLUMNS`` where
+    that is a positive number, else stdout's terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (stdout is not None and os.get_terminal_size(stdout.fileno()).columns) or 80
+    except (ValueError, OSError):  # stdout closed or detached, or not a terminal
+        return 80
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -29,9 +29,12 @@ def test_stdin_tokens_matches_langchain():
 
 #: Modules the plain filter has no use for, imported only where they are needed (each
 #: takes milliseconds at every start): the temporary files of whole-document formats,
-#: tiktoken's cache and library, and what help or OCR alone use.
+#: tiktoken's cache and library, what help or OCR alone use, and shutil (with bz2 and
+#: lzma), which argparse imports for the terminal's width.
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
-                "queue"}
+                "queue", "shutil", "bz2", "lzma"}
+#: And in code points: what an embeddings endpoint and token files alone use.
+NOT_AT_START_CHARS = {"urllib.parse", "pathlib"}
 #: And with the compiled core, whose writer writes the records: orjson, which the twin
 #: writer and JSON-lines input use, and what it imports: uuid, json and dataclasses
 #: (with the ``inspect`` that dataclasses imports, about a fifth of the start-up until
@@ -41,18 +44,27 @@ NOT_AT_START_COMPILED = {"orjson", "uuid", "json", "dataclasses", "inspect"}
 
 @pytest.mark.parametrize("options", [("--chars", "300"), ("--tokens", "100")])
 def test_a_plain_run_imports_only_what_it_uses(options):
-    """The installed command on Markdown, in code points or cl100k_base tokens, as
-    Python records its imports (``-X importtime``): the records are LangChain's, and
-    none of ``NOT_AT_START`` was imported; with ``--ids``, hashing and orjson are."""
+    """The command on Markdown, in code points or cl100k_base tokens, as Python records
+    its imports (``-X importtime``): the records are LangChain's, and none of
+    ``NOT_AT_START`` was imported; with ``--ids``, hashing and orjson are. It runs
+    without ``site`` (``-S``), chunkd and the site packages on its path, as a regular
+    install imports them: the import hook of an editable install, as a development
+    environment has, would import pathlib and urllib before chunkd starts."""
+    import pathlib
     import sys
+    import sysconfig
 
+    import chunkd
     from chunkd.core import IMPLEMENTATION
 
     text = ENGLISH.read_text(encoding="utf-8")[:20000]
     unused = NOT_AT_START | (NOT_AT_START_COMPILED if IMPLEMENTATION == "compiled" else set())
+    unused |= NOT_AT_START_CHARS if options[0] == "--chars" else set()
+    path = [str(pathlib.Path(chunkd.__file__).parent.parent), sysconfig.get_paths()["purelib"]]
+    main = f"import sys; sys.path[:0] = {path!r}; import chunkd.cli; sys.exit(chunkd.cli.main())"
 
     def run(*extra: str) -> tuple[list[dict], set[str]]:
-        done = subprocess.run([sys.executable, "-X", "importtime", chunkd_command(),
+        done = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", main,
                                *options, *extra], input=text.encode(), capture_output=True,
                               timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -67,6 +79,21 @@ def test_a_plain_run_imports_only_what_it_uses(options):
     records, imported = run("--ids")
     assert all(len(r["chunk_id"]) == 36 for r in records)
     assert {"hashlib", "orjson"} <= imported
+
+
+@pytest.mark.parametrize("columns", [None, "57", "0", "-3", "wide"])
+def test_help_is_as_wide_as_shutil_says(monkeypatch, columns):
+    """Help's width is found without shutil (``NOT_AT_START``), as shutil finds it:
+    ``COLUMNS`` where it is a positive number, else the terminal's (none here: 80)."""
+    import shutil
+
+    from chunkd.settings import LineFormatter
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert LineFormatter("chunkd")._width == shutil.get_terminal_size().columns - 2
 
 
 def test_a_caller_in_process_keeps_its_garbage_collector(tmp_path, capsys):
