@@ -2,3 +2,5 @@
 from the compiled modules only."""
 
 DEBUG_BUILD: bool
+
+def pad_heap(bytes: int) -> bool: ...

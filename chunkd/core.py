@@ -17,8 +17,9 @@ import sys
 __all__ = ["CONJUNCT_BREAK_VALUES", "CodeWalk", "ELLIPSIS", "GRAPHEME_BREAK_VALUES", "HEADING_LIMIT",
            "IMPLEMENTATION", "PICTOGRAPHIC_BIT", "SEPARATORS", "GraphemeWindows",
            "PythonRecursiveSplitter", "RecursiveSplitter", "SectionScanner", "SectionWindows", "SentenceWindows",
-           "TokenCounter", "WordWindows", "cut_heading", "literal_text", "unpack_ranks"]
+           "TokenCounter", "WordWindows", "cut_heading", "literal_text", "pad_heap", "unpack_ranks"]
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
@@ -47,6 +48,11 @@ else:
         print(f"chunkd: the compiled core is not built ({error}); running the pure-Python "
               "core, slower", file=sys.stderr)
         IMPLEMENTATION = "python"
+
+#: The command's allocator setting (``chunkd._core.pad_heap``): None where the twin runs.
+pad_heap: Callable[[int], bool] | None = None
+if IMPLEMENTATION == "compiled":
+    from chunkd._core import pad_heap
 
 #: The code strategy's compiled walk (chunkd._code); None where the twin runs, or where
 #: it alone is not built (tree-sitter's runtime did not compile).
