@@ -13,7 +13,18 @@ from cpython.unicode cimport PyUnicode_Substring
 
 from chunkd.chunk import Chunk
 
-_new_tuple = tuple.__new__
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject
+    object PyType_GenericAlloc(PyTypeObject* type, Py_ssize_t items)
+    void PyTuple_SET_ITEM(object tuple, Py_ssize_t at, object item)
+    void Py_INCREF(object item)
+
+
+cdef inline void _set(tuple filling, Py_ssize_t at, object item):
+    """Put ``item`` at ``at`` of a tuple being filled (its slot empty)."""
+    Py_INCREF(item)  # the slot takes a reference of its own
+    PyTuple_SET_ITEM(filling, at, item)
+
 
 cdef extern from *:
     """
@@ -130,13 +141,22 @@ cdef class TextStream:
         """Make the chunk ``text`` that stands for document[start:end], of ``length``,
         with the optional fields ``optional``, and number it.
 
-        tuple.__new__ skips the named tuple's Python-level __new__ (a third of the
-        per-chunk cost in profiles). A chunk holds only ints, strs and tuples of strs,
-        so it cannot be part of a cycle: untracked, it costs the garbage collector
-        nothing."""
+        The named tuple is allocated and filled here, as ``tuple.__new__`` would fill
+        it from a tuple of its fields, without that tuple (nor its Python-level
+        ``__new__``, a third of the per-chunk cost in profiles). A chunk holds only
+        ints, strs and tuples of strs, so it cannot be part of a cycle: untracked, it
+        costs the garbage collector nothing."""
+        cdef Py_ssize_t extra = len(optional), at
         assert self.base <= start < end <= self.base + len(self.buf), \
             "a chunk stands for text within the buffer"
-        chunk = _new_tuple(Chunk, (self.next_index, start, end, length, text) + optional)
+        chunk = <tuple>PyType_GenericAlloc(<PyTypeObject*>Chunk, 5 + extra)
+        _set(chunk, 0, self.next_index)
+        _set(chunk, 1, start)
+        _set(chunk, 2, end)
+        _set(chunk, 3, length)
+        _set(chunk, 4, text)
+        for at in range(extra):
+            _set(chunk, 5 + at, optional[at])
         PyObject_GC_UnTrack(chunk)
         self.out.append(chunk)
         self.next_index += 1
