@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from chunkd.chunk import OPTIONAL_FIELDS
 from chunkd.core import IMPLEMENTATION
 from chunkd.output import widen_pipe
+from chunkd.patterns import deferred
 
 if TYPE_CHECKING:
     import orjson
@@ -66,7 +67,7 @@ def display_name(name: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = deferred(r"[\x00-\x1f\x7f]")
 
 
 class Document:
@@ -416,7 +417,7 @@ class BytesBlocks:
 
 
 #: An integer literal that may lie beyond 64 bits, where orjson would make it a float.
-_LONG_INTEGER = re.compile(rb"[:\[,]\s*-?\d{19}")
+_LONG_INTEGER = deferred(rb"[:\[,]\s*-?\d{19}")
 
 
 def _parse_line(line: bytes, errors: str) -> object:
@@ -457,7 +458,7 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"malformed JSON: {name} is not a JSON value")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = deferred("[\ud800-\udfff]")
 
 
 def _replace_surrogates(value: object) -> object:

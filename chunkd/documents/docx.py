@@ -10,11 +10,12 @@ import re
 
 from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
+from chunkd.patterns import deferred
 
 #: A DOCX's parts may expand to this many times --max-bytes (a ZIP bomb expands more).
 DOCX_EXPANSION = 4
 
-_HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
+_HEADING_STYLE = deferred(r"heading (\d)", re.IGNORECASE)
 _CODE_STYLES = frozenset({"preformatted text", "html preformatted", "source code",
                           "source text", "code"})
 

@@ -10,6 +10,7 @@ import re
 
 from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
+from chunkd.patterns import deferred
 
 #: Elements whose content is not the document's text.
 SKIPPED = frozenset({"head", "script", "style", "noscript", "template", "iframe", "object",
@@ -59,12 +60,12 @@ DECODERS = frozenset({
     "iso8859-16", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874", "cp1250",
     "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258",
     "gb18030", "big5hkscs", "euc_jp", "iso2022_jp", "cp932", "cp949"})
-_COMMENT_OR_TAG = re.compile(
+_COMMENT_OR_TAG = deferred(
     rb"<!--.*?-->|<meta[\t\n\f\r /]((?:\"[^\"]*\"|'[^']*'|[^'\">])*)>|<[^>]*>",
     re.DOTALL | re.IGNORECASE)
-_ATTRIBUTE = re.compile(rb"""([^\t\n\f\r />=][^\t\n\f\r /=>]*)\s*"""
+_ATTRIBUTE = deferred(rb"""([^\t\n\f\r />=][^\t\n\f\r /=>]*)\s*"""
                         rb"""(?:=\s*("[^"]*"|'[^']*'|[^\t\n\f\r >]*))?""")
-_CONTENT_CHARSET = re.compile(rb"""charset\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r ;]+))""",
+_CONTENT_CHARSET = deferred(rb"""charset\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r ;]+))""",
                               re.IGNORECASE)
 
 

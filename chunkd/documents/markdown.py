@@ -5,11 +5,11 @@ code in fences. Inline text is one line with its white space collapsed."""
 
 from __future__ import annotations
 
-import re
+from chunkd.patterns import deferred
 
-_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+_SPACE = deferred(r"[ \t\n\r\f\v]+")
 #: What starts a heading line or a code fence.
-_OPENS_BLOCK = re.compile(r"#|```|~~~")
+_OPENS_BLOCK = deferred(r"#|```|~~~")
 #: The deepest list level indented deeper than the one above it (Word's lists have 9
 #: levels, 0 to 8): deeper items stay at its indentation, as headings stop at ``######``,
 #: so that a small file of lists nested thousands deep does not grow with the square of

@@ -6,17 +6,17 @@ the extraction's process and within its bounds."""
 from __future__ import annotations
 
 import os
-import re
 
 from chunkd.documents.base import (HEAD_BYTES, PAGE_BREAK, DocumentError, Extracted, Format,
                                    Limits, Whole, register)
+from chunkd.patterns import deferred
 
 #: PDFium writes U+FFFE where a word was broken at a line's end after a hyphen (the
 #: line break itself it leaves out): the hyphen it stands for.
 _BROKEN_WORD = "\ufffe"
-_LINE_BREAK = re.compile(r"[ \t]*(?:\r\n?|\n)")
+_LINE_BREAK = deferred(r"[ \t]*(?:\r\n?|\n)")
 #: Characters a text cannot carry into JSON records: lone surrogates, NUL.
-_UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
+_UNWRITABLE = deferred("[\ud800-\udfff\x00]")
 #: The resolution a page is rendered at for OCR (Tesseract reads best at about 300).
 OCR_DPI = 300
 #: The language OCR reads (Tesseract's name for it).

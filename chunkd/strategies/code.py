@@ -42,6 +42,7 @@ from chunkd import core
 from chunkd.chunk import Chunk
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
+from chunkd.patterns import deferred
 from chunkd.strategies.base import Chunker, Source, Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
@@ -154,9 +155,9 @@ KEYWORD_NODES = 40
 #: The longest symbol a record gives, in code points.
 SYMBOL_LENGTH = 200
 
-_SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)")
-_ANNOTATIONS = re.compile(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
-_NOT_SPACE = re.compile(r"\S")
+_SHEBANG = deferred(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([\w.+-]+)")
+_ANNOTATIONS = deferred(r"^(?:(?:@|#\[)\S*(?:\([^)]*\))?\]?\s+)+")
+_NOT_SPACE = deferred(r"\S")
 _END = itemgetter(1)   # a piece's end
 #: Where a Chunk holds its symbols and defines (the compiled walk's records set them).
 _SYMBOLS_FIELD, _DEFINES_FIELD = Chunk._fields.index("symbols"), Chunk._fields.index("defines")

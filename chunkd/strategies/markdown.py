@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, cast
 
 from chunkd.chunk import Chunk
 from chunkd.options import Flag, Option, register_option, switch
+from chunkd.patterns import deferred
 from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
 from chunkd.units import CHARS
@@ -158,13 +159,13 @@ LINE_LIMIT = 65_536
 
 #: A table's separator row (GFM's delimiter row): cells of "-" with an optional ":"
 #: either side, between pipes (the outer ones optional).
-_DELIMITER = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\Z")
-_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_DELIMITER = deferred(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\Z")
+_UNESCAPED_PIPE = deferred(r"(?<!\\)\|")
 #: What opens fenced code, and what may close it (the section scanner's rule).
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_CLOSING = re.compile(r" {0,3}(`+|~+)")
+_FENCE = deferred(r" {0,3}(`{3,}|~{3,})")
+_CLOSING = deferred(r" {0,3}(`+|~+)")
 #: What a line that may matter to tables has: a pipe, or the start of a fence.
-_TABLE_OR_FENCE = re.compile(r"\||^ {0,3}(?:```|~~~)", re.MULTILINE)
+_TABLE_OR_FENCE = deferred(r"\||^ {0,3}(?:```|~~~)", re.MULTILINE)
 
 
 def cell_count(row: str) -> int:

@@ -29,6 +29,7 @@ from chunkd.embedder import EMBED, EMBED_URL, checked_model, embedder
 from chunkd.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
+from chunkd.patterns import deferred
 from chunkd.strategies.base import Chunker, Strategy, register
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ BREAKPOINTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1
                "gradient": 95.0}
 #: The sentence splits: chunkd's ``sentences`` units, or LangChain's regular expression.
 SENTENCE_SPLITS = ("chunkd", "langchain")
-LANGCHAIN_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+LANGCHAIN_SENTENCE_END = deferred(r"(?<=[.?!])\s+")
 
 
 def _semantic_only(kind: type[Strategy]) -> bool:
