@@ -191,6 +191,44 @@ cdef extern from *:
         *top = largest;
         return at;
     }
+    /* The same into four-byte units, from where a character beyond U+FFFF was met:
+       every valid, complete character, up to the first that is not (room for
+       length - at units); where that is, and their count in count. */
+    static Py_ssize_t chunkd_decode_ucs4(const unsigned char* data, Py_ssize_t at,
+                                         Py_ssize_t length, uint32_t* out,
+                                         Py_ssize_t* count) {
+        uint32_t* start = out;
+        while (at < length) {
+            if (data[at] < 0x80) {
+    #if defined(__SSE2__)
+                const __m128i zero = _mm_setzero_si128();
+                while (at + 16 <= length) {
+                    __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at)), low, high;
+                    int found = _mm_movemask_epi8(bytes);
+                    low = _mm_unpacklo_epi8(bytes, zero);
+                    high = _mm_unpackhi_epi8(bytes, zero);
+                    _mm_storeu_si128((__m128i*)out, _mm_unpacklo_epi16(low, zero));
+                    _mm_storeu_si128((__m128i*)(out + 4), _mm_unpackhi_epi16(low, zero));
+                    _mm_storeu_si128((__m128i*)(out + 8), _mm_unpacklo_epi16(high, zero));
+                    _mm_storeu_si128((__m128i*)(out + 12), _mm_unpackhi_epi16(high, zero));
+                    if (found) {
+                        out += __builtin_ctz(found);
+                        at += __builtin_ctz(found);
+                        break;
+                    }
+                    out += 16;
+                    at += 16;
+                }
+    #endif
+                while (at < length && data[at] < 0x80) *out++ = data[at++];
+                continue;
+            }
+            if (!chunkd_char_size(data, at, length)) break;
+            *out++ = chunkd_next(data, &at);
+        }
+        *count = out - start;
+        return at;
+    }
     """
     Py_ssize_t chunkd_valid_end(const unsigned char* data, Py_ssize_t at, Py_ssize_t length,
                                 Py_ssize_t* count, unsigned char* top)
@@ -203,16 +241,20 @@ cdef extern from *:
     Py_ssize_t chunkd_decode_ucs2(const unsigned char* data, Py_ssize_t at,
                                   Py_ssize_t length, uint16_t* out, Py_ssize_t* count,
                                   unsigned char* top)
+    Py_ssize_t chunkd_decode_ucs4(const unsigned char* data, Py_ssize_t at,
+                                  Py_ssize_t length, uint32_t* out, Py_ssize_t* count)
 
 cdef extern from "Python.h":
     void* PyUnicode_DATA(object text)
 
-# Where the one pass decodes to (two-byte units), kept between calls: the GIL, held
-# throughout a call in which nothing runs Python code, keeps it to one call at a time.
-# A larger input (a whole request's body) is counted first and decoded straight into
-# its str, as the codec's memory would hold it, rather than into room of twice its size.
+# Where the one pass decodes to (two-byte units, and four-byte units once a character
+# beyond U+FFFF is met), kept between calls: the GIL, held throughout a call in which
+# nothing runs Python code, keeps it to one call at a time. A larger input (a whole
+# request's body) is counted first and decoded straight into its str, as the codec's
+# memory would hold it, rather than into room of twice its size or more.
 cdef Py_ssize_t KEPT_UNITS = 1 << 17
 cdef uint16_t* kept_units = NULL
+cdef uint32_t* kept_wide_units = NULL
 
 
 def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
@@ -236,7 +278,7 @@ def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
             raise MemoryError()
     end = chunkd_decode_ucs2(bytes_, start, length, kept_units, &count, &top)
     if end < length and bytes_[end] >= 0xF0 and chunkd_char_size(bytes_, end, length):
-        return _counted(bytes_, start, length)  # a character beyond U+FFFF (rare)
+        return _wide(bytes_, end, length, count)  # a character beyond U+FFFF (rare)
     text = _room(count, top)
     if top == 0:
         memcpy(PyUnicode_DATA(text), bytes_ + start, count)
@@ -246,6 +288,25 @@ def decode_valid(const unsigned char[::1] data not None, Py_ssize_t start):
             ucs1[at] = <uint8_t>kept_units[at]
     else:
         memcpy(PyUnicode_DATA(text), kept_units, count * sizeof(uint16_t))
+    return text, end
+
+
+cdef tuple _wide(const unsigned char* bytes_, Py_ssize_t end, Py_ssize_t length,
+                 Py_ssize_t count):
+    """``decode_valid``'s one pass on from ``end``, where a character beyond U+FFFF
+    is: the ``count`` two-byte units decoded before it widened, the rest decoded as
+    four-byte units after them (the room is the two-byte room's, in units)."""
+    global kept_wide_units
+    cdef Py_ssize_t more, at
+    if kept_wide_units is NULL:
+        kept_wide_units = <uint32_t*>malloc(KEPT_UNITS * sizeof(uint32_t))
+        if kept_wide_units is NULL:
+            raise MemoryError()
+    for at in range(count):
+        kept_wide_units[at] = kept_units[at]
+    end = chunkd_decode_ucs4(bytes_, end, length, kept_wide_units + count, &more)
+    text = PyUnicode_New(count + more, 0x10FFFF)
+    memcpy(PyUnicode_DATA(text), kept_wide_units, (count + more) * sizeof(uint32_t))
     return text, end
 
 
