@@ -135,6 +135,39 @@ cdef extern from *:
             *out++ = chunkd_next(data, &at);
         }
     }
+    /* The ASCII bytes from at copied into out as units of width bytes (2 or 4),
+       sixteen a step, each step stored before it is looked at (room for sixteen units
+       past the copy); where they end. */
+    static inline Py_ssize_t chunkd_widen_ascii(const unsigned char* data, Py_ssize_t at,
+                                                Py_ssize_t length, void* out, int width) {
+        uint16_t* two = (uint16_t*)out;
+        uint32_t* four = (uint32_t*)out;
+    #if defined(__SSE2__)
+        const __m128i zero = _mm_setzero_si128();
+        while (at + 16 <= length) {
+            __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at));
+            __m128i low = _mm_unpacklo_epi8(bytes, zero), high = _mm_unpackhi_epi8(bytes, zero);
+            int found = _mm_movemask_epi8(bytes), step = found ? __builtin_ctz(found) : 16;
+            if (width == 2) {
+                _mm_storeu_si128((__m128i*)two, low);
+                _mm_storeu_si128((__m128i*)(two + 8), high);
+            } else {
+                _mm_storeu_si128((__m128i*)four, _mm_unpacklo_epi16(low, zero));
+                _mm_storeu_si128((__m128i*)(four + 4), _mm_unpackhi_epi16(low, zero));
+                _mm_storeu_si128((__m128i*)(four + 8), _mm_unpacklo_epi16(high, zero));
+                _mm_storeu_si128((__m128i*)(four + 12), _mm_unpackhi_epi16(high, zero));
+            }
+            two += step;
+            four += step;
+            at += step;
+            if (found) return at;
+        }
+    #endif
+        for (; at < length && data[at] < 0x80; at++) {
+            if (width == 2) *two++ = data[at]; else *four++ = data[at];
+        }
+        return at;
+    }
     /* One pass for the common case: the valid, complete characters from at decoded
        into out (room for length - at + 16 units: sixteen ASCII bytes are stored as
        sixteen units before they are looked at), up to the first that is not valid or
@@ -144,29 +177,15 @@ cdef extern from *:
                                          Py_ssize_t length, uint16_t* out,
                                          Py_ssize_t* count, unsigned char* top) {
         uint16_t* start = out;
+        Py_ssize_t ascii;
         unsigned char lead, second, third, largest = 0;
         uint32_t point;
         while (at < length) {
             lead = data[at];
             if (lead < 0x80) {
-    #if defined(__SSE2__)
-                while (at + 16 <= length) {
-                    __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at));
-                    int high = _mm_movemask_epi8(bytes);
-                    _mm_storeu_si128((__m128i*)out,
-                                     _mm_unpacklo_epi8(bytes, _mm_setzero_si128()));
-                    _mm_storeu_si128((__m128i*)(out + 8),
-                                     _mm_unpackhi_epi8(bytes, _mm_setzero_si128()));
-                    if (high) {
-                        out += __builtin_ctz(high);
-                        at += __builtin_ctz(high);
-                        break;
-                    }
-                    out += 16;
-                    at += 16;
-                }
-    #endif
-                while (at < length && data[at] < 0x80) *out++ = data[at++];
+                ascii = chunkd_widen_ascii(data, at, length, out, 2);
+                out += ascii - at;
+                at = ascii;
                 continue;
             }
             if (lead >= 0xE0) {  /* three bytes: CJK, punctuation like U+2019 */
@@ -198,29 +217,12 @@ cdef extern from *:
                                          Py_ssize_t length, uint32_t* out,
                                          Py_ssize_t* count) {
         uint32_t* start = out;
+        Py_ssize_t ascii;
         while (at < length) {
             if (data[at] < 0x80) {
-    #if defined(__SSE2__)
-                const __m128i zero = _mm_setzero_si128();
-                while (at + 16 <= length) {
-                    __m128i bytes = _mm_loadu_si128((const __m128i*)(data + at)), low, high;
-                    int found = _mm_movemask_epi8(bytes);
-                    low = _mm_unpacklo_epi8(bytes, zero);
-                    high = _mm_unpackhi_epi8(bytes, zero);
-                    _mm_storeu_si128((__m128i*)out, _mm_unpacklo_epi16(low, zero));
-                    _mm_storeu_si128((__m128i*)(out + 4), _mm_unpackhi_epi16(low, zero));
-                    _mm_storeu_si128((__m128i*)(out + 8), _mm_unpacklo_epi16(high, zero));
-                    _mm_storeu_si128((__m128i*)(out + 12), _mm_unpackhi_epi16(high, zero));
-                    if (found) {
-                        out += __builtin_ctz(found);
-                        at += __builtin_ctz(found);
-                        break;
-                    }
-                    out += 16;
-                    at += 16;
-                }
-    #endif
-                while (at < length && data[at] < 0x80) *out++ = data[at++];
+                ascii = chunkd_widen_ascii(data, at, length, out, 4);
+                out += ascii - at;
+                at = ascii;
                 continue;
             }
             if (!chunkd_char_size(data, at, length)) break;
