@@ -29,8 +29,63 @@ cdef extern from *:
         return NULL;
     #endif
     }
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #define CHUNKD_PAIR_SEARCH 1
+    /* Where the code points first and second stand side by side in text of kind
+       (1, 2 or 4 bytes a unit), starting from at to last (the unit after last is in
+       the text), or -1: both compared sixteen bytes a step, so that a separator of two
+       or more ("\n\n") is not looked for at each of its first code point (at every
+       line's end). */
+    static Py_ssize_t chunkd_find_pair(int kind, const void* data, Py_ssize_t at,
+                                       Py_ssize_t last, uint32_t first, uint32_t second) {
+        if (kind == 1) {
+            const unsigned char* text = (const unsigned char*)data;
+            const __m128i a = _mm_set1_epi8((char)first), b = _mm_set1_epi8((char)second);
+            if (first > 0xFF || second > 0xFF) return -1;
+            for (; at + 15 <= last; at += 16) {
+                int found = _mm_movemask_epi8(_mm_and_si128(
+                    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i*)(text + at)), a),
+                    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i*)(text + at + 1)), b)));
+                if (found) return at + __builtin_ctz(found);
+            }
+            for (; at <= last; at++) if (text[at] == first && text[at + 1] == second) return at;
+        } else if (kind == 2) {
+            const uint16_t* text = (const uint16_t*)data;
+            const __m128i a = _mm_set1_epi16((short)first), b = _mm_set1_epi16((short)second);
+            if (first > 0xFFFF || second > 0xFFFF) return -1;
+            for (; at + 7 <= last; at += 8) {
+                int found = _mm_movemask_epi8(_mm_and_si128(
+                    _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i*)(text + at)), a),
+                    _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i*)(text + at + 1)), b)));
+                if (found) return at + (__builtin_ctz(found) >> 1);
+            }
+            for (; at <= last; at++) if (text[at] == first && text[at + 1] == second) return at;
+        } else {
+            const uint32_t* text = (const uint32_t*)data;
+            const __m128i a = _mm_set1_epi32((int)first), b = _mm_set1_epi32((int)second);
+            for (; at + 3 <= last; at += 4) {
+                int found = _mm_movemask_epi8(_mm_and_si128(
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i*)(text + at)), a),
+                    _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i*)(text + at + 1)), b)));
+                if (found) return at + (__builtin_ctz(found) >> 2);
+            }
+            for (; at <= last; at++) if (text[at] == first && text[at + 1] == second) return at;
+        }
+        return -1;
+    }
+    #else
+    #define CHUNKD_PAIR_SEARCH 0
+    static Py_ssize_t chunkd_find_pair(int kind, const void* data, Py_ssize_t at,
+                                       Py_ssize_t last, uint32_t first, uint32_t second) {
+        return -1;  /* never called: find() takes the first code point's search */
+    }
+    #endif
     """
     const uint32_t* chunkd_find_u32(const uint32_t* s, uint32_t c, size_t n) nogil
+    const bint CHUNKD_PAIR_SEARCH
+    Py_ssize_t chunkd_find_pair(int kind, const void* data, Py_ssize_t at, Py_ssize_t last,
+                                uint32_t first, uint32_t second) nogil
 
 
 cdef inline bint is_white(unsigned int c) noexcept nogil:
@@ -78,17 +133,22 @@ cdef inline Py_ssize_t find(int kind, void* data, Py_ssize_t start, Py_ssize_t e
     [start, end), or -1.
 
     Faster than ``str.find`` here: no conversion of the separator to the text's kind
-    per call, and the C library's memchr/wmemchr for its first code point."""
+    per call, and the C library's memchr/wmemchr for its first code point, or its
+    first two compared at once (``chunkd_find_pair``)."""
     cdef Py_ssize_t i = start, last = end - sep_len, k
+    cdef bint pairs = CHUNKD_PAIR_SEARCH and sep_len > 1
     while i <= last:
-        i = find_unit(kind, data, i, last + 1, sep[0])
+        if pairs:
+            i = chunkd_find_pair(kind, data, i, last, sep[0], sep[1])
+        else:
+            i = find_unit(kind, data, i, last + 1, sep[0])
         if i < 0 or sep_len == 1:
             return i
-        k = 1
-        while PyUnicode_READ(kind, data, i + k) == sep[k]:
+        k = 2 if pairs else 1
+        while k < sep_len and PyUnicode_READ(kind, data, i + k) == sep[k]:
             k += 1
-            if k == sep_len:
-                return i
+        if k == sep_len:
+            return i
         i += 1
     return -1
 
