@@ -8,10 +8,10 @@ byte for byte and write for write."""
 
 import sys
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact
-from libc.stdlib cimport free, realloc
 from libc.stdint cimport uint16_t
 from libc.string cimport memcpy
 
@@ -138,6 +138,9 @@ cdef extern from *:
                            const char* escapes)
 
 cdef extern from "Python.h":
+    PyObject* PyBytes_FromStringAndSize(const char* data, Py_ssize_t size) except NULL
+    char* PyBytes_AS_STRING(PyObject* data)
+    int _PyBytes_Resize(PyObject** data, Py_ssize_t size) except -1
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
     int PyUnicode_KIND(object text)
     const uint16_t* PyUnicode_2BYTE_DATA(object text)
@@ -166,22 +169,24 @@ cdef Py_ssize_t FIXED = sum(map(len, (START, START_, END_, LENGTH_, TEXT_, CLOSE
 
 
 cdef class _Buffer:
-    """Bytes being gathered for one write."""
+    """Bytes being gathered for one write, in the bytes object that is written: taken,
+    it is cut to its size, not copied."""
+    cdef PyObject* block  # the bytes being filled (a reference of its own), or NULL
     cdef char* data
     cdef Py_ssize_t size, capacity
 
     def __dealloc__(self):
-        free(self.data)
+        Py_XDECREF(self.block)
 
     cdef int reserve(self, Py_ssize_t more) except -1:
         cdef Py_ssize_t wanted = self.size + more
-        cdef char* grown
-        if wanted > self.capacity:
-            wanted = max(wanted, 2 * self.capacity, 1 << 16)
-            grown = <char*>realloc(self.data, wanted)
-            if grown is NULL:
-                raise MemoryError()
-            self.data, self.capacity = grown, wanted
+        if self.block is NULL:  # as large as the last one grew: it is not grown again
+            self.capacity = max(wanted, self.capacity, 1 << 16)
+            self.block = PyBytes_FromStringAndSize(NULL, self.capacity)
+        elif wanted > self.capacity:
+            self.capacity = max(wanted, 2 * self.capacity)
+            _PyBytes_Resize(&self.block, self.capacity)  # NULL, raising, if it fails
+        self.data = PyBytes_AS_STRING(self.block)
         return 0
 
     cdef inline void put(self, const char* source, Py_ssize_t length):
@@ -273,8 +278,10 @@ cdef class _Buffer:
         return True
 
     cdef object take(self):
-        taken = PyBytes_FromStringAndSize(self.data, self.size)
-        self.size = 0
+        _PyBytes_Resize(&self.block, self.size)
+        taken = <object>self.block  # a reference of the caller's
+        Py_XDECREF(self.block)
+        self.block, self.data, self.size = NULL, NULL, 0
         return taken
 
 
