@@ -226,23 +226,24 @@ def decode_blocks(blocks: Iterable[bytes | memoryview], where: str,
 
     for block in blocks:
         if decode_valid is None or (data := _byte_view(block)) is None:
-            text = decode(block)
+            pieces = [decode(block)]
         else:
-            text, at = "", 0
+            # Each piece goes as it is, not joined: a block that a character straddles
+            # would be copied whole to add that character.
+            pieces, at = [], 0
             if decoder.getstate()[0]:  # its continuation bytes complete a split character
                 while at < min(3, len(data)) and 0x80 <= data[at] <= 0xBF:
                     at += 1
-                text = decode(data[:at])
+                pieces.append(decode(data[:at]))
             if decoder.getstate()[0]:  # still cut short: the decoder judges what follows
-                text += decode(data[at:])
+                pieces.append(decode(data[at:]))
             else:
                 valid, end = decode_valid(data, at)
                 offset += end - at
-                text += valid
+                pieces.append(valid)
                 if end < len(data):
-                    text += decode(data[end:])
-        if text:
-            yield text
+                    pieces.append(decode(data[end:]))
+        yield from filter(None, pieces)
     text = decode(b"", final=True)
     if text:
         yield text
