@@ -19,8 +19,16 @@ cdef extern from "Python.h":
     void PyTuple_SET_ITEM(object tuple, Py_ssize_t at, object item)
     void Py_INCREF(object item)
 
+cdef extern from *:
+    """
+    /* From Python 3.14 a tuple caches its hash, which tuple.__new__ marks as not yet
+       computed (-1) in a field of its own: a chunk made there is not filled in place. */
+    #define CHUNKD_FILL_IN_PLACE (PY_VERSION_HEX < 0x030E0000)
+    """
+    const bint CHUNKD_FILL_IN_PLACE
 
-cdef inline void _set(tuple filling, Py_ssize_t at, object item):
+
+cdef inline void _set(object filling, Py_ssize_t at, object item):
     """Put ``item`` at ``at`` of a tuple being filled (its slot empty)."""
     Py_INCREF(item)  # the slot takes a reference of its own
     PyTuple_SET_ITEM(filling, at, item)
@@ -42,23 +50,28 @@ cdef extern from *:
     """
     #if defined(__GLIBC__)
     #include <malloc.h>
-    #define CHUNKD_PAD_HEAP(bytes) mallopt(M_TOP_PAD, (bytes))
+    /* Setting M_TOP_PAD stops glibc from raising its mmap threshold as it would (from
+       128 KiB, to the largest block freed): it is set too, or every block from
+       128 KiB would be mapped and its pages faulted in afresh each time. */
+    #define CHUNKD_PAD_HEAP(bytes) \
+        (mallopt(M_MMAP_THRESHOLD, (bytes)) == 1 && mallopt(M_TOP_PAD, (bytes)) == 1)
     #else
     #define CHUNKD_PAD_HEAP(bytes) 0
     #endif
     """
-    int CHUNKD_PAD_HEAP(int bytes)
+    bint CHUNKD_PAD_HEAP(int bytes)
 
 
 def pad_heap(int bytes):
-    """Have the C allocator grow its heap ``bytes`` beyond what it needs, and keep as
-    much when memory is freed, rather than hand the top of the heap back to the
-    system; False where the allocator has no such setting (it is not glibc's). A
-    stream frees its buffer and blocks and allocates them again block after block,
-    and each page handed back and taken again is a page fault: some 6,600 on a 43 MB
-    book, 5 % of the command's time. It changes the whole process: for the command
-    only (``chunkd.cli``), never for a program that imports chunkd."""
-    return CHUNKD_PAD_HEAP(bytes) == 1
+    """Have the C allocator grow its heap ``bytes`` beyond what it needs, keep as much
+    when memory is freed rather than hand the top of the heap back to the system, and
+    take blocks smaller than ``bytes`` from it; False where the allocator has no such
+    settings (it is not glibc's). A stream frees its buffer and blocks and allocates
+    them again block after block, and each page handed back and taken again is a page
+    fault: some 6,600 on a 43 MB book, 5 % of the command's time. It changes the whole
+    process: for the command only (``chunkd.cli``), never for a program that imports
+    chunkd."""
+    return CHUNKD_PAD_HEAP(bytes)
 
 
 cdef class TextStream:
@@ -142,21 +155,26 @@ cdef class TextStream:
         with the optional fields ``optional``, and number it.
 
         The named tuple is allocated and filled here, as ``tuple.__new__`` would fill
-        it from a tuple of its fields, without that tuple (nor its Python-level
-        ``__new__``, a third of the per-chunk cost in profiles). A chunk holds only
+        it from a tuple of its fields, without that tuple (before Python 3.14:
+        ``CHUNKD_FILL_IN_PLACE``), and never through its Python-level ``__new__`` (a
+        third of the per-chunk cost in profiles). A chunk holds only
         ints, strs and tuples of strs, so it cannot be part of a cycle: untracked, it
         costs the garbage collector nothing."""
         cdef Py_ssize_t extra = len(optional), at
+        cdef object chunk  # a Chunk: a tuple's subclass, not an exact tuple
         assert self.base <= start < end <= self.base + len(self.buf), \
             "a chunk stands for text within the buffer"
-        chunk = <tuple>PyType_GenericAlloc(<PyTypeObject*>Chunk, 5 + extra)
-        _set(chunk, 0, self.next_index)
-        _set(chunk, 1, start)
-        _set(chunk, 2, end)
-        _set(chunk, 3, length)
-        _set(chunk, 4, text)
-        for at in range(extra):
-            _set(chunk, 5 + at, optional[at])
+        if not CHUNKD_FILL_IN_PLACE:
+            chunk = tuple.__new__(Chunk, (self.next_index, start, end, length, text) + optional)
+        else:
+            chunk = PyType_GenericAlloc(<PyTypeObject*>Chunk, 5 + extra)
+            _set(chunk, 0, self.next_index)
+            _set(chunk, 1, start)
+            _set(chunk, 2, end)
+            _set(chunk, 3, length)
+            _set(chunk, 4, text)
+            for at in range(extra):
+                _set(chunk, 5 + at, optional[at])
         PyObject_GC_UnTrack(chunk)
         self.out.append(chunk)
         self.next_index += 1

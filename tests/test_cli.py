@@ -159,6 +159,41 @@ def test_the_command_pads_its_heap_and_a_caller_keeps_its_own(tmp_path):
     assert records == faults("", str(text))[1]
 
 
+@pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc",
+                    reason="the heap's padding is glibc's setting")
+def test_a_padded_heap_serves_large_blocks_again_without_faults():
+    """Padding the heap keeps blocks from 128 KiB to the pad in it (``pad_heap`` sets
+    glibc's mmap threshold too, which padding alone freezes at 128 KiB): allocated,
+    written and freed again and again, they cost no new page faults. In a process of
+    its own: the allocator's settings are the whole process's."""
+    import sys
+
+    from chunkd.core import pad_heap
+
+    if pad_heap is None:
+        pytest.skip("the twin runs: no compiled core to pad the heap with")
+    program = """if True:
+        import resource, sys
+        from chunkd.core import pad_heap
+        assert pad_heap(16 << 20)
+        faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for size in (200 << 10, 1 << 20, 8 << 20):
+            block = bytearray(size)
+            del block
+            before = faults()
+            for _ in range(50):
+                block = bytearray(size)
+                block[::4096] = b"x" * len(block[::4096])
+                del block
+            print(size, (faults() - before) / 50)
+    """
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    per_block = dict(map(float, line.split()) for line in done.stdout.splitlines())
+    assert len(per_block) == 3 and all(faults < 1 for faults in per_block.values()), per_block
+
+
 def test_default_is_1000_chars_with_10_percent_overlap():
     text = CHINESE.read_text(encoding="utf-8")
     records = ndjson(run_chunkd(input=text.encode()).stdout)
