@@ -8,11 +8,13 @@ The same measure as ``run.py``'s end-to-end section (the corpus repeated to abou
 included), but the commands run in turn, round after round, so that a machine whose
 speed swings from one second to the next slows them alike. Each chunkd runs as
 ``python -c`` of ``chunkd.cli.main`` from its checkout; ``--before DIR``: an older
-checkout (built in place) runs too. Printed: a Markdown table of the median and the
-fastest seconds, and their ratios to the LangChain script. ``--python``: the interpreter
-every command runs with (this one by default), such as a virtual environment's where
-chunkd was installed as a user installs it (``pip install .``): an editable install's
-import hook, which a development environment has, adds some 20 ms to each start.
+checkout (built in place) runs too. ``--python``: the interpreter every command runs
+with (this one by default), such as a virtual environment's where chunkd was installed
+as a user installs it (``pip install .``): an editable install's import hook, which a
+development environment has, adds some 20 ms to each start. Printed: a Markdown table
+of the median and the fastest seconds, their ratios to the LangChain script, and the
+median of each round's ratio (the commands of a round run seconds apart, so that a slow
+spell of the machine slows both sides of that ratio).
 """
 
 from __future__ import annotations
@@ -73,12 +75,14 @@ def main() -> None:
     base = times["langchain script"]
     print(f"{len(text.encode()) / 1e6:.1f} MB, --{args.unit} {size} --overlap {overlap}, "
           f"{args.rounds} rounds\n")
-    print("| command | median s | fastest s | x LangChain (median) | x LangChain (fastest) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| command | median s | fastest s | x LangChain (median) | x LangChain (fastest) "
+          "| x LangChain (median of the rounds) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, values in times.items():
+        rounds = statistics.median(b / v for b, v in zip(base, values))
         print(f"| {name} | {statistics.median(values):.3f} | {min(values):.3f} | "
               f"{statistics.median(base) / statistics.median(values):.2f} | "
-              f"{min(base) / min(values):.2f} |")
+              f"{min(base) / min(values):.2f} | {rounds:.2f} |")
 
 
 if __name__ == "__main__":
