@@ -51,10 +51,14 @@ cdef extern from *:
     #if defined(__GLIBC__)
     #include <malloc.h>
     /* Setting M_TOP_PAD stops glibc from raising its mmap threshold as it would (from
-       128 KiB, to the largest block freed): it is set too, or every block from
-       128 KiB would be mapped and its pages faulted in afresh each time. */
-    #define CHUNKD_PAD_HEAP(bytes) \
-        (mallopt(M_MMAP_THRESHOLD, (bytes)) == 1 && mallopt(M_TOP_PAD, (bytes)) == 1)
+       128 KiB, to the largest block freed), so it is set too: to 256 KiB, which a
+       reader's block and its text (64 KiB, a UCS-2 str of twice that) stay under. A
+       larger block that the heap has no free room for is mapped on its own and handed
+       back when freed; at 512 KiB or more, the transient copies of a 40 MB NDJSON line
+       fragmented the heap (a peak 9 MB higher, tests/test_input_findings.py). */
+    #define CHUNKD_MAPPED_FROM (256 << 10)
+    #define CHUNKD_PAD_HEAP(bytes) (mallopt(M_MMAP_THRESHOLD, CHUNKD_MAPPED_FROM) == 1 \
+                                    && mallopt(M_TOP_PAD, (bytes)) == 1)
     #else
     #define CHUNKD_PAD_HEAP(bytes) 0
     #endif
@@ -65,8 +69,8 @@ cdef extern from *:
 def pad_heap(int bytes):
     """Have the C allocator grow its heap ``bytes`` beyond what it needs, keep as much
     when memory is freed rather than hand the top of the heap back to the system, and
-    take blocks smaller than ``bytes`` from it; False where the allocator has no such
-    settings (it is not glibc's). A stream frees its buffer and blocks and allocates
+    take blocks under 256 KiB from it; False where the allocator has no such settings
+    (it is not glibc's). A stream frees its buffer and blocks and allocates
     them again block after block, and each page handed back and taken again is a page
     fault: some 6,600 on a 43 MB book, 5 % of the command's time. It changes the whole
     process: for the command only (``chunkd.cli``), never for a program that imports

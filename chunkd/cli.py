@@ -19,8 +19,7 @@ from chunkd.commands import COMMANDS
 from chunkd.output import EXIT_INTERRUPTED
 
 
-#: The bytes the command's C heap grows beyond its need and keeps when memory is freed,
-#: and the size from which a block is mapped on its own rather than taken from the heap
+#: The bytes the command's C heap grows beyond its need and keeps when memory is freed
 #: (``chunkd.core.pad_heap``): a 43 MB book costs 500 page faults past the start-up's,
 #: not 6,600 (a 0.25 s run: 0.02 s less), for at most 16 MiB more memory held.
 HEAP_PAD = 16 << 20
