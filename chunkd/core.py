@@ -20,16 +20,24 @@ __all__ = ["CONJUNCT_BREAK_VALUES", "CodeWalk", "ELLIPSIS", "GRAPHEME_BREAK_VALU
            "TokenCounter", "WordWindows", "cut_heading", "literal_text", "pad_heap", "unpack_ranks"]
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
 from chunkd.splitting import SEPARATORS, literal_text
 
 if TYPE_CHECKING:
     from chunkd._code import CodeWalk as _CodeWalk
+    from chunkd._pure.recursive import RecursiveSplitter as PythonRecursiveSplitter
 
-# PythonRecursiveSplitter is the twin's recursive splitter in either core: its counts
-# are Python numbers, so it takes a length function that returns floats (the drop-in).
+
+def __getattr__(name: str) -> Any:
+    """``PythonRecursiveSplitter``, the twin's recursive splitter in either core, imported
+    when first asked for: its counts are Python numbers, so it takes a length function
+    that returns floats (the drop-in's, its only user)."""
+    if name == "PythonRecursiveSplitter":
+        from chunkd._pure.recursive import RecursiveSplitter
+        return RecursiveSplitter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: "compiled" or "python": which core runs.
 IMPLEMENTATION: str

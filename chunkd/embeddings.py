@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from chunkd.embedder import ENDPOINT_CONCURRENCY
 from chunkd.errors import EmbedError, SettingsError
 
 if TYPE_CHECKING:
@@ -233,8 +234,6 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
-#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
-ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 #: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
 #: 4 s at most): with the default tries, a call that keeps being told to wait ends

@@ -20,7 +20,6 @@ import argparse
 import io
 import os
 import select
-import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -38,7 +37,6 @@ from chunkd.progress import Progress, input_size
 from chunkd.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
                             display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
-from chunkd.signals import die_with_parent
 from chunkd.strategies import Chunker, Source, build, chunk_blocks
 from chunkd.vectors import VectorWriter
 from chunkd.writers import FORMATS, Writer, make_writer
@@ -218,6 +216,7 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     is yielded as it is rendered, until the input has more: records follow their lines
     as with one process, and reading goes on as soon as it can."""
     import multiprocessing  # only here, with the pool: they cost memory
+    import signal
     from concurrent.futures import ProcessPoolExecutor
 
     build(settings)  # load the tokenizer once, before the workers fork
@@ -325,7 +324,10 @@ def _worker_start() -> None:
     """Ctrl-C is the main process's to handle; workers are shut down by it, or die
     with it. In a worker it ends only the extraction in progress and those after it,
     which the shutdown would otherwise wait for."""
+    import signal
+
     from chunkd.documents.worker import interrupt_extractions
+    from chunkd.signals import die_with_parent
 
     signal.signal(signal.SIGINT, interrupt_extractions)
     die_with_parent()
