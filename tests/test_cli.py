@@ -32,7 +32,7 @@ def test_stdin_tokens_matches_langchain():
 #: tiktoken's cache and library, what help or OCR alone use, and shutil (with bz2 and
 #: lzma), which argparse imports for the terminal's width.
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
-                "queue", "shutil", "bz2", "lzma", "signal"}
+                "queue", "shutil", "bz2", "lzma", "signal", "importlib.util"}
 #: And in code points: what an embeddings endpoint and token files alone use, and the
 #: embedders with the threads they start.
 NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "chunkd.embeddings", "threading"}

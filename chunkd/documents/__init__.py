@@ -22,7 +22,6 @@ The parsers' libraries are imported only in the worker.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import stat
 import sys
@@ -168,6 +167,8 @@ def _check_library(form: Format, where: str) -> None:
     extra is said in one line."""
     if form.library in _found:
         return
+    import importlib.util  # only for a whole-document format: a plain run has no use for it
+
     try:
         found = importlib.util.find_spec(form.library) is not None
     except ImportError:
