@@ -686,8 +686,8 @@ def _terminal_columns() -> int:
     stdout = sys.__stdout__
     try:
         return (stdout is not None and os.get_terminal_size(stdout.fileno()).columns) or 80
-    except (ValueError, OSError):  # stdout closed or detached, or not a terminal
-        return 80
+    except (AttributeError, ValueError, OSError):  # closed, detached, not a terminal, or
+        return 80                                  # a platform without the call
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -98,6 +98,19 @@ def test_help_is_as_wide_as_shutil_says(monkeypatch, columns):
     assert LineFormatter("chunkd")._width == shutil.get_terminal_size().columns - 2
 
 
+@pytest.mark.parametrize("stdout", [None, object()], ids=["none", "no-fileno"])
+def test_help_without_a_standard_output_is_as_wide_as_shutil_says(monkeypatch, stdout):
+    """Without an original stdout, or with one that has no descriptor, the width is
+    shutil's fallback, as it is for shutil (no error)."""
+    import shutil
+
+    from chunkd.settings import LineFormatter
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr("sys.__stdout__", stdout)
+    assert LineFormatter("chunkd")._width == shutil.get_terminal_size().columns - 2 == 78
+
+
 def test_a_caller_in_process_keeps_its_garbage_collector(tmp_path, capsys):
     """The command freezes what start-up made (``cli._imported``); a program or test
     that calls ``main`` with its arguments keeps its collector as it was: on, with
