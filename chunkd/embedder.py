@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from chunkd.embeddings import ENDPOINT_CONCURRENCY
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 #: The numbers a local model computes in: float16 and bfloat16 run on CUDA only (on the
 #: CPU PyTorch computes them slower than float32, where it computes them at all).
 DTYPES = ("float32", "float16", "bfloat16")
-#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says (here,
-#: not in ``chunkd.embeddings``, which a run without a model does not import).
-ENDPOINT_CONCURRENCY = 4
 
 
 def takes_model(values: Mapping[str, Any]) -> bool:

@@ -22,21 +22,20 @@ with ``--embed-cache``, once for good: ``chunkd.embedding_cache``).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import stat
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from chunkd.embedder import ENDPOINT_CONCURRENCY
 from chunkd.errors import EmbedError, SettingsError
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy
 
 #: What ``--embed`` needs beyond chunkd itself.
@@ -84,6 +83,8 @@ class Tally:
     total)`` as it grows (from the threads that embed, one at a time)."""
 
     def __init__(self, total: int, told: Callable[[int, int], None]) -> None:
+        import threading  # here and below: a run without a model imports this module, not threads
+
         self.total, self.done, self.told = total, 0, told
         self.lock = threading.Lock()
         told(0, total)
@@ -234,6 +235,8 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
+#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
+ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 #: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
 #: 4 s at most): with the default tries, a call that keeps being told to wait ends
@@ -385,9 +388,13 @@ class OpenAIEmbedder:
         self._told: dict[str, int] | None = None
         #: When ``/info`` last got no answer (``monotonic``), while none has answered.
         self._unanswered_at: float | None = None
+        import threading
+
         self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        import threading
+
         import numpy
 
         if not texts:
@@ -415,6 +422,8 @@ class OpenAIEmbedder:
         from daemon threads (each call's texts counted in ``tally`` as it ends): after a
         failure or an interrupt, the calls not yet sent are dropped, those in flight end
         at their next try, and none holds up the exit."""
+        import threading
+
         given_up = threading.Event()
         lock = threading.Lock()
         waiting = iter(range(len(calls)))
@@ -853,6 +862,9 @@ class LocalModel:
     the same, without trying again."""
 
     def __init__(self, spec: str, device: str, dtype: str) -> None:
+        import importlib.util
+        import threading
+
         self.folder = model_folder(spec)
         if importlib.util.find_spec("sentence_transformers") is None:
             raise SettingsError(f"--embed needs sentence-transformers: {EXTRA}")
