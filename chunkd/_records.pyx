@@ -167,6 +167,12 @@ cdef bytes START = b'"index":', START_ = b',"start":', END_ = b',"end":'
 cdef bytes LENGTH_ = b',"length":', TEXT_ = b',"text":"', CLOSE = b'"}\n'
 cdef Py_ssize_t FIXED = sum(map(len, (START, START_, END_, LENGTH_, TEXT_, CLOSE)))
 
+# The room a buffer starts with: what the last one grew to, up to the size past which
+# the C heap maps memory afresh anyway. A call writes one block's chunks, so each
+# call's buffer would otherwise grow, and copy what it holds, again (1 % of the
+# command's time on a book).
+cdef Py_ssize_t STARTING_ROOM = 1 << 16, KEPT_ROOM = 1 << 18
+
 
 cdef class _Buffer:
     """Bytes being gathered for one write, in the bytes object that is written: taken,
@@ -179,13 +185,15 @@ cdef class _Buffer:
         Py_XDECREF(self.block)
 
     cdef int reserve(self, Py_ssize_t more) except -1:
+        global STARTING_ROOM
         cdef Py_ssize_t wanted = self.size + more
         if self.block is NULL:  # as large as the last one grew: it is not grown again
-            self.capacity = max(wanted, self.capacity, 1 << 16)
+            self.capacity = max(wanted, self.capacity, STARTING_ROOM)
             self.block = PyBytes_FromStringAndSize(NULL, self.capacity)
         elif wanted > self.capacity:
             self.capacity = max(wanted, 2 * self.capacity)
             _PyBytes_Resize(&self.block, self.capacity)  # NULL, raising, if it fails
+            STARTING_ROOM = max(STARTING_ROOM, min(self.capacity, KEPT_ROOM))
         self.data = PyBytes_AS_STRING(self.block)
         return 0
 
