@@ -17,7 +17,6 @@ every code point against tiktoken itself.
 from __future__ import annotations
 
 import os
-import zlib
 
 FILE = "_pretoken_classes.zlib"
 CATEGORIES_FILE = "_unicode_categories.zlib"
@@ -37,6 +36,7 @@ WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 
 def build() -> bytes:
     """The table, computed from the Unicode database (zlib-compressed: 3 KB)."""
     import unicodedata2
+    import zlib
 
     category = unicodedata2.category
     flags = {"L": 1, "N": 2}
@@ -49,6 +49,7 @@ def build() -> bytes:
 def build_categories() -> bytes:
     """The category table, computed from the Unicode database (zlib-compressed)."""
     import unicodedata2
+    import zlib
 
     category = unicodedata2.category
     bits = CATEGORY_BITS
@@ -70,7 +71,10 @@ PATTERNS = {"cl100k_base": FILE, "o200k_base": CATEGORIES_FILE}
 def load(file: str = FILE) -> bytes:
     """A table (``FILE`` or ``CATEGORIES_FILE``), as the package ships it."""
     # Read beside this module (importlib.resources would import tempfile and more
-    # at every start of the command, for a package that is always on disk).
+    # at every start of the command, for a package that is always on disk); zlib
+    # only here, as a run that counts no tokens has no use for it.
+    import zlib
+
     with open(os.path.join(os.path.dirname(__file__), file), "rb") as data:
         return zlib.decompress(data.read())
 

@@ -32,9 +32,11 @@ def test_stdin_tokens_matches_langchain():
 #: tiktoken's cache and library, what help or OCR alone use, and shutil (with bz2 and
 #: lzma), which argparse imports for the terminal's width.
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
-                "queue", "shutil", "bz2", "lzma", "signal", "importlib.util"}
-#: And in code points: what an embeddings endpoint and token files alone use.
-NOT_AT_START_CHARS = {"urllib.parse", "pathlib"}
+                "queue", "shutil", "bz2", "lzma", "signal", "importlib.util",
+                "chunkd._windows", "chunkd._pure.windows", "chunkd._code"}
+#: And in code points: what an embeddings endpoint and token files alone use, and the
+#: zlib that the token counter's tables are stored in.
+NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "zlib"}
 #: And with the compiled core, whose writer writes the records: orjson, which the twin
 #: writer and JSON-lines input use, and what it imports: uuid, json and dataclasses
 #: (with the ``inspect`` that dataclasses imports, about a fifth of the start-up until

@@ -109,6 +109,22 @@ def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
     assert (asked.stdout, asked.stderr) == ("python\n", "")
 
 
+def test_a_missing_window_module_alone_is_said_once_and_the_twins_windows_run():
+    """The window strategies' module is imported when first used: where it alone cannot
+    be, the twin's windows run, said once, and the rest of the core stays compiled."""
+    hide = "import sys; sys.modules['chunkd._windows'] = None; "
+    used = ("import chunkd.core as core; "
+            "print(core.IMPLEMENTATION, core.SectionScanner.__module__, "
+            "core.cut_heading.__module__, core.RecursiveSplitter.__module__)")
+    missing = subprocess.run([sys.executable, "-c", hide + used], capture_output=True,
+                             text=True, timeout=60, env={
+                                 k: v for k, v in os.environ.items() if k != "CHUNKD_PUREPYTHON"})
+    assert missing.stdout == "compiled chunkd._pure.windows chunkd._pure.windows chunkd._kernel\n"
+    assert missing.stderr.startswith("chunkd: the window strategies' compiled module is not "
+                                     "built (")
+    assert missing.stderr.count("\n") == 1
+
+
 #: Every strategy with each of its units, at a small size so that records are many;
 #: tokens are cl100k_base's, and o200k_base's (from its file) for the recursive strategy.
 STRATEGY_SETTINGS = [("recursive", "--chars", "300"), ("recursive", "--tokens", "80"),
