@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import select
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -242,6 +241,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             """The pending output, in order, as it is ready, until the input has more
             (the workers keep the rest meanwhile)."""
             submit()
+            import select  # here: only --jobs on paused input waits on descriptors
+
             ready = select.poll()  # poll, unlike select, takes any descriptor number
             ready.register(paused.fd, select.POLLIN)
             ready.register(wake.fd, select.POLLIN)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import select
 import stat
 import sys
 from collections.abc import Callable
@@ -67,6 +66,8 @@ def _wait_writable(stream: Stream) -> None:
         descriptor = None
     if descriptor is None:
         return
+    import select  # here: a write that would wait is rare, and start-up is not
+
     poll = select.poll()
     poll.register(descriptor, select.POLLOUT)
     poll.poll()

@@ -15,7 +15,6 @@ import codecs
 import errno
 import os
 import re
-import select
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -322,6 +321,8 @@ def _lines(stream: BinaryIO, pauses: bool) -> Iterator[bytes | Paused]:
     read = getattr(stream, "read1", stream.read)
     parts: list[bytes] = []             # the start of a line whose end has not arrived
     paused = Paused(fd)
+    import select  # here: only lines from a pipe or a terminal are waited for
+
     ready = select.poll()
     ready.register(fd, select.POLLIN)
     while True:

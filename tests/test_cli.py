@@ -33,10 +33,10 @@ def test_stdin_tokens_matches_langchain():
 #: lzma), which argparse imports for the terminal's width.
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
                 "queue", "shutil", "bz2", "lzma", "signal", "importlib.util",
-                "chunkd._windows", "chunkd._pure.windows", "chunkd._code"}
-#: And in code points: what an embeddings endpoint and token files alone use, and the
-#: zlib that the token counter's tables are stored in.
-NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "zlib"}
+                "chunkd._windows", "chunkd._pure.windows", "chunkd._code", "select"}
+#: And in code points: what an embeddings endpoint and token files alone use (pathlib
+#: imports fnmatch), and the zlib that the token counter's tables are stored in.
+NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "fnmatch", "zlib"}
 #: And with the compiled core, whose writer writes the records: orjson, which the twin
 #: writer and JSON-lines input use, and what it imports: uuid, json and dataclasses
 #: (with the ``inspect`` that dataclasses imports, about a fifth of the start-up until

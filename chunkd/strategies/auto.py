@@ -7,7 +7,6 @@ type, else its name's extension; a document without either is text."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from typing import TYPE_CHECKING
 
@@ -36,6 +35,8 @@ def chosen(source: Source, code_files: tuple[str, ...]) -> str:
         extension = os.path.splitext(source.name)[1].lower()
         if extension in MARKDOWN_EXTENSIONS:
             return "markdown"
+        import fnmatch  # here: a plain run does not choose
+
         if any(fnmatch.fnmatch(source.name.lower(), pattern) for pattern in code_files):
             return "code"
     return "recursive"
