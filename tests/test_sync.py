@@ -20,6 +20,7 @@ import pytest
 from command import chunkd_command
 from stores import (CHUNKING, assert_store_holds, collection_name, embedded_texts,
                     expected_chunks, lance_rows, paragraphs, pgvector_rows, sync)
+from test_embed_url import hashed
 
 from chunkd.sinks.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
 
@@ -268,6 +269,42 @@ def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoi
     assert "chunkd_embedding_hnsw" in " ".join(line for (line,) in plan)
 
 
+@pytest.mark.slow
+def test_a_first_change_refused_leaves_no_index_to_build(postgres):
+    """A change the store refuses in a database without the rows' table rolls the
+    table's creation back with it: the writer's end then builds no index on a table
+    that is not there (it failed, exit 3), and the next change made builds it."""
+    import psycopg
+
+    from chunkd.sinks.base import Change, StoreRefused
+    from chunkd.sinks.pgvector import PgvectorSink
+
+    with psycopg.connect(postgres.url, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE refused_first")
+    url = postgres.url.replace("/postgres?", "/refused_first?")
+
+    def change(name: str, first: float) -> Change:
+        return Change(name, "0" * 64, "settings", [
+            {"chunk_id": f"{name}-{index}", "text": "text", "vector": [first, 1.0],
+             "index": index, "start": 0, "end": 4, "length": 4} for index in range(3)])
+
+    sink = PgvectorSink(url, "refused", "origin")
+    try:
+        with pytest.raises(StoreRefused, match="NaN not allowed in vector"):
+            sink.apply([change("a.md", float("nan"))])  # pgvector takes no NaN
+        sink.settle()
+        with psycopg.connect(url) as connection:
+            assert connection.execute("SELECT to_regclass('langchain_pg_embedding')"
+                                      ).fetchone() == (None,)
+        sink.apply([change("b.md", 0.5)])
+        sink.settle()
+    finally:
+        sink.close()
+    with psycopg.connect(url) as connection:
+        assert connection.execute("SELECT count(*) FROM pg_class WHERE relname = "
+                                  "'chunkd_embedding_hnsw'").fetchone() == (1,)
+    assert set(pgvector_rows(url, "refused")) == {"b.md-0", "b.md-1", "b.md-2"}
+
 
 @pytest.mark.slow
 def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgres, tmp_path,
@@ -287,8 +324,6 @@ def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgre
     assert result.returncode == 0, result.stderr
     ours = PGVector(FakeEmbeddings(size=8), collection_name="searched", connection=connection)
     for chunk_id, (source, text) in expected_chunks(folder, *CHUNKING[:2]).items():
-        from test_embed_url import hashed
-
         found = ours.similarity_search_with_score_by_vector(hashed([text])[0], k=1)
         assert [(document.id, document.page_content, document.metadata["source"])
                 for document, _ in found] == [(chunk_id, text, source)]
@@ -491,6 +526,45 @@ def test_a_refused_source_is_left_whole_and_the_others_applied(postgres, tmp_pat
     assert sync(folder, postgres.url, endpoint, "--collection", "refused").returncode == 0
     assert_equal(folder, postgres.url, endpoint,
                  lambda collection: pgvector_rows(postgres.url, collection), "refused")
+
+
+@pytest.mark.slow
+def test_a_file_holding_nul_characters_is_stored(store, tmp_path, endpoint, request):
+    """PostgreSQL's text and jsonb take no U+0000 (a PDF's text may hold some): pgvector
+    gets U+FFFD in its place, one code point for one, so the row's offsets still index
+    the file; LanceDB keeps the text as it is. The next sync finds the file current."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    text = ("# Flour\x00and yeast\n\n" + paragraphs(500, 4).replace("flour", "fl\x00our")
+            + "\x00\x00 the end\n")
+    (folder / "a.md").write_text(text)
+    (folder / "b.md").write_text(paragraphs(501, 2))
+    options = ("--collection", collection, "--strategy", "markdown")
+    done = sync(folder, url, endpoint, *options)
+    assert done.returncode == 0, done.stderr
+    stored = "\ufffd" if kind == "pgvector" else "\x00"
+    expected = expected_chunks(folder, *CHUNKING[:2], "--strategy", "markdown")
+    held = rows(collection)
+    assert set(held) == set(expected)
+    for chunk_id, (source, chunk) in expected.items():
+        document, vector, metadata = held[chunk_id]
+        assert (metadata["source"], document) == (source, chunk.replace("\x00", stored))
+        # The model was given the text itself.
+        numpy.testing.assert_array_equal(vector, numpy.float32(hashed([chunk])[0]))
+    in_a = [(document, metadata) for document, _, metadata in held.values()
+            if metadata["source"] == "a.md"]
+    nuls = [offset for offset, character in enumerate(text) if character == "\x00"]
+    assert len(nuls) > 3 and all(any(metadata["start"] <= offset < metadata["end"]
+                                      for _, metadata in in_a) for offset in nuls)
+    for document, metadata in in_a:
+        assert text[metadata["start"]:metadata["end"]].replace("\x00", stored) == document
+        assert metadata["headings"] == [f"Flour{stored}and yeast"]
+    checked = sync(folder, url, endpoint, "--check", *options)
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
+    again = sync(folder, url, endpoint, *options)
+    assert b"0 applied, 0 removed, 2 current" in again.stderr, again.stderr
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ The connection's settings come from the URL and libpq's environment (``PGPASSWOR
 
 from __future__ import annotations
 
+import logging
 import re
 import urllib.parse
 import uuid
@@ -90,6 +91,11 @@ class PgvectorSink:
             from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise SettingsError(f"--sink postgresql://... needs psycopg: {EXTRA}") from None
+        # The driver logs, to stderr unless told otherwise, what it ignored while ending
+        # a failed statement: the failure itself is the sink's error, said once.
+        driver_log = logging.getLogger("psycopg")
+        driver_log.addHandler(logging.NullHandler())
+        driver_log.propagate = False
         self.url = url
         self.collection = collection
         self.origin = origin
@@ -127,7 +133,7 @@ class PgvectorSink:
                 with connection.transaction(), connection.cursor() as cursor:
                     return work(cursor)
             except BaseException:  # what it learnt may have been rolled back
-                self.collection_id, self.dimension = None, None
+                self.collection_id, self.dimension, self.index_due = None, None, False
                 raise
         # Operational: the connection, a timeout, a full disk, a deadlock or a
         # serialization failure: each worth another try.
@@ -269,7 +275,8 @@ class PgvectorSink:
             return
         if ids:
             cursor.executemany(UPSERT, [
-                (record["chunk_id"], collection, _vector_text(record["vector"]), record["text"],
+                (record["chunk_id"], collection, _vector_text(record["vector"]),
+                 _storable(record["text"]),
                  _json(metadata(record, source, self.origin, change.sha256, change.fingerprint)))
                 for record in change.records])
             cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
@@ -318,9 +325,21 @@ def _one(cursor: Any) -> Any:
     return row[0] if row else None
 
 
+def _storable(value: Any) -> Any:
+    """``value`` (a text, or a list of them) as PostgreSQL can hold it: neither its
+    ``text`` nor its ``jsonb`` takes U+0000 (a PDF's text holds some, a ligature its
+    font does not map), so each is U+FFFD, one code point for one: a row's ``start`` and
+    ``end`` still index the source's text."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, (list, tuple)):
+        return [_storable(item) for item in value]
+    return value
+
+
 def _json(values: dict[str, Any]) -> str:
     """Metadata as JSON, without the fields a chunk does not have."""
-    return orjson.dumps({key: value for key, value in values.items()
+    return orjson.dumps({key: _storable(value) for key, value in values.items()
                          if value is not None}).decode()
 
 
