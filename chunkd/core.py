@@ -45,13 +45,13 @@ def __getattr__(name: str) -> Any:
     counts are Python numbers, so it takes a length function that returns floats: the
     drop-in's, its only user), the window strategies' names and ``CodeWalk``."""
     value: Any
+    if name in WINDOWS_NAMES:  # all at once: the module is looked for once
+        module = _windows_module()
+        globals().update((each, getattr(module, each)) for each in WINDOWS_NAMES)
+        return getattr(module, name)
     if name == "PythonRecursiveSplitter":
         from chunkd._pure.recursive import RecursiveSplitter
         value = RecursiveSplitter
-    elif name in WINDOWS_NAMES:  # all at once: the module is looked for once
-        module = _windows_module()
-        globals().update((each, getattr(module, each)) for each in WINDOWS_NAMES)
-        value = getattr(module, name)
     elif name == "CodeWalk":
         value = _code_walk()
     else:

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from chunkd.embeddings import ENDPOINT_CONCURRENCY
 from chunkd.errors import SettingsError
 from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
 
@@ -62,13 +61,13 @@ def served_window(values: Mapping[str, Any]) -> int | None:
         values.get("tokenizer")
     if url is None or name is None or tokenizer is None:
         return None
-    from chunkd.embeddings import OpenAIEmbedder, endpoint
+    from chunkd.embeddings import Limits, OpenAIEmbedder, endpoint
     from chunkd.units import special_tokens
 
     special = special_tokens(tokenizer)
     if special is None:
         return None
-    served = endpoint(url, name)
+    served = endpoint(url, name, Limits(ENDPOINT_CONCURRENCY))  # asked its window alone
     limit = served.inner.input_limit() if isinstance(served.inner, OpenAIEmbedder) else None
     return None if limit is None else limit - special
 
@@ -246,6 +245,8 @@ EMBED_MODEL = register_option(Option[str](
     None, "the model an embeddings endpoint serves", name="embed_model", flags=(
         Flag("--embed-model", "the model --embed-url serves, as the endpoint names it",
              metavar="NAME", parse=str),)), after="embed_url")
+#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
+ENDPOINT_CONCURRENCY = 4
 #: How the endpoint is called (``chunkd.embeddings.Limits``): the vectors are the same,
 #: so results do not record it. The batch bounds' defaults are the server's (``/info``).
 EMBED_CONCURRENCY = register_option(Option[int](

@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import stat
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,8 +35,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from chunkd.errors import EmbedError, SettingsError
 
 if TYPE_CHECKING:
-    import threading
-
     import numpy
 
 #: What ``--embed`` needs beyond chunkd itself.
@@ -83,8 +82,6 @@ class Tally:
     total)`` as it grows (from the threads that embed, one at a time)."""
 
     def __init__(self, total: int, told: Callable[[int, int], None]) -> None:
-        import threading  # here and below: a run without a model imports this module, not threads
-
         self.total, self.done, self.told = total, 0, told
         self.lock = threading.Lock()
         told(0, total)
@@ -235,8 +232,6 @@ TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: tries of a call, and the first wait between tries (doubled each time) unless the
 #: server's ``Retry-After`` says how long.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
-#: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
-ENDPOINT_CONCURRENCY = 4
 TRIES, FIRST_WAIT = 5, 0.5
 #: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
 #: 4 s at most): with the default tries, a call that keeps being told to wait ends
@@ -319,11 +314,6 @@ class Limits(NamedTuple):
     batch_tokens: int | None = None
     tokenizer: str | None = None
 
-    @classmethod
-    def default(cls) -> Limits:
-        """The limits when the options are not given."""
-        return cls(ENDPOINT_CONCURRENCY)
-
 
 def batches(counts: Sequence[int], batch: int, batch_tokens: int) -> Iterator[tuple[int, int]]:
     """The ``(start, end)`` of each batch of texts of these token ``counts``, in order:
@@ -362,9 +352,8 @@ class OpenAIEmbedder:
     ``max_input_length``), which the settings checks ask for: to them no answer is
     remembered for ``UNANSWERED_INFO_KEPT`` seconds."""
 
-    def __init__(self, url: str, model: str, timeout: float | None = None,
-                 first_wait: float = FIRST_WAIT, limits: Limits | None = None,
-                 longest_wait: float = LONGEST_WAIT) -> None:
+    def __init__(self, url: str, model: str, limits: Limits, timeout: float | None = None,
+                 first_wait: float = FIRST_WAIT, longest_wait: float = LONGEST_WAIT) -> None:
         import urllib.parse  # as json: for endpoints only, never at the command's start
 
         called = urllib.parse.urlsplit(endpoint_url(url))
@@ -383,18 +372,14 @@ class OpenAIEmbedder:
         self.name = f"{model}@{self.shown}"
         self.timeout = endpoint_timeout() if timeout is None else timeout
         self.first_wait, self.longest_wait = first_wait, longest_wait
-        self.limits = limits or Limits.default()
+        self.limits = limits
         self.dimension: int | None = None
         self._told: dict[str, int] | None = None
         #: When ``/info`` last got no answer (``monotonic``), while none has answered.
         self._unanswered_at: float | None = None
-        import threading
-
         self._asking = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
-        import threading
-
         import numpy
 
         if not texts:
@@ -422,8 +407,6 @@ class OpenAIEmbedder:
         from daemon threads (each call's texts counted in ``tally`` as it ends): after a
         failure or an interrupt, the calls not yet sent are dropped, those in flight end
         at their next try, and none holds up the exit."""
-        import threading
-
         given_up = threading.Event()
         lock = threading.Lock()
         waiting = iter(range(len(calls)))
@@ -635,10 +618,10 @@ def endpoint_timeout() -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def endpoint(url: str, name: str, limits: Limits | None = None) -> Cached:
+def endpoint(url: str, name: str, limits: Limits) -> Cached:
     """The endpoint model ``name`` at ``url``, called within ``limits``, behind its
     content cache, once a process."""
-    return Cached(OpenAIEmbedder(url, name, limits=limits))
+    return Cached(OpenAIEmbedder(url, name, limits))
 
 
 class SentenceTransformerEmbedder:
@@ -863,7 +846,6 @@ class LocalModel:
 
     def __init__(self, spec: str, device: str, dtype: str) -> None:
         import importlib.util
-        import threading
 
         self.folder = model_folder(spec)
         if importlib.util.find_spec("sentence_transformers") is None:

@@ -30,10 +30,12 @@ def test_stdin_tokens_matches_langchain():
 #: Modules the plain filter has no use for, imported only where they are needed (each
 #: takes milliseconds at every start): the temporary files of whole-document formats,
 #: tiktoken's cache and library, what help or OCR alone use, and shutil (with bz2 and
-#: lzma), which argparse imports for the terminal's width.
+#: lzma), which argparse imports for the terminal's width; the embedders' module (the
+#: options that name a model are declared without it).
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
                 "queue", "shutil", "bz2", "lzma", "signal", "importlib.util",
-                "chunkd._windows", "chunkd._pure.windows", "chunkd._code", "select"}
+                "chunkd._windows", "chunkd._pure.windows", "chunkd._code", "select",
+                "chunkd.embeddings"}
 #: And in code points: what an embeddings endpoint and token files alone use (pathlib
 #: imports fnmatch), and the zlib that the token counter's tables are stored in.
 NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "fnmatch", "zlib"}
@@ -144,9 +146,11 @@ def test_a_caller_in_process_keeps_its_garbage_collector(tmp_path, capsys):
 @pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc",
                     reason="the heap's padding is glibc's setting")
 def test_the_command_pads_its_heap_and_a_caller_keeps_its_own(tmp_path):
-    """The command pads its C heap (``cli.HEAP_PAD``): chunking a 20 MB text costs it
-    a third of the page faults, or fewer, that the same run in process costs a caller
-    of ``cli.main``, whose allocator is left as it was; the records are the same."""
+    """The command pads its C heap (``cli.HEAP_PAD``): chunking the corpus, English and
+    Chinese, repeated to 20 MB costs it half the page faults, or fewer, that the same run
+    in process costs a caller of ``cli.main``, whose allocator is left as it was; the
+    records are the same. (Text in one script alone shows no difference: its blocks,
+    all of one size, are served again without a fault either way.)"""
     import os
     import sys
 
@@ -155,8 +159,8 @@ def test_the_command_pads_its_heap_and_a_caller_keeps_its_own(tmp_path):
     if pad_heap is None:
         pytest.skip("the twin runs: no compiled core to pad the heap with")
     text = tmp_path / "book.txt"
-    english = ENGLISH.read_text(encoding="utf-8")
-    text.write_text(english * (20_000_000 // len(english)), encoding="utf-8")
+    corpus = "".join(path.read_text(encoding="utf-8") for path in corpus_documents())
+    text.write_text(corpus * (20_000_000 // len(corpus.encode())), encoding="utf-8")
     given = "import sys, chunkd.cli; sys.exit(chunkd.cli.main({}))"
 
     def faults(argv: str, stdin: str) -> tuple[int, bytes]:
@@ -172,7 +176,7 @@ def test_the_command_pads_its_heap_and_a_caller_keeps_its_own(tmp_path):
     command = faults("", str(text))[0] - faults("", os.devnull)[0]
     caller, records = faults("sys.argv[1:]", str(text))
     caller -= faults("sys.argv[1:]", os.devnull)[0]
-    assert 3 * command < caller
+    assert 2 * command < caller
     assert records == faults("", str(text))[1]
 
 

@@ -26,8 +26,8 @@ from test_embed_url import KEY, TEXT, Endpoint, Handler, hashed, quick
 from watching import results
 
 import chunkd
-from chunkd.embeddings import (LONGEST_WAIT, EmbedError, FunctionEmbedder, OpenAIEmbedder,
-                               endpoint_url)
+from chunkd.embeddings import (LONGEST_WAIT, EmbedError, FunctionEmbedder, Limits,
+                               OpenAIEmbedder, endpoint_url)
 from chunkd.errors import SettingsError
 
 #: A drip: a byte every DRIP_GAP seconds for DRIP_FOR seconds, then the rest at once (a
@@ -319,7 +319,7 @@ def test_json_nested_100000_deep_is_one_line(hostile, where):
 @pytest.mark.parametrize("mode", ["retry", "retry-long"])
 def test_retry_after_is_capped(hostile, mode):
     hostile.mode = mode
-    client = OpenAIEmbedder(hostile.url, "toy-model", timeout=5, first_wait=0.01,
+    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(4), timeout=5, first_wait=0.01,
                             longest_wait=0.2)
     started = time.monotonic()
     with pytest.raises(EmbedError) as error:
