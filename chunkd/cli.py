@@ -20,8 +20,9 @@ from chunkd.output import EXIT_INTERRUPTED
 
 
 #: The bytes the command's C heap grows beyond its need and keeps when memory is freed
-#: (``chunkd.core.pad_heap``): a 43 MB book costs 500 page faults past the start-up's,
-#: not 6,600 (a 0.25 s run: 0.02 s less), for at most 16 MiB more memory held.
+#: (``chunkd.core.pad_heap``): the benchmarks' 43 MB book in English and Chinese costs
+#: 160 page faults past the start-up's, not 6,100 (a 0.25 s run: 0.01 s less), for at
+#: most 16 MiB more memory held.
 HEAP_PAD = 16 << 20
 
 
