@@ -167,12 +167,13 @@ def _stderr_is_journal() -> bool:
 _worker: dict = {}
 
 
-def _worker_start(options: InboxOptions, stopping, beats, slots) -> None:
+def _worker_start(options: InboxOptions, stopping, beats, slots, parent: int) -> None:
     """A worker process opens the daemon's folders itself and checks that they are the
-    same ones; signals are the main process's to handle (systemd signals them all)."""
+    same ones; signals are the main process's (``parent``) to handle (systemd signals
+    them all)."""
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, signal.SIG_IGN)
-    die_with_parent()
+    die_with_parent(parent)
     with slots.get_lock():
         slot = slots.value
         slots.value += 1
@@ -251,7 +252,8 @@ class Daemon:
         self.beats = context.Array("d", self.args.workers, lock=False)
         self.pool = ProcessPoolExecutor(
             self.args.workers, mp_context=context, initializer=_worker_start,
-            initargs=(self.options, self.stopping, self.beats, context.Value("i", 0)))
+            initargs=(self.options, self.stopping, self.beats, context.Value("i", 0),
+                      os.getpid()))
         self.generation += 1
         # Start them all now and wait until they run (the tokenizer loaded): a worker
         # that cannot start fails the daemon's start, not its first files.

@@ -115,9 +115,13 @@ def write_document(document: Document, chunker: Chunker,
             writer.write(identify(chunks) if identify else chunks)
             flush()
     except EmbedError as error:  # the model failed on this document: the others may not
-        where = "stdin" if document.name is None else display_name(str(document.name))
-        raise InputError(f"{where}: {error}") from None
+        raise InputError(f"{where(document.name)}: {error}") from None
     writer.end()
+
+
+def where(name: object) -> str:
+    """A document as messages name it: its file name or NDJSON id, or stdin."""
+    return "stdin" if name is None else display_name(str(name))
 
 
 #: The text the semantic strategy reads ahead, so that the windows of that many
@@ -216,26 +220,68 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     as with one process, and reading goes on as soon as it can."""
     import multiprocessing  # only here, with the pool: they cost memory
     import signal
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=(os.getpid(),))
 
     build(settings)  # load the tokenizer once, before the workers fork
-    with ProcessPoolExecutor(jobs, initializer=_worker_start) as pool, _Wake() as wake:
-        pending: deque = deque()
+    pool = new_pool()
+    with _Wake() as wake:
+        #: Documents to stream here, and batches in a worker's hands (with their documents).
+        pending: deque[Document | tuple[Future, list[Document | InputError]]] = deque()
         batch: list[Document | InputError] = []
         batch_bytes = 0
+
+        def rendering(documents: list[Document | InputError]
+                      ) -> tuple[Future, list[Document | InputError]]:
+            return pool.submit(render_batch, documents, settings, format, named), documents
 
         def submit() -> None:
             nonlocal batch, batch_bytes
             if batch:
-                pending.append(pool.submit(render_batch, batch, settings, format, named))
+                pending.append(rendering(batch))
                 batch, batch_bytes = [], 0
 
         def take_first() -> Iterator[Rendered | Document]:
             first = pending.popleft()
             if isinstance(first, Document):
                 yield first
-            else:
-                yield from first.result()
+                return
+            future, documents = first
+            try:
+                rendered = future.result()
+            except BrokenProcessPool:
+                rendered = each_alone(documents)
+            yield from rendered
+
+        def each_alone(documents: list[Document | InputError]) -> list[Rendered]:
+            """A worker died (killed from outside, out of memory) while the pool had
+            this batch: each of its documents is rendered again alone in a fresh pool,
+            and one whose worker dies again is an error; then the batches that were in
+            the pool's hands are given to the new one."""
+            nonlocal pool
+            wait([item[0] for item in pending if not isinstance(item, Document)])
+            rendered: list[Rendered] = []
+            pool.shutdown(cancel_futures=True)
+            pool = new_pool()
+            for document in documents:
+                try:
+                    rendered += pool.submit(render_batch, [document], settings, format,
+                                            named).result()
+                except BrokenProcessPool:
+                    name = document.name if isinstance(document, Document) else None
+                    rendered.append((b"", f"{where(name)}: its --jobs worker process ended "
+                                          "abruptly (killed, or out of memory), also with "
+                                          "the document alone: not chunked"))
+                    pool.shutdown(cancel_futures=True)
+                    pool = new_pool()
+            for index, item in enumerate(pending):
+                if not isinstance(item, Document) \
+                        and isinstance(item[0].exception(), BrokenProcessPool):
+                    pending[index] = rendering(item[1])
+            return rendered
 
         def until_input(paused: Paused) -> Iterator[Rendered | Document]:
             """The pending output, in order, as it is ready, until the input has more
@@ -248,10 +294,10 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             ready.register(wake.fd, select.POLLIN)
             while pending:
                 first = pending[0]
-                if isinstance(first, Document) or first.done():
+                if isinstance(first, Document) or first[0].done():
                     yield from take_first()
                     continue
-                first.add_done_callback(wake.set)
+                first[0].add_done_callback(wake.set)
                 woken = ready.poll()
                 wake.clear()
                 if any(fd == paused.fd for fd, _ in woken):
@@ -321,17 +367,17 @@ class _Wake:
         os.close(self._write)
 
 
-def _worker_start() -> None:
-    """Ctrl-C is the main process's to handle; workers are shut down by it, or die
-    with it. In a worker it ends only the extraction in progress and those after it,
-    which the shutdown would otherwise wait for."""
+def _worker_start(parent: int) -> None:
+    """Ctrl-C is the main process's (``parent``) to handle; workers are shut down by
+    it, or die with it. In a worker it ends only the extraction in progress and those
+    after it, which the shutdown would otherwise wait for."""
     import signal
 
     from chunkd.documents.worker import interrupt_extractions
     from chunkd.signals import die_with_parent
 
     signal.signal(signal.SIGINT, interrupt_extractions)
-    die_with_parent()
+    die_with_parent(parent)
 
 
 # --- the command -------------------------------------------------------------------------
@@ -365,9 +411,7 @@ def run(job: Job, out: Output) -> int:
               else make_writer(job.format, out, named, settings.about()))
     if settings[VECTORS]:  # records wait for a batch of chunks across documents
         writer = VectorWriter(writer, embedder(settings), batch_size(settings),
-                              lambda name, error: report(InputError(
-                                  f"{'stdin' if name is None else display_name(str(name))}: "
-                                  f"{error}")))
+                              lambda name, error: report(InputError(f"{where(name)}: {error}")))
     chunker = build(settings)
 
     def report(error: InputError | str) -> None:

@@ -44,14 +44,17 @@ class Requests:
             self.wake.put(("wake", ""))
 
 
-def die_with_parent() -> None:
-    """Called in a worker process: it must not outlive its parent, the filter or the
-    daemon, when that is killed with SIGKILL (the OOM killer): the kernel kills it then
-    (Linux's PR_SET_PDEATHSIG); elsewhere nothing is done."""
+def die_with_parent(parent: int) -> None:
+    """Called in a worker process of ``parent`` (its process id): it must not outlive
+    its parent, the filter or the daemon, when that is killed with SIGKILL (the OOM
+    killer): the kernel kills it then (Linux's PR_SET_PDEATHSIG); elsewhere nothing is
+    done. The parent is told by its id, not by whether the worker's is 1: a container's
+    first process (PID 1) may be the parent itself, and an orphan may go to a
+    subreaper instead."""
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent died before the call
+    if os.getppid() != parent:  # the parent died before the call
         os._exit(1)

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from command import chunkd_command, ndjson, run_chunkd
+from oracle import corpus_documents
 from watching import FAULTS
 
 
@@ -222,3 +223,53 @@ def test_max_bytes_out_of_range_is_a_usage_error(command, value):
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and "argument --max-bytes: " in lines[0], lines
+
+
+# --- a --jobs worker that dies ------------------------------------------------------
+
+def jobs_files(folder) -> list[str]:
+    """Eight files of about 300 KB: batches of three or four, several in flight at once
+    with --jobs 2."""
+    english = next(path for path in corpus_documents() if path.parent.name == "en-policy")
+    text = english.read_text(encoding="utf-8")
+    names = [f"{number}{'x' if number in (1, 6) else ''}.txt" for number in range(8)]
+    for number, name in enumerate(names):
+        (folder / name).write_text(f"File {number}.\n\n" + text * (300_000 // len(text)),
+                                   encoding="utf-8")
+    return names
+
+
+def with_jobs_crash(folder, names, suffix: str, once: str | None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
+                                                                   os.environ.get("PYTHONPATH")])),
+               CHUNKD_FAULTS=orjson.dumps({"jobs_crash": {"suffix": suffix, "once": once}}).decode())
+    return subprocess.run([chunkd_command(), "--jobs", "2", "--ids", *names], cwd=folder,
+                          capture_output=True, timeout=300, env=env)
+
+
+@pytest.mark.parametrize("suffix", ["3.txt", "x.txt"])
+def test_a_document_whose_jobs_worker_is_killed_once_is_chunked_again(tmp_path, suffix):
+    """A --jobs worker killed once (the OOM killer) while it holds a batch: each of the
+    batch's documents is chunked again alone in a fresh pool, and the batches in flight
+    go to it: the output is one process's, whole and in order."""
+    names = jobs_files(tmp_path)
+    alone = run_chunkd("--ids", *names, cwd=tmp_path)
+    killed = with_jobs_crash(tmp_path, names, suffix, str(tmp_path / "killed"))
+    assert (tmp_path / "killed").exists()
+    assert (killed.returncode, killed.stderr) == (0, b"")
+    assert killed.stdout == alone.stdout
+
+
+@pytest.mark.parametrize("suffix, dying", [("3.txt", ["3.txt"]), ("x.txt", ["1x.txt", "6x.txt"])])
+def test_a_document_that_kills_its_jobs_worker_each_time_is_one_error(tmp_path, suffix, dying):
+    """A document whose worker dies each time it is given, in whatever batch: one line
+    names it, status 1, and every other document is chunked, in order."""
+    names = jobs_files(tmp_path)
+    others = run_chunkd("--ids", *(name for name in names if name not in dying), cwd=tmp_path)
+    killed = with_jobs_crash(tmp_path, names, suffix, None)
+    no_traceback(killed)
+    assert killed.returncode == 1
+    assert killed.stderr.decode().splitlines() == [
+        f"chunkd: {name}: its --jobs worker process ended abruptly (killed, or out of "
+        "memory), also with the document alone: not chunked" for name in dying]
+    assert killed.stdout == others.stdout

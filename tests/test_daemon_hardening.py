@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import orjson
 import pytest
@@ -100,6 +102,54 @@ def test_a_second_daemon_on_the_same_inbox_exits_2(inbox, watch):
                                               "using this inbox; stop it first (one daemon per inbox)")
     assert first.process.poll() is None
     assert first.stop() == 0
+
+
+# --- a container's first process ---------------------------------------------------
+
+#: What makes a command PID 1 of a PID namespace of its own, as ``docker run`` without
+#: ``--init`` (or a Kubernetes container) starts its entry point.
+FIRST_PROCESS = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+
+
+def first_process_of(starter: subprocess.Popen) -> int:
+    """The host's id of the process ``unshare`` started, PID 1 in its namespace."""
+    children = Path(f"/proc/{starter.pid}/task/{starter.pid}/children")
+    deadline = time.monotonic() + 30
+    while not children.read_text().split():
+        assert time.monotonic() < deadline, "unshare started nothing"
+        time.sleep(0.05)
+    pid = int(children.read_text().split()[0])
+    status = Path(f"/proc/{pid}/status").read_text()
+    assert re.search(r"^NSpid:\s+\d+\s+1$", status, re.MULTILINE), status
+    return pid
+
+
+def test_the_daemon_runs_as_a_containers_first_process(inbox, watch):
+    """As PID 1, the daemon is its workers' parent and PID 1 at once: they start (a
+    worker once took PID 1 for its parent's death, and the daemon failed at start),
+    chunk as the filter does, and SIGTERM stops the daemon, status 0."""
+    watcher = watch(inbox, prefix=FIRST_PROCESS)
+    watcher.started()
+    daemon = first_process_of(watcher.process)
+    path = inbox / "a.md"
+    path.write_text(corpus_documents()[0].read_text(encoding="utf-8"), encoding="utf-8")
+    watcher.wait_for(lambda: "a.md" in results(inbox), what="a result")
+    assert results(inbox)["a.md"]["chunks"] == filter_chunks(path)
+    os.kill(daemon, signal.SIGTERM)
+    assert watcher.process.wait(timeout=20) == 0
+    assert watcher.lines("stopped")
+
+
+def test_the_filters_jobs_run_under_a_containers_first_process(tmp_path):
+    """The filter as PID 1 with --jobs 2: its workers start and give the records that
+    one process gives."""
+    paths = [str(path) for path in corpus_documents()[:4]]
+    alone = subprocess.run([chunkd_command(), "--ids", *paths], capture_output=True,
+                           timeout=120)
+    first = subprocess.run([*FIRST_PROCESS, chunkd_command(), "--jobs", "2", "--ids", *paths],
+                           capture_output=True, timeout=120)
+    assert (first.returncode, first.stderr) == (0, b"")
+    assert first.stdout == alone.stdout != b""
 
 
 # --- names are bytes ---------------------------------------------------------------

@@ -21,10 +21,12 @@ FAULTS = pathlib.Path(__file__).resolve().parent / "faults"
 
 
 class Watcher:
-    """A running ``chunkd watch`` with its log in a file."""
+    """A running ``chunkd watch`` with its log in a file; ``prefix``: the command that
+    runs it (``unshare ...``), if any."""
 
     def __init__(self, inbox: Path, *options: str, env: dict | None = None,
-                 faults: dict | None = None, preexec_fn=None, settle: str = SETTLE) -> None:
+                 faults: dict | None = None, preexec_fn=None, settle: str = SETTLE,
+                 prefix: tuple[str, ...] = ()) -> None:
         self.inbox = inbox
         self.log_path = inbox.parent / f"watch-{secrets.token_hex(3)}.log"
         self.log_file = open(self.log_path, "wb")
@@ -33,7 +35,7 @@ class Watcher:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
             env["CHUNKD_FAULTS"] = json.dumps(faults)
         self.process = subprocess.Popen(
-            [chunkd_command(), "watch", str(inbox), "--settle", settle, *options],
+            [*prefix, chunkd_command(), "watch", str(inbox), "--settle", settle, *options],
             stdout=self.log_file, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec_fn)
 
     def log(self) -> list[str]:

@@ -32,6 +32,9 @@ and in each of its worker processes. Faults:
 - "late_failures": seconds; a future that fails because its process pool broke (a
   worker died) tells those waiting on it that much later, as the pool's own thread may
   when busy, so that the daemon can hand a file to the broken pool first.
+- "jobs_crash": ``{"suffix": ..., "once": PATH or null}``; a filter's ``--jobs`` worker
+  dies (SIGKILL) when it is given a document whose name ends so, as when the OOM killer
+  picks it; with "once", only while PATH does not exist (it is created then).
 """
 
 import errno
@@ -222,3 +225,19 @@ if faults.get("late_failures"):
         return real_add_done_callback(self, late)
 
     Future.add_done_callback = late_add_done_callback
+
+if faults.get("jobs_crash"):
+    import chunkd.filter
+
+    crash = faults["jobs_crash"]
+    real_render = chunkd.filter.render_batch
+
+    def crashing_render(batch, *args):
+        if any(str(getattr(document, "name", "")).endswith(crash["suffix"])
+               for document in batch) and not (crash["once"] and os.path.exists(crash["once"])):
+            if crash["once"]:
+                open(crash["once"], "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_render(batch, *args)
+
+    chunkd.filter.render_batch = crashing_render
