@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     _occupy_closed_standard_descriptors()
     command = argv is None  # this process is the command (else a caller's, in process)
+    if command and os.getpid() == 1:  # a container's first process
+        from chunkd.signals import end_on_termination
+
+        end_on_termination()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "watch":
         # Before anything heavy is imported: a signal during start-up is recorded.

@@ -460,9 +460,10 @@ class ParquetWriter:
                 pass
 
     def _killed(self, number: int, _frame: object) -> None:
+        from chunkd.signals import end_as_killed
+
         self._discard()
-        signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
+        end_as_killed(number)
 
     def _output_error(self, error: OSError) -> OutputError:
         return OutputError(f"{display_name(self.path)}: {_reason(error)}")

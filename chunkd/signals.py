@@ -1,5 +1,6 @@
-"""What signals asked the daemon for, recorded from the first moment of start-up; and
-the worker processes' tie to their parent.
+"""What signals asked the daemon for, recorded from the first moment of start-up; the
+worker processes' tie to their parent; and the signals that end a command, which PID 1
+must handle to be ended by them at all.
 
 Kept apart and light (no imports beyond the standard library's os, signal and
 threading) so that ``chunkd watch`` installs its handlers before it imports the rest: a
@@ -58,3 +59,21 @@ def die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before the call
         os._exit(1)
+
+
+def end_as_killed(number: int) -> None:
+    """End this process as the signal ``number`` does where nothing handles it: killed
+    by it; as PID 1 (a container's first process), where the kernel ignores a signal
+    that is not handled, with the status a shell gives a process it kills."""
+    if os.getpid() == 1:
+        os._exit(128 + number)
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+
+
+def end_on_termination() -> None:
+    """Called in PID 1, where the kernel ignores a signal that is not handled: SIGTERM
+    (``docker stop``) and SIGHUP end the process as they end any other, unless the
+    command handles them itself."""
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda number, _frame: end_as_killed(number))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
+from pathlib import Path
 
 import orjson
 
@@ -55,3 +58,21 @@ def copied(documents, folder) -> list[str]:
         path.write_bytes(source.read_bytes())
         paths.append(str(path))
     return paths
+
+
+#: What makes a command PID 1 of a PID namespace of its own, as ``docker run`` without
+#: ``--init`` (or a Kubernetes container) starts its entry point.
+FIRST_PROCESS = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+
+
+def first_process_of(starter: subprocess.Popen) -> int:
+    """The host's id of the process ``unshare`` started, PID 1 in its namespace."""
+    children = Path(f"/proc/{starter.pid}/task/{starter.pid}/children")
+    deadline = time.monotonic() + 30
+    while not children.read_text().split():
+        assert time.monotonic() < deadline, "unshare started nothing"
+        time.sleep(0.05)
+    pid = int(children.read_text().split()[0])
+    status = Path(f"/proc/{pid}/status").read_text()
+    assert re.search(r"^NSpid:\s+\d+\s+1$", status, re.MULTILINE), status
+    return pid

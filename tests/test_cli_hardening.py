@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import msgpack
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import FIRST_PROCESS, chunkd_command, first_process_of, ndjson, run_chunkd
 from oracle import corpus_documents
 from watching import FAULTS
 
@@ -273,3 +275,30 @@ def test_a_document_that_kills_its_jobs_worker_each_time_is_one_error(tmp_path, 
         f"chunkd: {name}: its --jobs worker process ended abruptly (killed, or out of "
         "memory), also with the document alone: not chunked" for name in dying]
     assert killed.stdout == others.stdout
+
+
+# --- a container's first process ------------------------------------------------------
+
+@pytest.mark.parametrize("output", [(), ("--format", "parquet", "--output", "out.parquet")],
+                         ids=["ndjson", "parquet"])
+def test_sigterm_ends_the_filter_as_a_containers_first_process(tmp_path, output):
+    """The kernel ignores, in PID 1, a signal it has no handler for: ``docker stop``'s
+    SIGTERM ended the filter only with the SIGKILL that follows. It now ends at once,
+    with the status a shell gives a process SIGTERM kills (Parquet's hidden file
+    removed first)."""
+    starter = subprocess.Popen([*FIRST_PROCESS, chunkd_command(), *output], cwd=tmp_path,
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    filter_process = first_process_of(starter)
+    starter.stdin.write(b"some text to chunk. " * 1000)
+    starter.stdin.flush()  # stdin stays open: the run is in the middle of its input
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and output and not list(tmp_path.glob(".out.parquet.*")):
+        time.sleep(0.05)
+    assert not output or list(tmp_path.glob(".out.parquet.*")), "no hidden output file"
+    time.sleep(0.5)  # past the start, into the input
+    os.kill(filter_process, signal.SIGTERM)
+    assert starter.wait(timeout=5) == 128 + signal.SIGTERM
+    starter.stdin.close()
+    assert starter.stderr.read() == b""
+    assert list(tmp_path.iterdir()) == []

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import orjson
 import pytest
 
 import chunkd
 
-from command import chunkd_command
+from command import FIRST_PROCESS, chunkd_command, first_process_of
 from oracle import corpus_documents
 from watching import filter_chunks, notify_socket, results
 
@@ -105,24 +103,6 @@ def test_a_second_daemon_on_the_same_inbox_exits_2(inbox, watch):
 
 
 # --- a container's first process ---------------------------------------------------
-
-#: What makes a command PID 1 of a PID namespace of its own, as ``docker run`` without
-#: ``--init`` (or a Kubernetes container) starts its entry point.
-FIRST_PROCESS = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
-
-
-def first_process_of(starter: subprocess.Popen) -> int:
-    """The host's id of the process ``unshare`` started, PID 1 in its namespace."""
-    children = Path(f"/proc/{starter.pid}/task/{starter.pid}/children")
-    deadline = time.monotonic() + 30
-    while not children.read_text().split():
-        assert time.monotonic() < deadline, "unshare started nothing"
-        time.sleep(0.05)
-    pid = int(children.read_text().split()[0])
-    status = Path(f"/proc/{pid}/status").read_text()
-    assert re.search(r"^NSpid:\s+\d+\s+1$", status, re.MULTILINE), status
-    return pid
-
 
 def test_the_daemon_runs_as_a_containers_first_process(inbox, watch):
     """As PID 1, the daemon is its workers' parent and PID 1 at once: they start (a
