@@ -186,9 +186,15 @@ Rendered = tuple[bytes, str | None]
 
 
 def render_batch(batch: list[Document | InputError], settings: Settings, format: str,
-                 named: bool) -> list[Rendered]:
+                 named: bool, folder: str) -> str:
     """A ``--jobs`` worker: each document's whole output and its error, if any (the
-    chunks made before an error are kept, as when streaming)."""
+    chunks made before an error are kept, as when streaming), in a new file in
+    ``folder``, whose path it returns. Through a file, not the pool's pipe: a worker
+    killed while it sent a large answer would leave the pool reading the rest for ever
+    (a pipe takes a write of up to 4 KiB, such as a path, whole or not at all)."""
+    import pickle
+    import tempfile
+
     chunker = build(settings)
     results: list[Rendered] = []
     for document in batch:
@@ -203,6 +209,19 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
             results.append((out.getvalue(), str(error)))
         else:
             results.append((out.getvalue(), None))
+    descriptor, path = tempfile.mkstemp(dir=folder)
+    with open(descriptor, "wb") as file:
+        pickle.dump(results, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def rendered_batch(path: str) -> list[Rendered]:
+    """What ``render_batch`` wrote to ``path`` (removed once read)."""
+    import pickle
+
+    with open(path, "rb") as file:
+        results: list[Rendered] = pickle.load(file)
+    os.unlink(path)
     return results
 
 
@@ -219,15 +238,39 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     is yielded as it is rendered, until the input has more: records follow their lines
     as with one process, and reading goes on as soon as it can."""
     import multiprocessing  # only here, with the pool: they cost memory
+    import shutil
     import signal
+    import tempfile
+    import time
     from concurrent.futures import Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=(os.getpid(),))
+    from chunkd.signals import remove_before_ending
+
+    def new_pool(processes: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(processes, initializer=_worker_start,
+                                   initargs=(os.getpid(),))
 
     build(settings)  # load the tokenizer once, before the workers fork
-    pool = new_pool()
+    folder = tempfile.mkdtemp(prefix="chunkd-jobs-")  # the workers' answers
+
+    def discard_answers() -> None:
+        """Before a signal ends the run: the workers, which may be writing an answer,
+        are killed, then the answers' folder removed."""
+        for worker in multiprocessing.active_children():
+            if worker.pid is not None:
+                try:
+                    os.kill(worker.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for _ in range(100):  # until the last write of a worker being killed is in
+            shutil.rmtree(folder, ignore_errors=True)
+            if not os.path.exists(folder):
+                break
+            time.sleep(0.01)
+
+    restore_handlers = remove_before_ending(discard_answers)
+    pool = new_pool(jobs)
     with _Wake() as wake:
         #: Documents to stream here, and batches in a worker's hands (with their documents).
         pending: deque[Document | tuple[Future, list[Document | InputError]]] = deque()
@@ -236,7 +279,12 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
 
         def rendering(documents: list[Document | InputError]
                       ) -> tuple[Future, list[Document | InputError]]:
-            return pool.submit(render_batch, documents, settings, format, named), documents
+            try:
+                future = pool.submit(render_batch, documents, settings, format, named, folder)
+            except BrokenProcessPool:  # since the last batch: this one waits for a new pool
+                future = Future()
+                future.set_exception(BrokenProcessPool())
+            return future, documents
 
         def submit() -> None:
             nonlocal batch, batch_bytes
@@ -251,32 +299,36 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
                 return
             future, documents = first
             try:
-                rendered = future.result()
+                rendered = rendered_batch(future.result())
             except BrokenProcessPool:
                 rendered = each_alone(documents)
             yield from rendered
 
         def each_alone(documents: list[Document | InputError]) -> list[Rendered]:
             """A worker died (killed from outside, out of memory) while the pool had
-            this batch: each of its documents is rendered again alone in a fresh pool,
-            and one whose worker dies again is an error; then the batches that were in
-            the pool's hands are given to the new one."""
+            this batch: each of its documents is rendered again alone, by a process of
+            its own, and one whose process dies again is an error; then the batches
+            that were in the pool's hands go to a new pool."""
             nonlocal pool
             wait([item[0] for item in pending if not isinstance(item, Document)])
-            rendered: list[Rendered] = []
             pool.shutdown(cancel_futures=True)
-            pool = new_pool()
-            for document in documents:
-                try:
-                    rendered += pool.submit(render_batch, [document], settings, format,
-                                            named).result()
-                except BrokenProcessPool:
-                    name = document.name if isinstance(document, Document) else None
-                    rendered.append((b"", f"{where(name)}: its --jobs worker process ended "
-                                          "abruptly (killed, or out of memory), also with "
-                                          "the document alone: not chunked"))
-                    pool.shutdown(cancel_futures=True)
-                    pool = new_pool()
+            rendered: list[Rendered] = []
+            alone = new_pool(1)
+            try:
+                for document in documents:
+                    try:
+                        rendered += rendered_batch(alone.submit(
+                            render_batch, [document], settings, format, named, folder).result())
+                    except BrokenProcessPool:
+                        name = document.name if isinstance(document, Document) else None
+                        rendered.append((b"", f"{where(name)}: its --jobs worker process "
+                                              "ended abruptly (killed, or out of memory), "
+                                              "also with the document alone: not chunked"))
+                        alone.shutdown(cancel_futures=True)
+                        alone = new_pool(1)
+            finally:
+                alone.shutdown(cancel_futures=True)
+            pool = new_pool(jobs)
             for index, item in enumerate(pending):
                 if not isinstance(item, Document) \
                         and isinstance(item[0].exception(), BrokenProcessPool):
@@ -336,6 +388,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             raise
         finally:
             pool.shutdown(cancel_futures=True)
+            shutil.rmtree(folder, ignore_errors=True)  # a killed worker's answer, if any
+            restore_handlers()
 
 
 class _Wake:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
     import queue
 
 
@@ -77,3 +80,34 @@ def end_on_termination() -> None:
     command handles them itself."""
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, lambda number, _frame: end_as_killed(number))
+
+
+def remove_before_ending(remove: Callable[[], None]) -> Callable[[], None]:
+    """Until the function returned is called (which restores the handlers): SIGTERM and
+    SIGHUP call ``remove`` first (temporary files, which no exit handler removes when a
+    signal ends the process), then do what they did before, unless they were ignored.
+    Signals are handled in the main thread only: elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous: dict[int, Any] = {number: signal.getsignal(number)
+                                for number in (signal.SIGTERM, signal.SIGHUP)}
+    owner = os.getpid()  # not a worker forked with the handlers (killed by the pool)
+
+    def removing(number: int, frame: FrameType | None) -> None:
+        before = previous[number]
+        if before == signal.SIG_IGN:
+            return
+        if os.getpid() == owner:
+            remove()
+        if callable(before):
+            before(number, frame)
+        else:
+            end_as_killed(number)
+
+    for number in previous:
+        signal.signal(number, removing)
+
+    def restore() -> None:
+        for number, before in previous.items():
+            signal.signal(number, before if before is not None else signal.SIG_DFL)
+    return restore

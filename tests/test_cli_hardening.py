@@ -10,7 +10,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import msgpack
 import orjson
@@ -302,3 +304,61 @@ def test_sigterm_ends_the_filter_as_a_containers_first_process(tmp_path, output)
     starter.stdin.close()
     assert starter.stderr.read() == b""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_jobs_worker_killed_while_the_pool_is_idle_costs_nothing(tmp_path):
+    """A worker killed while the input pauses (NDJSON on a pipe): the next batch is
+    handed to a pool already broken, which refused it with a traceback, and the rest of
+    the input was lost; it now goes to a fresh pool, and the output is one process's."""
+    text = next(path for path in corpus_documents() if path.parent.name == "en-policy") \
+        .read_text(encoding="utf-8")
+    lines = [orjson.dumps({"id": f"x{number}", "text": f"{number}. {text}"}) + b"\n"
+             for number in range(6)]
+    alone = run_chunkd("--input", "ndjson", input=b"".join(lines))
+    process = subprocess.Popen([chunkd_command(), "--jobs", "2", "--input", "ndjson"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    output = bytearray()
+    reader = threading.Thread(target=read_into, args=(process.stdout, output))
+    reader.start()
+    process.stdin.write(b"".join(lines[:3]))
+    process.stdin.flush()
+    deadline = time.monotonic() + 60
+    while b'"doc":"x2"' not in output and time.monotonic() < deadline:
+        time.sleep(0.05)  # the first three are written: the pool is idle, waiting
+    workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+    assert b'"doc":"x2"' in output and len(workers) == 2
+    os.kill(int(workers[0]), signal.SIGKILL)
+    time.sleep(0.5)  # the pool's own thread finds it broken
+    process.stdin.write(b"".join(lines[3:]))
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0, process.stderr.read()
+    reader.join()
+    assert process.stderr.read() == b""
+    assert bytes(output) == alone.stdout
+
+
+def read_into(stream, output: bytearray) -> None:
+    """Append what ``stream`` gives to ``output`` as it comes, until its end."""
+    for block in iter(lambda: stream.read1(1 << 16), b""):
+        output.extend(block)
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_a_signal_that_ends_a_jobs_run_leaves_no_temporary_folder(tmp_path, number):
+    """The workers' answers go through a folder in TMPDIR: a signal that ends the run
+    removes it before the process ends, as it ends (killed by that signal)."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    names = jobs_files(tmp_path)
+    process = subprocess.Popen([chunkd_command(), "--jobs", "2", *names * 20], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=dict(os.environ, TMPDIR=str(temporary)))
+    deadline = time.monotonic() + 60
+    while not list(temporary.glob("chunkd-jobs-*/*")) and time.monotonic() < deadline:
+        time.sleep(0.01)  # an answer is waiting to be read: the run is under way
+    assert list(temporary.glob("chunkd-jobs-*/*")), "no answer was ever written"
+    process.send_signal(number)
+    assert process.wait(timeout=30) == -number
+    assert process.stderr.read() == b""
+    assert list(temporary.iterdir()) == []
