@@ -176,6 +176,8 @@ def read_ahead(items: Iterable[Document | InputError | Paused],
 #: A worker task holds consecutive documents up to about this many bytes (or this many
 #: documents), so that small documents do not cost a round trip each.
 BATCH_BYTES, BATCH_DOCUMENTS = 1 << 20, 256
+#: Seconds a --jobs worker has to end once told to, before it is killed.
+WORKERS_GRACE = 3.0
 #: Larger documents are streamed by the main process: a worker renders its documents'
 #: whole output in memory, and that must stay small.
 LOCAL_BYTES = 4 << 20
@@ -254,20 +256,38 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     build(settings)  # load the tokenizer once, before the workers fork
     folder = tempfile.mkdtemp(prefix="chunkd-jobs-")  # the workers' answers
 
+    def kill_workers(number: int) -> None:
+        for worker in multiprocessing.active_children():  # the pool's processes
+            if worker.pid is not None:
+                try:
+                    os.kill(worker.pid, number)
+                except ProcessLookupError:
+                    pass
+
     def discard_answers() -> None:
         """Before a signal ends the run: the workers, which may be writing an answer,
         are killed, then the answers' folder removed."""
-        for worker in multiprocessing.active_children():
-            if worker.pid is not None:
-                try:
-                    os.kill(worker.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_workers(signal.SIGKILL)
         for _ in range(100):  # until the last write of a worker being killed is in
             shutil.rmtree(folder, ignore_errors=True)
             if not os.path.exists(folder):
                 break
             time.sleep(0.01)
+
+    def close(executor: ProcessPoolExecutor) -> None:
+        """Shut ``executor`` down: its workers get ``WORKERS_GRACE`` seconds to end,
+        then are killed. A worker killed from outside while it waited for work holds the
+        lock of the pool's queue for ever, and the others, which wait for that lock,
+        would never end, nor the pool, nor this process. (No other pool's workers are
+        alive here: each pool is closed before the next is made.)"""
+        executor.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + WORKERS_GRACE
+        for worker in multiprocessing.active_children():
+            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+        executor.shutdown()
 
     restore_handlers = remove_before_ending(discard_answers)
     pool = new_pool(jobs)
@@ -311,7 +331,7 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             that were in the pool's hands go to a new pool."""
             nonlocal pool
             wait([item[0] for item in pending if not isinstance(item, Document)])
-            pool.shutdown(cancel_futures=True)
+            close(pool)
             rendered: list[Rendered] = []
             alone = new_pool(1)
             try:
@@ -324,10 +344,10 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
                         rendered.append((b"", f"{where(name)}: its --jobs worker process "
                                               "ended abruptly (killed, or out of memory), "
                                               "also with the document alone: not chunked"))
-                        alone.shutdown(cancel_futures=True)
+                        close(alone)
                         alone = new_pool(1)
             finally:
-                alone.shutdown(cancel_futures=True)
+                close(alone)
             pool = new_pool(jobs)
             for index, item in enumerate(pending):
                 if not isinstance(item, Document) \
@@ -379,15 +399,10 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             # Ctrl-C (a terminal sends it to the workers too), or the output failed: the
             # work in hand is abandoned, and each worker's extraction in progress ends at
             # once, so that the shutdown does not wait for --extract-timeout.
-            for worker in multiprocessing.active_children():  # the pool's processes
-                try:
-                    if worker.pid is not None:
-                        os.kill(worker.pid, signal.SIGINT)
-                except ProcessLookupError:
-                    pass
+            kill_workers(signal.SIGINT)
             raise
         finally:
-            pool.shutdown(cancel_futures=True)
+            close(pool)
             shutil.rmtree(folder, ignore_errors=True)  # a killed worker's answer, if any
             restore_handlers()
 
@@ -427,6 +442,7 @@ def _worker_start(parent: int) -> None:
     after it, which the shutdown would otherwise wait for."""
     import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # until its own handler is in
     from chunkd.documents.worker import interrupt_extractions
     from chunkd.signals import die_with_parent
 
