@@ -188,12 +188,13 @@ Rendered = tuple[bytes, str | None]
 
 
 def render_batch(batch: list[Document | InputError], settings: Settings, format: str,
-                 named: bool, folder: str) -> str:
+                 named: bool, folder: str) -> str | list[Rendered]:
     """A ``--jobs`` worker: each document's whole output and its error, if any (the
     chunks made before an error are kept, as when streaming), in a new file in
     ``folder``, whose path it returns. Through a file, not the pool's pipe: a worker
     killed while it sent a large answer would leave the pool reading the rest for ever
-    (a pipe takes a write of up to 4 KiB, such as a path, whole or not at all)."""
+    (a pipe takes a write of up to 4 KiB, such as a path, whole or not at all). Where
+    the file cannot be written (``TMPDIR`` full), the answer itself is returned."""
     import pickle
     import tempfile
 
@@ -211,16 +212,26 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
             results.append((out.getvalue(), str(error)))
         else:
             results.append((out.getvalue(), None))
-    descriptor, path = tempfile.mkstemp(dir=folder)
-    with open(descriptor, "wb") as file:
-        pickle.dump(results, file, protocol=pickle.HIGHEST_PROTOCOL)
+    path = None
+    try:
+        descriptor, path = tempfile.mkstemp(dir=folder)
+        with open(descriptor, "wb") as file:
+            pickle.dump(results, file, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError:
+        if path is not None:
+            os.unlink(path)
+        return results
     return path
 
 
-def rendered_batch(path: str) -> list[Rendered]:
-    """What ``render_batch`` wrote to ``path`` (removed once read)."""
+def rendered_batch(answer: str | list[Rendered]) -> list[Rendered]:
+    """What ``render_batch`` answered, or wrote to the file ``answer`` names (removed
+    once read)."""
     import pickle
 
+    if not isinstance(answer, str):
+        return answer
+    path = answer
     with open(path, "rb") as file:
         results: list[Rendered] = pickle.load(file)
     os.unlink(path)

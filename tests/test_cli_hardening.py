@@ -362,3 +362,19 @@ def test_a_signal_that_ends_a_jobs_run_leaves_no_temporary_folder(tmp_path, numb
     assert process.wait(timeout=30) == -number
     assert process.stderr.read() == b""
     assert list(temporary.iterdir()) == []
+
+
+def test_a_full_tmpdir_costs_a_jobs_run_nothing(tmp_path):
+    """The workers' answers go through files in TMPDIR; on a TMPDIR full (a 64 KiB
+    filesystem of the test's own, in a mount namespace of its own), through the pool's
+    pipe: the output is whole and in order, where it was a traceback."""
+    names = jobs_files(tmp_path)
+    alone = run_chunkd("--ids", *names, cwd=tmp_path)
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    full = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs -o size=64k tmpfs "$0" && '
+         'TMPDIR="$0" exec "$@"', str(tiny), chunkd_command(), "--jobs", "2", "--ids", *names],
+        cwd=tmp_path, capture_output=True, timeout=300)
+    assert (full.returncode, full.stderr) == (0, b"")
+    assert full.stdout == alone.stdout
