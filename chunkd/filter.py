@@ -188,13 +188,14 @@ Rendered = tuple[bytes, str | None]
 
 
 def render_batch(batch: list[Document | InputError], settings: Settings, format: str,
-                 named: bool, folder: str) -> str | list[Rendered]:
+                 named: bool, folder: str | None) -> str | list[Rendered]:
     """A ``--jobs`` worker: each document's whole output and its error, if any (the
     chunks made before an error are kept, as when streaming), in a new file in
     ``folder``, whose path it returns. Through a file, not the pool's pipe: a worker
     killed while it sent a large answer would leave the pool reading the rest for ever
     (a pipe takes a write of up to 4 KiB, such as a path, whole or not at all). Where
-    the file cannot be written (``TMPDIR`` full), the answer itself is returned."""
+    the file cannot be written (``TMPDIR`` full, or no ``folder``), the answer itself is
+    returned."""
     import pickle
     import tempfile
 
@@ -212,6 +213,8 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
             results.append((out.getvalue(), str(error)))
         else:
             results.append((out.getvalue(), None))
+    if folder is None:
+        return results
     path = None
     try:
         descriptor, path = tempfile.mkstemp(dir=folder)
@@ -222,6 +225,17 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
             os.unlink(path)
         return results
     return path
+
+
+def answers_folder() -> str | None:
+    """A new folder for the ``--jobs`` workers' answers, or None where none can be
+    made (no usable ``TMPDIR``): the answers then come through the pool's pipe."""
+    import tempfile
+
+    try:
+        return tempfile.mkdtemp(prefix="chunkd-jobs-")
+    except OSError:
+        return None
 
 
 def rendered_batch(answer: str | list[Rendered]) -> list[Rendered]:
@@ -253,7 +267,6 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
     import multiprocessing  # only here, with the pool: they cost memory
     import shutil
     import signal
-    import tempfile
     import time
     from concurrent.futures import Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -265,7 +278,7 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
                                    initargs=(os.getpid(),))
 
     build(settings)  # load the tokenizer once, before the workers fork
-    folder = tempfile.mkdtemp(prefix="chunkd-jobs-")  # the workers' answers
+    folder = answers_folder()
 
     def kill_workers(number: int) -> None:
         for worker in multiprocessing.active_children():  # the pool's processes
@@ -279,6 +292,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
         """Before a signal ends the run: the workers, which may be writing an answer,
         are killed, then the answers' folder removed."""
         kill_workers(signal.SIGKILL)
+        if folder is None:
+            return
         for _ in range(100):  # until the last write of a worker being killed is in
             shutil.rmtree(folder, ignore_errors=True)
             if not os.path.exists(folder):
@@ -414,7 +429,8 @@ def in_order(items: Iterator[Document | InputError | Paused], jobs: int, setting
             raise
         finally:
             close(pool)
-            shutil.rmtree(folder, ignore_errors=True)  # a killed worker's answer, if any
+            if folder is not None:  # a killed worker's answer, if any
+                shutil.rmtree(folder, ignore_errors=True)
             restore_handlers()
 
 

@@ -36,7 +36,6 @@ import atexit
 import errno
 import os
 import secrets
-import signal
 import stat
 import struct
 import sys
@@ -67,6 +66,7 @@ from chunkd.output import OutputError  # noqa: E402
 from chunkd.readers import (RESERVED_KEYS, BytesBlocks, Document, InputError,  # noqa: E402
                             display_name)
 from chunkd.settings import Settings  # noqa: E402
+from chunkd.signals import remove_before_ending  # noqa: E402
 
 if TYPE_CHECKING:
     from chunkd.documents.base import Extracted
@@ -330,8 +330,7 @@ class ParquetWriter:
         atexit.register(self._discard)
         # A SIGTERM or SIGHUP ends the filter as it would anyway, but not before the
         # hidden file is removed (exit handlers do not run when a signal kills).
-        for number in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(number, self._killed)
+        self._restore_handlers = remove_before_ending(self._discard)
 
     def _open(self) -> tuple[str | BinaryIO, str | None]:
         """Where the rows go: a hidden file beside a regular (or new) file, renamed at
@@ -437,6 +436,7 @@ class ParquetWriter:
         if failed and not self.begun:
             self._discard()
             self.temporary = None
+            self._restore_handlers()
             return
         self._convert()
         self._write()
@@ -450,6 +450,7 @@ class ParquetWriter:
         except OSError as error:
             raise self._output_error(error) from None
         self.temporary = None
+        self._restore_handlers()
 
     def _discard(self) -> None:
         """At exit, a file never closed (an error, an interrupt) is removed."""
@@ -458,12 +459,6 @@ class ParquetWriter:
                 os.unlink(self.temporary)
             except OSError:
                 pass
-
-    def _killed(self, number: int, _frame: object) -> None:
-        from chunkd.signals import end_as_killed
-
-        self._discard()
-        end_as_killed(number)
 
     def _output_error(self, error: OSError) -> OutputError:
         return OutputError(f"{display_name(self.path)}: {_reason(error)}")

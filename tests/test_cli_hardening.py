@@ -378,3 +378,24 @@ def test_a_full_tmpdir_costs_a_jobs_run_nothing(tmp_path):
         cwd=tmp_path, capture_output=True, timeout=300)
     assert (full.returncode, full.stderr) == (0, b"")
     assert full.stdout == alone.stdout
+
+
+def test_a_jobs_run_needs_no_temporary_folder(tmp_path):
+    """Where no temporary folder can be made (TMPDIR, /tmp, /var/tmp and the working
+    folder read-only, in a mount namespace of the test's own), the workers' answers come
+    through the pool's pipe: the output is whole and in order, where it was a
+    traceback before any document was read."""
+    import tempfile
+
+    names = jobs_files(tmp_path)
+    alone = run_chunkd("--ids", *names, cwd=tmp_path)
+    folders = {tempfile.gettempdir(), "/tmp", "/var/tmp", str(tmp_path)}
+    read_only = subprocess.run(
+        ["unshare", "--mount", "sh", "-c",
+         'while [ "$1" != -- ]; do mount --bind "$1" "$1" && '
+         'mount -o remount,bind,ro "$1" || exit 99; shift; done; shift; exec "$@"',
+         "sh", *sorted(folder for folder in folders if os.path.isdir(folder)), "--",
+         chunkd_command(), "--jobs", "2", "--ids", *names],
+        cwd=tmp_path, capture_output=True, timeout=300)
+    assert (read_only.returncode, read_only.stderr) == (0, b"")
+    assert read_only.stdout == alone.stdout

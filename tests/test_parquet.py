@@ -400,6 +400,30 @@ def test_a_run_killed_by_a_signal_leaves_no_hidden_file(tmp_path, number):
     assert leftovers(tmp_path) == [] and not out.exists()
 
 
+def test_a_run_under_nohup_goes_on_after_a_hangup(tmp_path):
+    """SIGHUP ignored when the run starts (``nohup``, a terminal closed behind it): the
+    run goes on and writes its file whole (the hidden file was removed and the run
+    ended)."""
+    out = tmp_path / "out.parquet"
+    process = subprocess.Popen([chunkd_command(), "--format", "parquet", "--output", str(out)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    process.stdin.write(b"some text to chunk. " * 1000)
+    process.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not leftovers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers(tmp_path), "the hidden output file never appeared"
+    process.send_signal(signal.SIGHUP)
+    process.stdin.write(b"more text. " * 1000)
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""
+    assert leftovers(tmp_path) == []
+    assert "".join(row["text"] for row in read_rows(out)).endswith("more text.")
+
+
 @pytest.mark.slow
 def test_a_large_carried_column_is_written_in_bounded_memory(tmp_path):
     """Every chunk row of a document carries its columns: a MiB of them a row must

@@ -81,6 +81,11 @@ WHERE stored.collection_id = EXCLUDED.collection_id
 
 T = TypeVar("T")
 
+# The driver logs, to stderr unless told otherwise, what it ignored while ending a
+# failed statement: the failure itself is the sink's error, said once.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+logging.getLogger("psycopg").propagate = False
+
 
 class PgvectorSink:
     """One collection of a PostgreSQL database, for one origin (``chunkd.sinks``)."""
@@ -91,11 +96,6 @@ class PgvectorSink:
             from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise SettingsError(f"--sink postgresql://... needs psycopg: {EXTRA}") from None
-        # The driver logs, to stderr unless told otherwise, what it ignored while ending
-        # a failed statement: the failure itself is the sink's error, said once.
-        driver_log = logging.getLogger("psycopg")
-        driver_log.addHandler(logging.NullHandler())
-        driver_log.propagate = False
         self.url = url
         self.collection = collection
         self.origin = origin
