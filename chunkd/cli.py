@@ -30,17 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     _occupy_closed_standard_descriptors()
     command = argv is None  # this process is the command (else a caller's, in process)
-    if command and os.getpid() == 1:  # a container's first process
-        from chunkd.signals import end_on_termination
-
-        end_on_termination()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "watch":
         # Before anything heavy is imported: a signal during start-up is recorded.
         from chunkd.signals import Requests
         requests = Requests()
         requests.install()
+        _first_process(command)
         return _imported(COMMANDS["watch"][0], command).main(argv[1:], requests)
+    _first_process(command)
     try:
         if argv and argv[0] in COMMANDS:
             module, _ = COMMANDS[argv[0]]
@@ -48,6 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         return _imported("chunkd.filter", command).main(argv)
     except KeyboardInterrupt:  # Ctrl-C while the command's modules were imported
         return EXIT_INTERRUPTED
+
+
+def _first_process(command: bool) -> None:
+    """As a container's first process (PID 1), the command runs in a child process
+    behind an init (``chunkd.signals.stand_in_for_init``)."""
+    if command and os.getpid() == 1:
+        from chunkd.signals import stand_in_for_init
+
+        stand_in_for_init()
 
 
 def _imported(module: str, command: bool) -> ModuleType:

@@ -66,20 +66,67 @@ def die_with_parent(parent: int) -> None:
 
 def end_as_killed(number: int) -> None:
     """End this process as the signal ``number`` does where nothing handles it: killed
-    by it; as PID 1 (a container's first process), where the kernel ignores a signal
-    that is not handled, with the status a shell gives a process it kills."""
+    by it; as PID 1 (a program that runs chunkd in process as a container's first
+    process), where the kernel ignores a signal that is not handled, with the status a
+    shell gives a process it kills."""
     if os.getpid() == 1:
         os._exit(128 + number)
     signal.signal(number, signal.SIG_DFL)
     os.kill(os.getpid(), number)
 
 
-def end_on_termination() -> None:
-    """Called in PID 1, where the kernel ignores a signal that is not handled: SIGTERM
-    (``docker stop``) and SIGHUP end the process as they end any other, unless the
-    command handles them itself."""
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, lambda number, _frame: end_as_killed(number))
+#: What a container's first process is sent and passes on to the command: ``docker
+#: stop`` (SIGTERM), ``docker kill -s``, a terminal's signals.
+PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+             signal.SIGUSR2, signal.SIGWINCH)
+
+
+def stand_in_for_init() -> None:
+    """Called in PID 1 (a container's first process, as ``docker run`` without
+    ``--init`` starts it): the command goes on in a child process, where this call
+    returns, and this process does an init's work, as tini does, until the command
+    ends, then ends with its status. It passes on the signals it is sent (the kernel
+    ignores, in PID 1, one that is not handled), and it reaps every process the kernel
+    hands it: a worker's child orphaned when the worker was killed stays a zombie, for
+    good, in a PID 1 that does not."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (*PASSED_ON, signal.SIGTTOU))
+    command = os.fork()
+    if command == 0:
+        _take_the_terminal()
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
+
+    def pass_on(number: int, _frame: FrameType | None) -> None:
+        try:
+            os.kill(command, number)
+        except ProcessLookupError:  # it ended: reaped below
+            pass
+
+    for number in PASSED_ON:
+        signal.signal(number, pass_on)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == command:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(128 - code if code < 0 else code)
+
+
+def _take_the_terminal() -> None:
+    """In the command's process: a process group of its own, the terminal's foreground
+    one if this process's was (``docker run -it``), so that Ctrl-C reaches the command
+    once, from the terminal, not also passed on by PID 1."""
+    terminal_had_ours = False
+    try:
+        terminal_had_ours = os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:  # stdin is not a terminal
+        pass
+    os.setpgid(0, 0)
+    if terminal_had_ours:
+        try:
+            os.tcsetpgrp(0, os.getpgrp())  # SIGTTOU, which it sends, is blocked here
+        except OSError:
+            pass
 
 
 def remove_before_ending(remove: Callable[[], None]) -> Callable[[], None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -304,6 +305,74 @@ def test_sigterm_ends_the_filter_as_a_containers_first_process(tmp_path, output)
     starter.stdin.close()
     assert starter.stderr.read() == b""
     assert list(tmp_path.iterdir()) == []
+
+
+def on_a_terminal(command: list[str], typed: list[bytes]) -> tuple[int, bytes]:
+    """``command`` run on a terminal of its own (``docker run -it``), in its foreground
+    process group, fed ``typed`` (each part once the command is reading): its exit
+    status and all it wrote there."""
+    import pty
+
+    pid, terminal = pty.fork()
+    if pid == 0:
+        try:
+            os.execvp(command[0], command)
+        finally:
+            os._exit(127)
+    written = bytearray()
+    try:
+        for part in typed:
+            deadline = time.monotonic() + 10
+            while not reading_the_terminal(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.write(terminal, part)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ended, status = os.waitpid(pid, os.WNOHANG)
+            if select.select([terminal], [], [], 0.05)[0]:
+                try:
+                    written += os.read(terminal, 65536)
+                except OSError:  # EIO: the terminal's last user ended
+                    pass
+            if ended:
+                return os.waitstatus_to_exitcode(status), bytes(written)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError(f"still running after 30 s: {bytes(written)!r}")
+    finally:
+        os.close(terminal)
+
+
+def reading_the_terminal(pid: int) -> bool:
+    """Whether a process under ``pid`` waits in a terminal's read."""
+    pids = [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            if open(f"/proc/{current}/wchan").read() in ("n_tty_read", "wait_woken"):
+                return True
+            pids += map(int, open(f"/proc/{current}/task/{current}/children").read().split())
+        except OSError:
+            pass
+    return False
+
+
+def test_the_filter_reads_its_terminal_as_a_containers_first_process():
+    """``docker run -it``: the command, in a child of PID 1, reads what is typed (in a
+    process group of its own, it must be the terminal's foreground one, or reading
+    would stop it), and Ctrl-D ends the input."""
+    status, written = on_a_terminal([*FIRST_PROCESS, chunkd_command(), "--chars", "100"],
+                                    [b"Typed text.\n", b"\x04"])
+    assert status == 0, written
+    assert b'"text":"Typed text."' in written and b"Traceback" not in written
+
+
+def test_ctrl_c_on_the_terminal_ends_the_filter_as_a_containers_first_process():
+    """Ctrl-C on the terminal ends the command: status 130, no traceback."""
+    status, written = on_a_terminal([*FIRST_PROCESS, chunkd_command(), "--chars", "100"],
+                                    [b"Typed text.\n", b"\x03"])
+    assert status == 130, written
+    assert b"Traceback" not in written
 
 
 def test_a_jobs_worker_killed_while_the_pool_is_idle_costs_nothing(tmp_path):

@@ -105,9 +105,9 @@ def test_a_second_daemon_on_the_same_inbox_exits_2(inbox, watch):
 # --- a container's first process ---------------------------------------------------
 
 def test_the_daemon_runs_as_a_containers_first_process(inbox, watch):
-    """As PID 1, the daemon is its workers' parent and PID 1 at once: they start (a
-    worker once took PID 1 for its parent's death, and the daemon failed at start),
-    chunk as the filter does, and SIGTERM stops the daemon, status 0."""
+    """As PID 1, the daemon starts (a worker once took PID 1 for its parent's death,
+    and the daemon failed at start), chunks as the filter does, and SIGTERM, which PID
+    1 passes on to it, stops it, status 0."""
     watcher = watch(inbox, prefix=FIRST_PROCESS)
     watcher.started()
     daemon = first_process_of(watcher.process)
@@ -118,6 +118,40 @@ def test_the_daemon_runs_as_a_containers_first_process(inbox, watch):
     os.kill(daemon, signal.SIGTERM)
     assert watcher.process.wait(timeout=20) == 0
     assert watcher.lines("stopped")
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in
+            open(f"/proc/{pid}/task/{pid}/children").read().split()]
+
+
+def deepest(pid: int, depth: int) -> list[tuple[int, int, int]]:
+    """(depth, parent, process) for each process under ``pid``."""
+    return [entry for child in children(pid)
+            for entry in [(depth + 1, pid, child), *deepest(child, depth + 1)]]
+
+
+def test_a_containers_first_process_reaps_what_a_killed_worker_leaves(inbox, watch):
+    """A worker killed (the OOM killer) leaves its extraction process to PID 1, which
+    the kernel makes its parent: it is reaped, not left a zombie for good, and the
+    daemon goes on."""
+    watcher = watch(inbox, "--workers", "1", prefix=FIRST_PROCESS)
+    watcher.started()
+    first = first_process_of(watcher.process)
+    (inbox / "a.html").write_text("<html><body><p>Some text.</p></body></html>")
+    watcher.wait_for(lambda: "a.html" in results(inbox), what="a result")
+    # The extraction process (kept running) is the deepest, the worker its parent.
+    worker, extraction = max(deepest(first, 0))[1:]
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while os.path.exists(f"/proc/{extraction}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{extraction}"), \
+        open(f"/proc/{extraction}/status").read()[:300]
+    (inbox / "b.md").write_text("More text.")
+    watcher.wait_for(lambda: "b.md" in results(inbox), what="the next result")
+    os.kill(first, signal.SIGTERM)
+    assert watcher.process.wait(timeout=20) == 0
 
 
 def test_the_filters_jobs_run_under_a_containers_first_process(tmp_path):
