@@ -24,7 +24,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
@@ -257,12 +257,14 @@ GROUP_FILES, GROUP_RECORDS = 64, 4096
 
 @dataclass
 class Pending:
-    """A file's change on its way to the store, and the ids whose vectors it keeps."""
+    """A file's change on its way to the store, and the ids whose vectors it keeps;
+    ``relative``: the file's path, where it was chunked."""
 
     name: str
     where: str
     change: Change
     kept: set[str] = field(default_factory=set)
+    relative: str | None = None
 
 
 @dataclass
@@ -270,6 +272,7 @@ class Tally:
     applied: int = 0
     removed: int = 0
     current: int = 0
+    left: int = 0
     failed: int = 0
     embedded: int = 0
 
@@ -337,7 +340,7 @@ class Sync:
                 group = []
         self.flush(group)
         names = {name for name, _, _ in files}
-        gone = [Pending(name, name, removal(name)) for name in sorted(
+        gone = [Pending(name, name, removal(name, stored.get(name))) for name in sorted(
             (stored.keys() | rows.keys()) - names)]
         for start in range(0, len(gone), GROUP_FILES):
             self.commit(gone[start:start + GROUP_FILES])
@@ -355,7 +358,8 @@ class Sync:
                                  self.args.follow_symlinks)
         except OverLimit as error:
             self.fail(f"{error}; the store keeps no chunks of it")
-            return Pending(name, where, removal(name)) if known is not None or held else None
+            return (Pending(name, where, removal(name, known)) if known is not None or held
+                    else None)
         except InputError as error:
             self.fail(str(error))
             return None
@@ -372,7 +376,8 @@ class Sync:
         except InputError as error:
             self.chunker = build(self.settings)  # its state is the failed file's
             self.fail(f"{error}; the store keeps no chunks of it")
-            return Pending(name, where, removal(name)) if known is not None or held else None
+            return (Pending(name, where, removal(name, known)) if known is not None or held
+                    else None)
         except EmbedError as error:  # the semantic strategy's model: not the file's fault
             self.chunker = build(self.settings)
             self.fail(f"{where}: embedding failed: {error}; the store keeps its previous "
@@ -381,7 +386,8 @@ class Sync:
         if self.metrics:
             self.metrics.files_chunked.inc()
         kept = held if known is not None and known.fingerprint == self.fingerprint else set()
-        return Pending(name, where, Change(name, sha256, self.fingerprint, records), kept)
+        return Pending(name, where, Change(name, sha256, self.fingerprint, records, known), kept,
+                       relative)
 
     def flush(self, group: list[Pending]) -> None:
         """Embed a group's new texts (one call) and apply it (one transaction)."""
@@ -396,20 +402,24 @@ class Sync:
             return
         self.commit(group)
 
-    def commit(self, group: list[Pending]) -> None:
+    def commit(self, group: list[Pending], again: bool = True) -> None:
         """Apply a group in one transaction; a group the store refuses is applied a
-        source at a time, so that only the source at fault is left out."""
+        source at a time, so that only the source at fault is left out. A file that
+        another writer stored meanwhile is tried ``again`` (``superseded``)."""
         if not group:
             return
         try:
-            self.store(lambda: self.sink.apply([item.change for item in group]))
+            left = set(self.store(lambda: self.sink.apply([item.change for item in group])))
         except StoreRefused as error:
             if len(group) > 1:
                 for item in group:
-                    self.commit([item])
+                    self.commit([item], again)
             else:
                 self.fail(f"{error}; the store keeps its previous state of {group[0].where}")
             return
+        if left:
+            self.superseded([item for item in group if item.name in left], again)
+            group = [item for item in group if item.name not in left]
         if self.metrics:
             kind = "remove" if all(item.change.sha256 is None for item in group) else "apply"
             self.metrics.sink_transactions.labels(kind).inc()
@@ -423,6 +433,37 @@ class Sync:
             else:
                 self.tally.applied += 1
                 log.info("applied %s: %d chunk%s", item.where, count, "" if count == 1 else "s")
+
+    def superseded(self, group: list[Pending], again: bool) -> None:
+        """Files another writer (the daemon, another sync) stored while this sync ran:
+        each is applied ``again``, against what the store holds now, if the folder
+        still holds what this sync read (a removed file is still absent); else the
+        store keeps what that writer stored, made from a later state of the file."""
+        stored = self.store(self.sink.sources) if again else {}
+        present = {name for name, _, _ in self.files()} if again and any(
+            item.relative is None for item in group) else set()
+        retry = []
+        for item in group:
+            if again and self.still_read(item, present):
+                retry.append(replace(item, change=replace(item.change,
+                                                          previous=stored.get(item.name))))
+            else:
+                self.tally.left += 1
+                log.info("left %s as another writer stored it during this sync (the "
+                         "file changed meanwhile)", item.where)
+        self.commit(retry, again=False)
+
+    def still_read(self, item: Pending, present: set[str]) -> bool:
+        """Whether the folder holds the file as this sync read it (``present``: the
+        folder's names, for a removal)."""
+        if item.relative is None:
+            return item.name not in present
+        try:
+            return item.change.sha256 == file_sha256(
+                self.inbox.options.root, item.relative, self.args.max_bytes,
+                self.args.follow_symlinks)
+        except InputError:
+            return False
 
     def add_vectors(self, group: list[Pending]) -> None:
         """Give each record its vector: the store's for an id it holds (same id, same
@@ -536,7 +577,8 @@ def main(argv: list[str]) -> int:
         sink.close()
     if not args.check and not args.quiet:
         tally = sync.tally
+        left = f"{tally.left} left to another writer, " if tally.left else ""
         print(f"chunkd sync: {tally.applied} applied, {tally.removed} removed, "
-              f"{tally.current} current, {tally.failed} failed, {tally.embedded} texts "
+              f"{tally.current} current, {left}{tally.failed} failed, {tally.embedded} texts "
               f"embedded; {public_url(url)} collection {args.collection}", file=sys.stderr)
     return status

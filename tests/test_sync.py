@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -27,11 +28,11 @@ from chunkd.sinks.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sample.md")
 
 
-def start_sync(folder, url, endpoint, *options) -> subprocess.Popen:
+def start_sync(folder, url, endpoint, *options, env=None) -> subprocess.Popen:
     return subprocess.Popen(
         [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
          endpoint.url, "--embed-model", "hashed", *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
 
 def assert_equal(folder, url, endpoint, rows, collection="chunkd", *options) -> None:
@@ -354,6 +355,134 @@ def test_two_folders_into_one_collection_keep_to_their_own(store, tmp_path, endp
         assert (checked.returncode, checked.stdout) == (0, b"")
     expected = expected_chunks(one, *CHUNKING[:2]) | expected_chunks(two, *CHUNKING[:2])
     assert_store_holds(rows(collection), expected)
+
+
+def held_first_call(endpoint) -> tuple[threading.Event, threading.Event]:
+    """The endpoint's first embedding call waits for the second event (set by the
+    test), once it has set the first; the others are answered at once."""
+    reached, go = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def model(texts: list[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        if len(calls) == 1:
+            reached.set()
+            go.wait(240)
+        return hashed(texts)
+    endpoint.model = model
+    return reached, go
+
+
+@pytest.mark.slow
+def test_a_sync_never_overwrites_what_another_writer_stored_since(store, tmp_path, endpoint,
+                                                                   request):
+    """A sync that read a file, then waited (its model), finds that another writer (a
+    second sync here, the daemon as well) stored a later state of the file, and of a
+    file it was to remove: it leaves both as that writer stored them, and the store
+    equals the folder. It wrote its own, older states over them."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(30, 3))
+    (folder / "c.md").write_text(paragraphs(31, 3))
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    (folder / "a.md").write_text(paragraphs(32, 3))
+    (folder / "c.md").unlink()
+    reached, go = held_first_call(endpoint)
+    first = start_sync(folder, url, endpoint, "--collection", collection,
+                       env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
+    try:
+        assert reached.wait(120), "the first sync never asked for vectors"
+        (folder / "a.md").write_text(paragraphs(33, 3))
+        (folder / "c.md").write_text(paragraphs(34, 3))
+        second = sync(folder, url, endpoint, "--collection", collection)
+        assert second.returncode == 0, second.stderr
+    finally:
+        go.set()
+    _, said = first.communicate(timeout=300)
+    assert first.returncode == 0, said
+    assert b"left a.md as another writer stored it" in said
+    assert b"left c.md as another writer stored it" in said
+    assert b"2 left to another writer" in said
+    assert_equal(folder, url, endpoint, rows, collection)
+
+
+@pytest.mark.slow
+def test_a_sync_applies_a_file_another_writer_stored_as_it_read_it(store, tmp_path, endpoint,
+                                                                    request):
+    """Two syncs of one new file: the one that waited (its model) finds it stored by
+    the other, from the same bytes, and applies its own over it: one row per chunk."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(35, 4))
+    reached, go = held_first_call(endpoint)
+    first = start_sync(folder, url, endpoint, "--collection", collection,
+                       env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
+    try:
+        assert reached.wait(120), "the first sync never asked for vectors"
+        assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    finally:
+        go.set()
+    _, said = first.communicate(timeout=300)
+    assert first.returncode == 0, said
+    assert b"1 applied, 0 removed, 0 current, 0 failed" in said
+    assert_equal(folder, url, endpoint, rows, collection)
+    if kind == "lancedb":
+        assert table_of(url, collection).count_rows() == len(rows(collection))
+
+
+def table_of(path: str, collection: str):
+    import lancedb
+
+    return lancedb.connect(path).open_table(collection)
+
+
+@pytest.mark.slow
+def test_a_sync_waits_for_the_lancedb_tables_lock(tmp_path, endpoint):
+    """Two merges at once into a LanceDB table are committed without a conflict, and the
+    ids both inserted are then in it twice: a writer holds the table's lock (an flock
+    on a hidden file of the folder) from reading what the table holds to its commit,
+    and another waits for it."""
+    import fcntl
+
+    folder, lance = tmp_path / "docs", tmp_path / "lance"
+    folder.mkdir()
+    lance.mkdir()
+    (folder / "a.md").write_text(paragraphs(36, 3))
+    with open(lance / ".chunkd.chunkd-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waiting = start_sync(folder, str(lance), endpoint)
+        line = waiting.stderr.readline()
+        assert b"waiting for another writer to finish its commit" in line, line
+        assert lance_rows(str(lance), "chunkd") == {}
+    assert waiting.wait(300) == 0, waiting.stderr.read()
+    assert_equal(folder, str(lance), endpoint, lambda collection: lance_rows(str(lance),
+                                                                             collection))
+
+
+@pytest.mark.slow
+def test_ids_held_twice_in_lancedb_are_found_and_mended(tmp_path, endpoint):
+    """Rows of one id twice (two merges at once, before the table's lock): ``--check``
+    calls the file stale, and the next sync leaves one row per chunk (a merge would
+    have updated both)."""
+    folder, lance = tmp_path / "docs", str(tmp_path / "lance")
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(37, 3))
+    (folder / "b.md").write_text(paragraphs(38, 3))
+    assert sync(folder, lance, endpoint).returncode == 0
+    table = table_of(lance, "chunkd")
+    table.add(table.search().where("metadata.source = 'a.md'").limit(None).to_arrow())
+    distinct = len(lance_rows(lance, "chunkd"))
+    assert table.count_rows() > distinct
+    checked = sync(folder, lance, endpoint, "--check")
+    assert (checked.returncode, checked.stdout) == (1, b"stale a.md\n")
+    done = sync(folder, lance, endpoint)
+    assert done.returncode == 0 and b"1 applied, 0 removed, 1 current" in done.stderr
+    assert table_of(lance, "chunkd").count_rows() == distinct
+    assert_equal(folder, lance, endpoint, lambda collection: lance_rows(lance, collection))
 
 
 # --- faults --------------------------------------------------------------------------

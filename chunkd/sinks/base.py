@@ -44,20 +44,40 @@ class Stored:
     ids: frozenset[str]
 
 
+class Unchecked:
+    """The ``previous`` of a change applied whatever the store holds of its source: the
+    daemon's, whose results on disk are the truth (a later result brings a later
+    change)."""
+
+
+UNCHECKED = Unchecked()
+
+
 @dataclass(frozen=True)
 class Change:
     """A source's new state: its records, the SHA-256 of the bytes they were made from
-    and the fingerprint of how; ``sha256`` None: the source is removed."""
+    and the fingerprint of how; ``sha256`` None: the source is removed. ``previous``:
+    what the store held of the source (None: nothing) when the change was made from
+    the file; the change is applied only while the store still holds that, so that a
+    sync never overwrites what another writer stored since (the daemon, another sync;
+    ``Sink.apply``)."""
 
     source: str
     sha256: str | None
     fingerprint: str = ""
     records: list[dict] = field(default_factory=list)
+    previous: Stored | None | Unchecked = UNCHECKED
 
 
-def removal(source: str) -> Change:
+def removal(source: str, previous: Stored | None | Unchecked = UNCHECKED) -> Change:
     """The change that removes ``source``."""
-    return Change(source, None)
+    return Change(source, None, previous=previous)
+
+
+def superseded(change: Change, now: Stored | None) -> bool:
+    """Whether the store, which holds ``now`` of the change's source, no longer holds
+    what the change was made against."""
+    return not isinstance(change.previous, Unchecked) and change.previous != now
 
 
 class Sink(Protocol):
@@ -79,12 +99,14 @@ class Sink(Protocol):
         """The stored vectors of these ids (of this origin), for records that keep one."""
         ...
 
-    def apply(self, changes: Sequence[Change]) -> None:
+    def apply(self, changes: Sequence[Change]) -> list[str]:
         """Make the store hold exactly each change's records for its source (every
         current chunk, each with ``chunk_id``, ``text``, ``vector`` and the ``METADATA``
         fields it has) and its bookkeeping, or nothing of a removed source: all the
         changes in one transaction (each source whole; a group is cheaper to commit
-        than its sources one by one)."""
+        than its sources one by one), with no other writer between reading what the
+        store holds of a source and writing it. A change ``superseded`` is not
+        applied: the sources left as they are, returned."""
         ...
 
     def settle(self) -> None:

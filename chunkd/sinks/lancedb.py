@@ -20,21 +20,25 @@ A source some of whose ids rows of another origin hold is refused before the mer
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from chunkd.chunk import RECORD_FIELDS
 from chunkd.errors import SettingsError
 from chunkd.sinks.base import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
-                          removal)
+                               superseded)
 
 if TYPE_CHECKING:
     import pyarrow
 
 EXTRA = "pip install 'lancedb>=0.25'"
+log = logging.getLogger("chunkd.sync")
 
 
 def _literal(value: str) -> str:
@@ -139,15 +143,26 @@ class LanceSink:
             raise StoreDown(f"{self.where}: {error}") from None
 
     def sources(self) -> dict[str, Stored]:
+        return self._held(self._mine())[0]
+
+    def _held(self, where: str) -> tuple[dict[str, Stored], set[str]]:
+        """What the rows ``where`` selects hold of each source, and the sources some of
+        whose ids two rows hold (two merges at once, before this writer locked the
+        table, inserted them twice): these, and a source whose rows are of two states,
+        are stale."""
         found: dict[str, tuple[str, str, set[str]]] = {}
-        rows = self._read(["id", "metadata"], self._mine())
+        doubled: set[str] = set()
+        rows = self._read(["id", "metadata"], where)
         for row, meta in zip(rows["id"].to_pylist(), rows["metadata"].to_pylist()):
             entry = found.setdefault(meta["source"], (meta["sha256"], meta["fingerprint"], set()))
-            if (entry[0], entry[1]) != (meta["sha256"], meta["fingerprint"]):
-                entry = found[meta["source"]] = ("", "", entry[2])  # mixed: stale
+            if row in entry[2]:
+                doubled.add(meta["source"])
+            if (entry[0], entry[1]) != (meta["sha256"], meta["fingerprint"]) \
+                    or meta["source"] in doubled:
+                entry = found[meta["source"]] = ("", "", entry[2])
             entry[2].add(row)
-        return {source: Stored(sha256, made, frozenset(ids))
-                for source, (sha256, made, ids) in found.items()}
+        return ({source: Stored(sha256, made, frozenset(ids))
+                 for source, (sha256, made, ids) in found.items()}, doubled)
 
     def rows(self) -> dict[str, set[str]]:
         return {source: set(stored.ids) for source, stored in self.sources().items()}
@@ -160,20 +175,56 @@ class LanceSink:
                            + ", ".join(map(_literal, wanted)) + ")")
         return dict(zip(found["id"].to_pylist(), found["vector"].to_pylist()))
 
-    def apply(self, changes: Sequence[Change]) -> None:
+    def apply(self, changes: Sequence[Change]) -> list[str]:
+        with self._locked():
+            return self._apply(changes)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The table's lock, held by one writer at a time (a sync, the daemon), from
+        reading what it holds to its commit: Lance commits two merges made at once on
+        one version without a conflict, and the ids both inserted are then in the table
+        twice. An ``flock`` on a hidden file in the folder, which the kernel releases
+        when its process ends, however it ends."""
+        try:
+            os.makedirs(self.path, exist_ok=True)
+            descriptor = os.open(os.path.join(self.path, f".{self.collection}.chunkd-lock"),
+                                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as error:
+            raise StoreDown(f"{self.where}: {error}") from None
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("%s: waiting for another writer to finish its commit", self.where)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
+
+    def _apply(self, changes: Sequence[Change]) -> list[str]:
         import pyarrow
 
+        def among(names: Iterable[str]) -> str:
+            return f"{self._mine()} AND metadata.source IN ({', '.join(map(_literal, names))})"
+
+        held: dict[str, Stored] = {}
+        doubled: set[str] = set()
+        if self._table() is not None:
+            held, doubled = self._held(among(change.source for change in changes))
+        left = [change.source for change in changes
+                if superseded(change, held.get(change.source))]
+        changes = [change for change in changes if change.source not in left]
         records = [(change, record) for change in changes if change.sha256 is not None
                    for record in change.records]
         table = self._table(len(records[0][1]["vector"]) if records else None)
-        if table is None:  # nothing stored yet, and nothing to store
-            return
-        sources = "metadata.source IN (" + ", ".join(
-            _literal(change.source) for change in changes) + ")"
+        if table is None or not changes:  # nothing stored yet, and nothing to store
+            return left
+        sources = among(change.source for change in changes)
         try:
             if not records:
-                table.delete(f"{self._mine()} AND {sources}")
-                return
+                table.delete(sources)
+                return left
             data = pyarrow.Table.from_pylist([
                 {"id": record["chunk_id"], "text": record["text"],
                  "vector": [float(value) for value in record["vector"]],
@@ -186,17 +237,17 @@ class LanceSink:
             raise StoreDown(f"{self.where}: {error}") from None
         self._refuse_taken(records)
         try:
-            # The check above leaves a race with another folder's sync: a row of another
-            # origin that came since is still never taken over (this source then lacks it,
-            # and --check says so).
+            if doubled:  # a merge would update both rows of an id: they go first
+                table.delete(among(sorted(doubled)))
             (table.merge_insert("id")
              .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
              .when_not_matched_insert_all()
-             .when_not_matched_by_source_delete(f"{self._mine()} AND {sources}").execute(data))
+             .when_not_matched_by_source_delete(sources).execute(data))
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
         except (RuntimeError, ValueError) as error:
             raise StoreRefused(f"{self.where}: {error}") from None
+        return left
 
     def _refuse_taken(self, records: Sequence[tuple[Change, dict]]) -> None:
         """``StoreRefused`` naming the first change some of whose chunk ids (of
@@ -213,9 +264,6 @@ class LanceSink:
             source, count = next(iter(held.items()))
             raise StoreRefused(f"{self.where}: {source}: {count} of its chunk ids are held by "
                                "another folder (another --origin) in the table")
-
-    def remove(self, source: str) -> None:
-        self.apply([removal(source)])
 
     def settle(self) -> None:
         """Nothing: LanceDB searches without an index, and one is built by its owner

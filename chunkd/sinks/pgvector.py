@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from chunkd.errors import SettingsError
-from chunkd.sinks.base import (Change, StoreDown, StoreRefused, Stored, metadata, public_url,
-                          removal)
+from chunkd.sinks.base import (Change, StoreDown, StoreRefused, Stored, Unchecked, metadata,
+                               public_url, superseded)
 
 if TYPE_CHECKING:
     import psycopg
@@ -243,7 +243,7 @@ class PgvectorSink:
 
     # --- writing ---------------------------------------------------------------------
 
-    def apply(self, changes: Sequence[Change]) -> None:
+    def apply(self, changes: Sequence[Change]) -> list[str]:
         for change in changes:
             ids = [record["chunk_id"] for record in change.records]
             if len(set(ids)) != len(ids):
@@ -251,17 +251,25 @@ class PgvectorSink:
         dimension = next((len(change.records[0]["vector"]) for change in changes
                           if change.records), None)
 
-        def write(cursor: psycopg.Cursor) -> None:
+        def write(cursor: psycopg.Cursor) -> list[str]:
             collection = self._tables(cursor, dimension)
             # In name order: two syncs lock sources in the same order, never in a cycle.
-            for change in sorted(changes, key=lambda change: change.source):
-                self._write(cursor, collection, change)
-        self._run(write)
+            return [change.source for change in sorted(changes, key=lambda change: change.source)
+                    if not self._write(cursor, collection, change)]
+        return self._run(write)
 
-    def _write(self, cursor: psycopg.Cursor, collection: uuid.UUID, change: Change) -> None:
+    def _write(self, cursor: psycopg.Cursor, collection: uuid.UUID, change: Change) -> bool:
+        """Write one change, under its source's lock; False if it is ``superseded``."""
         source = change.source
         ids = [record["chunk_id"] for record in change.records]
         self._lock(cursor, collection, source)
+        if not isinstance(change.previous, Unchecked):
+            cursor.execute("SELECT sha256, fingerprint, ids FROM chunkd_sources WHERE "
+                           "collection_id = %s AND origin = %s AND source = %s",
+                           (collection, self.origin, source))
+            row = cursor.fetchone()
+            if superseded(change, Stored(row[0], row[1], frozenset(row[2])) if row else None):
+                return False
         # The source's rows by containment, which LangChain's GIN index on the metadata
         # answers (an equality on ->> would read the whole table for every source).
         mine = orjson.dumps({"origin": self.origin, "source": source}).decode()
@@ -272,7 +280,7 @@ class PgvectorSink:
         if change.sha256 is None:
             cursor.execute("DELETE FROM chunkd_sources WHERE collection_id = %s AND "
                            "origin = %s AND source = %s", (collection, self.origin, source))
-            return
+            return True
         if ids:
             cursor.executemany(UPSERT, [
                 (record["chunk_id"], collection, _vector_text(record["vector"]),
@@ -294,9 +302,7 @@ class PgvectorSink:
             "(collection_id, origin, source) DO UPDATE SET sha256 = EXCLUDED.sha256, "
             "fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, applied = now()",
             (collection, self.origin, source, change.sha256, change.fingerprint, ids))
-
-    def remove(self, source: str) -> None:
-        self.apply([removal(source)])
+        return True
 
     def settle(self) -> None:
         """Build the HNSW index if this writer's tables lack it (``IF NOT EXISTS``:
