@@ -272,9 +272,9 @@ def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoi
 
 @pytest.mark.slow
 def test_a_first_change_refused_leaves_no_index_to_build(postgres):
-    """A change the store refuses in a database without the rows' table rolls the
-    table's creation back with it: the writer's end then builds no index on a table
-    that is not there (it failed, exit 3), and the next change made builds it."""
+    """A change the store refuses in a database without the rows' table: the tables,
+    made in a transaction of their own, stay, and the writer's end builds the index
+    the next change needs (it once built one on a table rolled back: exit 3)."""
     import psycopg
 
     from chunkd.sinks.base import Change, StoreRefused
@@ -295,8 +295,8 @@ def test_a_first_change_refused_leaves_no_index_to_build(postgres):
             sink.apply([change("a.md", float("nan"))])  # pgvector takes no NaN
         sink.settle()
         with psycopg.connect(url) as connection:
-            assert connection.execute("SELECT to_regclass('langchain_pg_embedding')"
-                                      ).fetchone() == (None,)
+            assert connection.execute("SELECT count(*) FROM langchain_pg_embedding"
+                                      ).fetchone() == (0,)
         sink.apply([change("b.md", 0.5)])
         sink.settle()
     finally:
@@ -305,6 +305,38 @@ def test_a_first_change_refused_leaves_no_index_to_build(postgres):
         assert connection.execute("SELECT count(*) FROM pg_class WHERE relname = "
                                   "'chunkd_embedding_hnsw'").fetchone() == (1,)
     assert set(pgvector_rows(url, "refused")) == {"b.md-0", "b.md-1", "b.md-2"}
+
+
+def test_a_first_write_holds_no_table_lock_while_it_waits_for_a_file(postgres, tmp_path,
+                                                                      endpoint):
+    """A sync's first write makes what is absent (CREATE INDEX IF NOT EXISTS locks the
+    rows' table) in a transaction of its own, not in the one that then waits for a
+    file's lock: a writer holding that file's lock, and writing rows, no longer
+    deadlocks with it (PostgreSQL ended one of them: deadlock detected)."""
+    import psycopg
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(39, 3))
+    assert sync(folder, postgres.url, endpoint, "--collection", "first_write").returncode == 0
+    (folder / "a.md").write_text(paragraphs(40, 3))
+    with psycopg.connect(postgres.url) as other:  # a writer holding a.md's lock
+        [collection] = other.execute("SELECT uuid FROM langchain_pg_collection WHERE "
+                                     "name = 'first_write'").fetchone()
+        other.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                      (f"{collection}\n{folder}\na.md",))
+        waiting = start_sync(folder, postgres.url, endpoint, "--collection", "first_write")
+        deadline = time.monotonic() + 120
+        while not other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                "AND NOT granted").fetchone()[0]:
+            assert time.monotonic() < deadline and waiting.poll() is None, "it never waited"
+            time.sleep(0.05)
+        other.execute("SET LOCAL lock_timeout = '10s'")
+        other.execute("LOCK TABLE langchain_pg_embedding IN ROW EXCLUSIVE MODE")  # a write
+    _, said = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0 and b"deadlock" not in said, said
+    assert_equal(folder, postgres.url, endpoint,
+                 lambda collection: pgvector_rows(postgres.url, collection), "first_write")
 
 
 @pytest.mark.slow

@@ -251,8 +251,14 @@ class PgvectorSink:
         dimension = next((len(change.records[0]["vector"]) for change in changes
                           if change.records), None)
 
+        if self.dimension is None or (dimension is not None and self.dimension != dimension):
+            # In a transaction of its own: CREATE INDEX IF NOT EXISTS locks the rows'
+            # table (SHARE) to the transaction's end, and a writer holding a file's lock
+            # that this one then waited for, itself waiting to write rows, deadlocked.
+            self._run(lambda cursor: self._tables(cursor, dimension))
+
         def write(cursor: psycopg.Cursor) -> list[str]:
-            collection = self._tables(cursor, dimension)
+            collection = self._tables(cursor, dimension)  # known: creates nothing
             # In name order: two syncs lock sources in the same order, never in a cycle.
             return [change.source for change in sorted(changes, key=lambda change: change.source)
                     if not self._write(cursor, collection, change)]
