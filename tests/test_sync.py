@@ -405,6 +405,27 @@ def held_first_call(endpoint) -> tuple[threading.Event, threading.Event]:
     return reached, go
 
 
+def while_a_sync_waits(folder, url, endpoint, collection, meanwhile) -> bytes:
+    """A sync of ``folder`` held at its first embedding call while ``meanwhile()``
+    runs, then let go: what it said (it must end with status 0)."""
+    reached, go = held_first_call(endpoint)
+    first = start_sync(folder, url, endpoint, "--collection", collection,
+                       env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
+    try:
+        assert reached.wait(120), "the first sync never asked for vectors"
+        meanwhile()
+    finally:
+        go.set()
+    _, said = first.communicate(timeout=300)
+    assert first.returncode == 0, said
+    return said
+
+
+def synced(folder, url, endpoint, collection) -> None:
+    done = sync(folder, url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.slow
 def test_a_sync_never_overwrites_what_another_writer_stored_since(store, tmp_path, endpoint,
                                                                    request):
@@ -421,19 +442,12 @@ def test_a_sync_never_overwrites_what_another_writer_stored_since(store, tmp_pat
     assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
     (folder / "a.md").write_text(paragraphs(32, 3))
     (folder / "c.md").unlink()
-    reached, go = held_first_call(endpoint)
-    first = start_sync(folder, url, endpoint, "--collection", collection,
-                       env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
-    try:
-        assert reached.wait(120), "the first sync never asked for vectors"
+
+    def meanwhile() -> None:
         (folder / "a.md").write_text(paragraphs(33, 3))
         (folder / "c.md").write_text(paragraphs(34, 3))
-        second = sync(folder, url, endpoint, "--collection", collection)
-        assert second.returncode == 0, second.stderr
-    finally:
-        go.set()
-    _, said = first.communicate(timeout=300)
-    assert first.returncode == 0, said
+        synced(folder, url, endpoint, collection)
+    said = while_a_sync_waits(folder, url, endpoint, collection, meanwhile)
     assert b"left a.md as another writer stored it" in said
     assert b"left c.md as another writer stored it" in said
     assert b"2 left to another writer" in said
@@ -441,26 +455,42 @@ def test_a_sync_never_overwrites_what_another_writer_stored_since(store, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_file_stored_over_and_back_is_not_the_state_a_sync_began_with(store, tmp_path,
+                                                                        endpoint, request):
+    """While a sync waits (its model) with the file's new state, another writer stores
+    that state, then the old one again, as the file went back: the store holds what it
+    held when the sync began, yet not from the same write, and the sync leaves it (it
+    wrote its state, now an older one, over it)."""
+    kind, url, rows = store
+    collection = collection_name(request)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(41, 3))
+    assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
+    (folder / "a.md").write_text(paragraphs(42, 3))
+
+    def meanwhile() -> None:
+        synced(folder, url, endpoint, collection)
+        (folder / "a.md").write_text(paragraphs(41, 3))
+        synced(folder, url, endpoint, collection)
+    said = while_a_sync_waits(folder, url, endpoint, collection, meanwhile)
+    assert b"left a.md as another writer stored it" in said
+    assert_equal(folder, url, endpoint, rows, collection)
+
+
+@pytest.mark.slow
 def test_a_sync_applies_a_file_another_writer_stored_as_it_read_it(store, tmp_path, endpoint,
                                                                     request):
     """Two syncs of one new file: the one that waited (its model) finds it stored by
-    the other, from the same bytes, and applies its own over it: one row per chunk."""
+    the other, from the same bytes: nothing is left to write, one row per chunk."""
     kind, url, rows = store
     collection = collection_name(request)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.md").write_text(paragraphs(35, 4))
-    reached, go = held_first_call(endpoint)
-    first = start_sync(folder, url, endpoint, "--collection", collection,
-                       env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
-    try:
-        assert reached.wait(120), "the first sync never asked for vectors"
-        assert sync(folder, url, endpoint, "--collection", collection).returncode == 0
-    finally:
-        go.set()
-    _, said = first.communicate(timeout=300)
-    assert first.returncode == 0, said
-    assert b"1 applied, 0 removed, 0 current, 0 failed" in said
+    said = while_a_sync_waits(folder, url, endpoint, collection,
+                              lambda: synced(folder, url, endpoint, collection))
+    assert b"0 applied, 0 removed, 1 current, 0 failed" in said
     assert_equal(folder, url, endpoint, rows, collection)
     if kind == "lancedb":
         assert table_of(url, collection).count_rows() == len(rows(collection))

@@ -37,11 +37,20 @@ class StoreRefused(Exception):
 class Stored:
     """What a store's bookkeeping says of one source: the SHA-256 of the bytes it was
     chunked from, the fingerprint of how (chunkd's version, the settings, the model),
-    and its chunk ids."""
+    its chunk ids, and what each write of the source changes (pgvector: its time;
+    LanceDB: its rows' addresses), so that a source written over and back to the same
+    state is not the state it was before."""
 
     sha256: str
     fingerprint: str
     ids: frozenset[str]
+    written: str = ""
+
+    def holds(self, change: Change) -> bool:
+        """Whether this is the state ``change`` makes (whoever wrote it)."""
+        return (self.sha256, self.fingerprint, self.ids) == (
+            change.sha256, change.fingerprint,
+            frozenset(record["chunk_id"] for record in change.records))
 
 
 class Unchecked:

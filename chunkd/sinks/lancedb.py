@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import warnings
@@ -132,13 +133,17 @@ class LanceSink:
         """The filter of this origin's rows."""
         return f"metadata.origin = {_literal(self.origin)}"
 
-    def _read(self, columns: list[str], where: str) -> pyarrow.Table:
+    def _read(self, columns: list[str], where: str, addresses: bool = False) -> pyarrow.Table:
+        """The ``columns`` of the rows ``where`` selects; with ``addresses``, ``_rowid``
+        too (Lance's row address, which a write of the row changes)."""
         table = self._table()
         if table is None:
             import pyarrow
-            return pyarrow.table({column: [] for column in columns})
+            return pyarrow.table({column: [] for column in
+                                  columns + (["_rowid"] if addresses else [])})
         try:
-            return table.search().where(where).select(columns).limit(None).to_arrow()
+            return (table.search().where(where).select(columns).with_row_id(addresses)
+                    .limit(None).to_arrow())
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
 
@@ -151,9 +156,11 @@ class LanceSink:
         table, inserted them twice): these, and a source whose rows are of two states,
         are stale."""
         found: dict[str, tuple[str, str, set[str]]] = {}
+        addresses: dict[str, list[int]] = {}
         doubled: set[str] = set()
-        rows = self._read(["id", "metadata"], where)
-        for row, meta in zip(rows["id"].to_pylist(), rows["metadata"].to_pylist()):
+        rows = self._read(["id", "metadata"], where, addresses=True)
+        for row, meta, address in zip(rows["id"].to_pylist(), rows["metadata"].to_pylist(),
+                                      rows["_rowid"].to_pylist()):
             entry = found.setdefault(meta["source"], (meta["sha256"], meta["fingerprint"], set()))
             if row in entry[2]:
                 doubled.add(meta["source"])
@@ -161,7 +168,9 @@ class LanceSink:
                     or meta["source"] in doubled:
                 entry = found[meta["source"]] = ("", "", entry[2])
             entry[2].add(row)
-        return ({source: Stored(sha256, made, frozenset(ids))
+            addresses.setdefault(meta["source"], []).append(address)
+        return ({source: Stored(sha256, made, frozenset(ids), hashlib.sha256(
+                    ",".join(map(str, sorted(addresses[source]))).encode()).hexdigest())
                  for source, (sha256, made, ids) in found.items()}, doubled)
 
     def rows(self) -> dict[str, set[str]]:

@@ -206,11 +206,11 @@ class PgvectorSink:
             collection = self._collection(cursor, create=False)
             if collection is None:
                 return {}
-            cursor.execute("SELECT source, sha256, fingerprint, ids FROM chunkd_sources "
-                           "WHERE collection_id = %s AND origin = %s",
+            cursor.execute("SELECT source, sha256, fingerprint, ids, applied::text FROM "
+                           "chunkd_sources WHERE collection_id = %s AND origin = %s",
                            (collection, self.origin))
-            return {source: Stored(sha256, made, frozenset(ids))
-                    for source, sha256, made, ids in cursor}
+            return {source: Stored(sha256, made, frozenset(ids), written)
+                    for source, sha256, made, ids, written in cursor}
         return self._run(read)
 
     def rows(self) -> dict[str, set[str]]:
@@ -270,11 +270,12 @@ class PgvectorSink:
         ids = [record["chunk_id"] for record in change.records]
         self._lock(cursor, collection, source)
         if not isinstance(change.previous, Unchecked):
-            cursor.execute("SELECT sha256, fingerprint, ids FROM chunkd_sources WHERE "
-                           "collection_id = %s AND origin = %s AND source = %s",
+            cursor.execute("SELECT sha256, fingerprint, ids, applied::text FROM chunkd_sources "
+                           "WHERE collection_id = %s AND origin = %s AND source = %s",
                            (collection, self.origin, source))
             row = cursor.fetchone()
-            if superseded(change, Stored(row[0], row[1], frozenset(row[2])) if row else None):
+            if superseded(change, Stored(row[0], row[1], frozenset(row[2]), row[3])
+                          if row else None):
                 return False
         # The source's rows by containment, which LangChain's GIN index on the metadata
         # answers (an equality on ->> would read the whole table for every source).
@@ -303,10 +304,12 @@ class PgvectorSink:
                     "held by another collection or folder (langchain_pg_embedding's "
                     "id is unique across collections)")
         cursor.execute(
+            # The write's own time, not its transaction's start: each write differs.
             "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
-            "fingerprint, ids) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT "
-            "(collection_id, origin, source) DO UPDATE SET sha256 = EXCLUDED.sha256, "
-            "fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, applied = now()",
+            "fingerprint, ids, applied) VALUES (%s, %s, %s, %s, %s, %s, clock_timestamp()) "
+            "ON CONFLICT (collection_id, origin, source) DO UPDATE SET sha256 = "
+            "EXCLUDED.sha256, fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, "
+            "applied = EXCLUDED.applied",
             (collection, self.origin, source, change.sha256, change.fingerprint, ids))
         return True
 
