@@ -90,7 +90,11 @@ def stand_in_for_init() -> None:
     hands it: a worker's child orphaned when the worker was killed stays a zombie, for
     good, in a PID 1 that does not."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (*PASSED_ON, signal.SIGTTOU))
-    command = os.fork()
+    try:
+        command = os.fork()
+    except OSError:  # no memory or process left: the command runs here, as PID 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
     if command == 0:
         _take_the_terminal()
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
