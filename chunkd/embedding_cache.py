@@ -16,12 +16,21 @@ time across processes (write-ahead log, ``busy_timeout``), and an index on last 
   process that forks opens its own connection.
 * Corruption-tolerant: each entry stores a checksum of its key and vector; an entry
   whose checksum does not match (a damaged page, a torn copy) is a miss, deleted and
-  embedded again, never a wrong vector. A database that cannot be read at all is set
-  aside (renamed ``vectors.sqlite.damaged``) and started anew.
+  embedded again, never a wrong vector. A file that is not a database, or one damaged
+  past reading, is set aside (renamed ``vectors.sqlite.damaged``) and started anew.
+* Failures are misses: a working database that cannot be opened, read or written (a
+  read-only or full filesystem, an I/O error) gives nothing and keeps nothing, said
+  once; it is never set aside, and serves again once the filesystem does.
+* Its user's own: the folder and the database's files must belong to the user running
+  the command and be writable by no one else, and none may be a symbolic link. A folder
+  another user could fill (the daemon's default is in the inbox, which producers write
+  to) would let them choose the vectors of any text; it is refused. A new folder is
+  made 0700 and its database 0600, whatever the umask.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sqlite3
@@ -49,6 +58,17 @@ MAX_BYTES = 2 << 30
 BUSY_SECONDS = 60
 #: Keys looked up in one statement (SQLite's bound on parameters is 32,766).
 LOOKUP = 500
+#: The database's files: SQLite makes the others beside it, with its permissions.
+FILES = (DATABASE, DATABASE + "-wal", DATABASE + "-shm", DATABASE + "-journal")
+#: SQLite's primary result codes for a file that is damaged or not a database at all:
+#: only these set the file aside; any other failure (a full or read-only filesystem, an
+#: I/O error, a lock held too long) is the filesystem's, and the entries are still good.
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+#: The same, as Python before 3.11 says them (it gives no result code).
+_DAMAGED_WORDS = ("malformed", "not a database", "database corruption")
+#: ``OSError`` numbers of a filesystem that cannot take a write now, rather than a
+#: folder the user cannot use at all.
+_UNAVAILABLE = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -92,9 +112,23 @@ def checksum(key: bytes, vector: bytes) -> bytes:
     return hashlib.blake2b(key + vector, digest_size=16).digest()
 
 
+def damaged(error: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's ``error`` says its file is damaged or not a database."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _DAMAGED
+    return any(words in str(error) for words in _DAMAGED_WORDS)
+
+
+class Unavailable(Exception):
+    """The cache cannot be used now (its filesystem is read-only or full, or failing):
+    every text is a miss and nothing is kept, and the next use tries again."""
+
+
 class DiskCache:
     """The cache in ``folder`` (made if missing): ``get`` and ``put`` vectors by key.
-    ``SettingsError`` if the folder cannot be made or the database not opened."""
+    ``SettingsError`` if the folder cannot be made or is not to be trusted; one whose
+    filesystem fails is all misses, said once."""
 
     def __init__(self, folder: str, max_bytes: int = MAX_BYTES) -> None:
         self.folder = folder
@@ -106,33 +140,72 @@ class DiskCache:
         self._warned = False
         try:
             os.makedirs(os.path.dirname(os.path.abspath(folder)), exist_ok=True)
-            os.mkdir(folder)  # unlike makedirs, never through a link in its place
+            os.mkdir(folder, 0o700)  # unlike makedirs, never through a link in its place
         except FileExistsError:
             pass
         except OSError as error:
-            raise SettingsError(f"--embed-cache {folder}: cannot make the folder: "
-                                f"{error.strerror or error}") from None
+            problem = f"--embed-cache {folder}: cannot make the folder: {error.strerror}"
+            if error.errno not in _UNAVAILABLE:
+                raise SettingsError(problem) from None
+            self._failed(problem)  # a full or read-only disk: misses until it is made
         with self._lock:
-            self._connect()
+            try:
+                self._connect()
+            except Unavailable as error:
+                self._failed(str(error))
 
     def _connect(self) -> sqlite3.Connection:
         """This process's connection (a forked child opens its own: SQLite's may not
-        cross a fork); a database that cannot be read is set aside and made anew."""
+        cross a fork); a database that is damaged is set aside and made anew.
+        ``SettingsError`` for a folder or file not to be trusted, ``Unavailable`` where
+        the filesystem fails."""
         if self._connection is not None and self._pid == os.getpid():
             return self._connection
-        self._refuse_a_link()
-        for attempt in range(2):
+        self._connection = None
+        folder = self._trusted_folder()
+        try:
+            connection = self._opened_once()
+        except sqlite3.DatabaseError as error:
+            if not damaged(error):
+                raise self._unavailable(error) from None
+            self._set_aside(error)
             try:
-                connection = self._opened()
-                break
-            except sqlite3.DatabaseError as error:
-                if attempt or isinstance(error, sqlite3.OperationalError) and \
-                        "locked" in str(error):
-                    raise SettingsError(f"--embed-cache {self.folder}: cannot open "
-                                        f"{DATABASE}: {error}") from None
-                self._set_aside(error)
+                connection = self._opened_once()
+            except sqlite3.DatabaseError as again:
+                raise self._unavailable(again) from None
+        try:
+            if self._trusted_folder() != folder:
+                # Another folder put in its place while SQLite opened its files.
+                raise SettingsError(f"--embed-cache {self.folder}: replaced while it was "
+                                    "opened, not trusted")
+            self._trusted_files()
+        except BaseException:
+            connection.close()
+            raise
         self._connection, self._pid = connection, os.getpid()
         return connection
+
+    def _unavailable(self, error: Exception) -> Unavailable:
+        return Unavailable(f"--embed-cache {self.folder}: cannot use {DATABASE}: {error}")
+
+    def _opened_once(self) -> sqlite3.Connection:
+        """The database's files checked, the database made if missing and opened."""
+        self._trusted_files()
+        try:
+            self._made()
+        except OSError as error:
+            raise Unavailable(f"--embed-cache {self.folder}: cannot make {DATABASE}: "
+                              f"{error.strerror or error}") from None
+        return self._opened()
+
+    def _made(self) -> None:
+        """Make a new database file 0600 (SQLite's would follow the umask, and gives
+        its journal and shared memory files the database's permissions)."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        except FileExistsError:
+            pass
 
     def _opened(self) -> sqlite3.Connection:
         """A new connection to the database, made (or set up) if it is new."""
@@ -148,21 +221,49 @@ class DiskCache:
             raise
         return connection
 
-    def _refuse_a_link(self) -> None:
-        """``SettingsError`` if the folder is a symbolic link or not a folder: a link put
-        in its place (the daemon's is in the inbox, which others write to) would have
-        the database written wherever it points. Checked at every connection, a forked
-        process's included."""
+    def _trusted_folder(self) -> tuple[int, int]:
+        """The folder's device and inode, once checked: ``SettingsError`` if it is a
+        symbolic link or not a folder (a link put in its place would have the database
+        written wherever it points), or if another user owns it or could write it (they
+        could put entries there: any vector for any text). Checked at every connection,
+        a forked process's included."""
         try:
-            mode = os.lstat(self.folder).st_mode
-        except OSError as error:
-            raise SettingsError(f"--embed-cache {self.folder}: {error.strerror or error}"
-                                ) from None
-        if stat.S_ISLNK(mode):
+            found = os.lstat(self.folder)
+        except OSError as error:  # gone, or never made on a full or read-only disk
+            raise Unavailable(f"--embed-cache {self.folder}: {error.strerror or error}"
+                              ) from None
+        if stat.S_ISLNK(found.st_mode):
             raise SettingsError(f"--embed-cache {self.folder}: a symbolic link, not "
                                 "followed: give the folder it names, or remove it")
-        if not stat.S_ISDIR(mode):
+        if not stat.S_ISDIR(found.st_mode):
             raise SettingsError(f"--embed-cache {self.folder}: not a folder")
+        problem = _untrusted(found)
+        if problem:
+            raise SettingsError(f"--embed-cache {self.folder}: {problem}, not trusted: "
+                                "remove it, or give a folder of this user's own")
+        return found.st_dev, found.st_ino
+
+    def _trusted_files(self) -> None:
+        """``SettingsError`` if one of the database's files is a symbolic link (SQLite
+        would read and write where it points), not a file, or not this user's alone."""
+        for name in FILES:
+            try:
+                found = os.lstat(os.path.join(self.folder, name))
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise Unavailable(f"--embed-cache {self.folder}: cannot use {name}: "
+                                  f"{error.strerror or error}") from None
+            if stat.S_ISLNK(found.st_mode):
+                raise SettingsError(f"--embed-cache {self.folder}: {name} is a symbolic "
+                                    "link, not followed: remove it")
+            if not stat.S_ISREG(found.st_mode):
+                raise SettingsError(f"--embed-cache {self.folder}: {name} is not a file: "
+                                    "remove it")
+            problem = _untrusted(found)
+            if problem:
+                raise SettingsError(f"--embed-cache {self.folder}: {name} {problem}, not "
+                                    "trusted: remove it")
 
     def _set_aside(self, error: Exception) -> None:
         print(f"chunkd: --embed-cache {self.folder}: {DATABASE} is damaged ({error}): "
@@ -173,8 +274,9 @@ class DiskCache:
             except FileNotFoundError:
                 pass
             except OSError as failure:
-                raise SettingsError(f"--embed-cache {self.folder}: {DATABASE} is damaged "
-                                    f"and cannot be set aside: {failure}") from None
+                raise Unavailable(f"--embed-cache {self.folder}: {DATABASE} is damaged "
+                                  "and cannot be set aside: "
+                                  f"{failure.strerror or failure}") from None
 
     def get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The vectors (float32 bytes) of the keys held, whose checksums match; those
@@ -185,7 +287,7 @@ class DiskCache:
         except sqlite3.DatabaseError as error:
             self._failed(f"--embed-cache {self.folder}: {error}")
             return {}
-        except SettingsError as error:  # its folder made a link since: nothing read there
+        except (SettingsError, Unavailable) as error:  # made a link since; a failing disk
             self._failed(str(error))
             return {}
 
@@ -196,7 +298,7 @@ class DiskCache:
             self._put(entries)
         except sqlite3.DatabaseError as error:
             self._failed(f"--embed-cache {self.folder}: {error}")
-        except SettingsError as error:  # its folder made a link since: nothing written there
+        except (SettingsError, Unavailable) as error:  # made a link since; a failing disk
             self._failed(str(error))
 
     def _failed(self, problem: str) -> None:
@@ -208,7 +310,7 @@ class DiskCache:
 
     def _get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         found: dict[bytes, bytes] = {}
-        damaged: list[bytes] = []
+        wrong: list[bytes] = []
         with self._lock:
             connection = self._connect()
             for start in range(0, len(keys), LOOKUP):
@@ -221,13 +323,16 @@ class DiskCache:
                             and checksum(key, vector) == stored):
                         found[key] = vector
                     else:
-                        damaged.append(key)
-            if found or damaged:
-                self._write(connection, lambda: (
-                    connection.executemany("UPDATE vectors SET used = ? WHERE key = ?",
-                                           [(time.time_ns(), key) for key in found]),
-                    connection.executemany("DELETE FROM vectors WHERE key = ?",
-                                           [(key,) for key in damaged])))
+                        wrong.append(key)
+            if found or wrong:
+                try:
+                    self._write(connection, lambda: (
+                        connection.executemany("UPDATE vectors SET used = ? WHERE key = ?",
+                                               [(time.time_ns(), key) for key in found]),
+                        connection.executemany("DELETE FROM vectors WHERE key = ?",
+                                               [(key,) for key in wrong])))
+                except sqlite3.DatabaseError as error:  # a full disk: still the vectors
+                    self._failed(f"--embed-cache {self.folder}: {error}")
         return found
 
     def _put(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
@@ -270,6 +375,15 @@ class DiskCache:
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
             self._connection = None
+
+
+def _untrusted(found: os.stat_result) -> str:
+    """What makes a folder or file not this user's alone, or ``""``."""
+    if found.st_uid != os.geteuid():
+        return f"belongs to another user (uid {found.st_uid})"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by others than its owner (mode {stat.S_IMODE(found.st_mode):o})"
+    return ""
 
 
 class DiskCached:

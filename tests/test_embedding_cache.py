@@ -1,0 +1,261 @@
+"""The embedding cache on disk trusts no folder another user can write, and a working
+cache on a read-only or full filesystem is all misses, never set aside.
+
+Through the installed ``chunkd`` (the filter with ``--embed-cache`` and ``chunkd watch``
+with its default cache in the inbox), against a loopback endpoint that keeps every text
+it is sent (``tests/embedding.py``). Planted entries are made exactly as an attacker
+would: the key the SHA-256 of the model's identity, a zero byte and the text, the
+checksum a BLAKE2b-128 of key and vector, the schema the cache's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import numpy
+import pytest
+from command import chunkd_command, ndjson, run_chunkd
+from embedding import CountingEndpoint, hashed_vectors
+from watching import Watcher
+
+from chunkd.embedding_cache import DATABASE
+
+#: A user that is not the test's: a producer of the inbox.
+PRODUCER = 65534
+#: The vector an attacker plants: no model's.
+PLANTED = numpy.full(8, 0.25, dtype="<f4")
+TEXT = "Planted text about a harbour."
+
+
+def identity(endpoint: CountingEndpoint) -> str:
+    return f"hashed@{endpoint.url}/v1/embeddings"
+
+
+def plant(database: Path, endpoint: CountingEndpoint, text: str = TEXT) -> None:
+    """A ``vectors.sqlite`` with one entry for ``text``, as the attacker computes it."""
+    key = hashlib.sha256(identity(endpoint).encode() + b"\0" + text.encode()).digest()
+    vector = PLANTED.tobytes()
+    with sqlite3.connect(database) as connection:
+        connection.executescript(
+            "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL, "
+            "checksum BLOB NOT NULL, used INTEGER NOT NULL) WITHOUT ROWID;")
+        connection.execute("INSERT INTO vectors VALUES (?, ?, ?, 0)", (
+            key, vector, hashlib.blake2b(key + vector, digest_size=16).digest()))
+    connection.close()
+
+
+def options(endpoint: CountingEndpoint, cache: Path) -> list[str]:
+    return ["--chars", "200", "--vectors", "--embed-url", endpoint.url,
+            "--embed-model", "hashed", "--embed-cache", str(cache)]
+
+
+def assert_the_models(records: list[dict]) -> None:
+    assert records
+    for record in records:
+        assert record["vector"] == pytest.approx(hashed_vectors([record["text"]])[0])
+
+
+def planted_by_a_producer(folder: Path, endpoint: CountingEndpoint) -> None:
+    folder.mkdir()
+    plant(folder / DATABASE, endpoint)
+    os.chown(folder / DATABASE, PRODUCER, PRODUCER)
+    os.chown(folder, PRODUCER, PRODUCER)
+
+
+def planted_in_a_group_writable_folder(folder: Path, endpoint: CountingEndpoint) -> None:
+    folder.mkdir()
+    plant(folder / DATABASE, endpoint)
+    folder.chmod(0o2770)
+
+
+#: A cache folder another user could have filled, and what the refusal says.
+UNTRUSTED = {
+    "another user's folder": (planted_by_a_producer,
+                              f"belongs to another user (uid {PRODUCER}), not trusted"),
+    "a folder its group can write": (planted_in_a_group_writable_folder,
+                                     "writable by others than its owner (mode 2770), not "
+                                     "trusted"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("untrusted", UNTRUSTED)
+def test_a_cache_folder_planted_in_the_inbox_serves_nothing(tmp_path: Path,
+                                                            untrusted: str) -> None:
+    """The inbox is group-writable: a producer can put a folder of its own in place of
+    the daemon's default cache, with an entry for a text it then drops. The daemon does
+    not trust it: exit 2 at start, in one line, no result, the entry never served."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    make, says = UNTRUSTED[untrusted]
+    with CountingEndpoint() as server:
+        make(inbox / ".embedding-cache", server)
+        (inbox / "k.md").write_text(TEXT, encoding="utf-8")
+        watcher = Watcher(inbox, "--chars", "200", "--vectors", "--embed-url", server.url,
+                          "--embed-model", "hashed")
+        try:
+            status = watcher.process.wait(timeout=30)
+        finally:
+            watcher.kill()
+    assert status == 2, watcher.log()
+    assert watcher.log() == [f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: "
+                             f"{says}: remove it, or give a folder of this user's own"]
+    assert not list(inbox.glob("*.chunks.json"))
+
+
+@pytest.mark.parametrize("untrusted", UNTRUSTED)
+def test_a_cache_folder_another_user_can_write_is_refused(tmp_path: Path,
+                                                          untrusted: str) -> None:
+    """The same folder given as ``--embed-cache``: exit 2, one line, nothing sent or
+    written, the planted vector never in a record."""
+    (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
+    make, says = UNTRUSTED[untrusted]
+    with CountingEndpoint() as server:
+        make(tmp_path / "cache", server)
+        run = run_chunkd(*options(server, tmp_path / "cache"), str(tmp_path / "doc.txt"))
+    assert (run.returncode, run.stdout) == (2, b"")
+    assert run.stderr.decode() == (f"chunkd: error: --embed-cache {tmp_path / 'cache'}: {says}: "
+                                   "remove it, or give a folder of this user's own\n")
+    assert server.texts == []
+
+
+@pytest.mark.parametrize("name", [DATABASE, DATABASE + "-wal", DATABASE + "-shm"])
+def test_a_link_inside_the_cache_folder_is_not_followed(tmp_path: Path, name: str) -> None:
+    """A link among the database's files (to the attacker's database, or to a file of
+    the user's that SQLite would write through) is refused in one line, exit 2: not
+    read, not written."""
+    (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "cache").mkdir(mode=0o700)
+    target = tmp_path / "elsewhere.sqlite"
+    with CountingEndpoint() as server:
+        plant(target, server)
+        before = target.read_bytes()
+        (tmp_path / "cache" / name).symlink_to(target)
+        run = run_chunkd(*options(server, tmp_path / "cache"), str(tmp_path / "doc.txt"))
+    assert (run.returncode, run.stdout) == (2, b"")
+    assert run.stderr.decode() == (f"chunkd: error: --embed-cache {tmp_path / 'cache'}: {name} is "
+                                   "a symbolic link, not followed: remove it\n")
+    assert target.read_bytes() == before
+    assert server.texts == []
+
+
+def test_a_new_cache_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Made under a loose umask (002, a user's private group), the folder and database
+    are the user's alone, so that the next run trusts them and no one else can write
+    them: the second run sends nothing."""
+    (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
+    cache = tmp_path / "cache"
+    with CountingEndpoint() as server:
+        runs = [subprocess.run(["sh", "-c", 'umask 002 && exec "$@"', "sh", chunkd_command(),
+                                *options(server, cache), str(tmp_path / "doc.txt")],
+                               capture_output=True, timeout=120) for _ in range(2)]
+        assert [(run.returncode, run.stderr) for run in runs] == [(0, b"")] * 2
+        assert server.texts == [TEXT]
+    assert_the_models(ndjson(runs[1].stdout))
+    assert cache.stat().st_mode & 0o777 == 0o700
+    for path in cache.iterdir():
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+def in_a_mount_namespace(script: str, *arguments: str) -> subprocess.CompletedProcess:
+    """``script`` (sh) in a mount namespace of the test's own: its mounts go with it."""
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", *arguments],
+                          capture_output=True, timeout=120)
+
+
+def test_a_cache_on_a_read_only_filesystem_is_all_misses(tmp_path: Path) -> None:
+    """A working cache whose filesystem turned read-only (a bind mount made read-only in
+    a mount namespace of the test's own): the run exits 0 with the model's vectors, says
+    so once, and sets nothing aside; writable again, the cache serves what it held."""
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text(TEXT, encoding="utf-8")
+    second.write_text("A second text, about lighthouses.", encoding="utf-8")
+    cache = tmp_path / "cache"
+    with CountingEndpoint() as server:
+        made = run_chunkd(*options(server, cache), str(first))
+        assert (made.returncode, made.stderr) == (0, b"")
+        held = sorted(path.name for path in cache.iterdir())
+        server.calls.clear()
+        read_only = in_a_mount_namespace(
+            'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 99; shift; '
+            'exec "$@"', str(cache), chunkd_command(), *options(server, cache), str(first),
+            str(second))
+        assert read_only.returncode == 0, read_only.stderr
+        said = read_only.stderr.decode().splitlines()
+        assert len(said) == 1 and said[0].startswith(f"chunkd: --embed-cache {cache}: "), said
+        assert "damaged" not in said[0]
+        assert_the_models(ndjson(read_only.stdout))
+        assert sorted(path.name for path in cache.iterdir()) == held
+        server.calls.clear()
+        again = run_chunkd(*options(server, cache), str(first), str(second))
+        assert (again.returncode, again.stderr) == (0, b"")
+        assert server.texts == ["A second text, about lighthouses."]
+    assert_the_models(ndjson(again.stdout))
+
+
+def test_a_cache_that_cannot_be_made_on_a_read_only_filesystem_is_all_misses(
+        tmp_path: Path) -> None:
+    """A new cache folder on a read-only filesystem: the run is not a usage error but
+    all misses, said once, with the model's vectors."""
+    (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with CountingEndpoint() as server:
+        run = in_a_mount_namespace(
+            'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 99; shift; '
+            'exec "$@"', str(disk), chunkd_command(), *options(server, disk / "cache"),
+            str(tmp_path / "doc.txt"))
+        assert server.texts == [TEXT]
+    assert run.returncode == 0, run.stderr
+    said = run.stderr.decode().splitlines()
+    assert said == [f"chunkd: --embed-cache {disk / 'cache'}: cannot make the folder: "
+                    "Read-only file system: "
+                    "texts it cannot give are embedded again"]
+    assert_the_models(ndjson(run.stdout))
+    assert list(disk.iterdir()) == []
+
+
+def test_a_cache_on_a_full_filesystem_is_all_misses(tmp_path: Path) -> None:
+    """A working cache on a filesystem that filled up (a small tmpfs in a mount namespace
+    of the test's own, filled by another file): exit 0, the model's vectors, nothing set
+    aside; with room again, it serves what it held and keeps the new entries."""
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text(TEXT, encoding="utf-8")
+    second.write_text("A second text, about lighthouses.", encoding="utf-8")
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache.mkdir(mode=0o700)
+    out.mkdir()
+    with CountingEndpoint() as server:
+        command = [chunkd_command(), *options(server, cache)]
+        run = in_a_mount_namespace(
+            'cache=$1 out=$2; shift 2; '
+            'mount -t tmpfs -o size=1m,mode=0700 tmpfs "$cache" || exit 99; '
+            '"$@" "$out/../first.txt" > "$out/made" 2> "$out/made.err"; echo $? > "$out/made.rc"; '
+            'ls "$cache" > "$out/held"; '
+            'dd if=/dev/zero of="$cache/filler" bs=4k 2> /dev/null; '
+            '"$@" "$out/../first.txt" "$out/../second.txt" > "$out/full" 2> "$out/full.err"; '
+            'echo $? > "$out/full.rc"; ls "$cache" > "$out/after"; '
+            'rm "$cache/filler"; '
+            '"$@" "$out/../first.txt" "$out/../second.txt" > "$out/again" 2> "$out/again.err"; '
+            'echo $? > "$out/again.rc"',
+            str(cache), str(out), *command)
+        assert run.returncode == 0, run.stderr
+        calls = server.calls
+    result = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    assert (result["made.rc"], result["made.err"]) == (b"0\n", b"")
+    assert result["full.rc"] == b"0\n", result["full.err"]
+    said = result["full.err"].decode().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"chunkd: --embed-cache {cache}: "), said
+    assert "damaged" not in said[0]
+    assert_the_models(ndjson(result["full"]))
+    after = result["after"].decode().split()
+    assert DATABASE in after and not [name for name in after if "damaged" in name], after
+    assert (result["again.rc"], result["again.err"]) == (b"0\n", b"")
+    assert_the_models(ndjson(result["again"]))
+    # One call a run: the last one sends only the text the full run could not keep.
+    assert len(calls) == 3 and calls[0] == [TEXT], calls
+    assert calls[2] == ["A second text, about lighthouses."]
