@@ -5,9 +5,10 @@ kills it); a child may grow its memory by a fixed amount, no further."""
 
 from __future__ import annotations
 
+import math
 import os
 import resource
-import selectors
+import select
 import socket
 import threading
 import time
@@ -18,6 +19,9 @@ import orjson
 #: What a child writes to its pipe: lines of progress (``PROGRESS``, JSON, a newline),
 #: then ``ANSWER`` and its answer.
 PROGRESS, ANSWER = b"p", b"a"
+#: The end of a peer's input (its FIN), where the system tells it (Linux); elsewhere a
+#: client's end is seen only once a write to it fails.
+_INPUT_ENDED = getattr(select, "POLLRDHUP", 0)
 
 
 class ClientGone(Exception):
@@ -28,46 +32,47 @@ def read_until_end(fd: int, deadline: float, told: Callable[[dict], None] | None
                    client: socket.socket | None = None) -> bytes | None:
     """What a child answers on ``fd`` (after ``ANSWER``, until it ends; b"" if it ended
     without), each progress line before it given to ``told``; None at the deadline;
-    ``ClientGone`` once ``client`` has closed (a client that sends nothing after its
-    request, as a browser: the connection readable is its end)."""
+    ``ClientGone`` once ``client`` has gone away: its connection reset or closed both
+    ways (POLLERR, POLLHUP), or a write to it failed (``told`` raises it).
+
+    The end of a client's input is not its end: a client may end its sending after
+    its request (``shutdown(SHUT_WR)``, legal HTTP) and still read the answer, and TCP
+    tells that half-close from a close only when something is written to it (a closed
+    peer answers with a reset). So at the end of its input the last progress line is
+    told again (or the next one, if none was yet): written to a connection that was
+    closed, it makes the reset that ends the split."""
     pending, answer = b"", list[bytes]()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        if client is not None:
-            selector.register(client, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            for key, _ in selector.select(min(left, 1.0)):
-                if key.fileobj is client:
-                    if _closed(client):
-                        raise ClientGone
-                    selector.unregister(client)  # it sent more: its end cannot be seen
-                    continue
-                data = os.read(fd, 1 << 20)
-                if not data:
-                    return b"".join(answer)
-                if answer:
-                    answer.append(data)
-                    continue
-                pending += data
-                while pending[:1] == PROGRESS and b"\n" in pending:
-                    line, pending = pending[1:].split(b"\n", 1)
-                    if told is not None:
-                        told(orjson.loads(line))
-                if pending[:1] == ANSWER:
-                    answer.append(pending[1:])
-
-
-def _closed(connection: socket.socket) -> bool:
-    """Whether a readable connection has ended (or failed)."""
-    try:
-        return connection.recv(1, socket.MSG_PEEK) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
+    last: dict | None = None  # the last progress line told
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if client is not None:  # POLLERR and POLLHUP are always reported
+        poller.register(client, _INPUT_ENDED)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        for ready, events in poller.poll(math.ceil(min(left, 1.0) * 1000)):
+            if ready != fd:
+                if events & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                    raise ClientGone
+                poller.modify(ready, 0)  # its input ended: only a reset or hang-up now
+                if last is not None and told is not None:
+                    told(last)
+                continue
+            data = os.read(fd, 1 << 20)
+            if not data:
+                return b"".join(answer)
+            if answer:
+                answer.append(data)
+                continue
+            pending += data
+            while pending[:1] == PROGRESS and b"\n" in pending:
+                line, pending = pending[1:].split(b"\n", 1)
+                last = orjson.loads(line)
+                if told is not None:
+                    told(last)
+            if pending[:1] == ANSWER:
+                answer.append(pending[1:])
 
 
 def write_all(out: int, data: bytes) -> None:

@@ -21,7 +21,8 @@ gets the split's progress as it goes instead, a line at most every
 "total": 431}}``: the document's code points fed to the chunker, the semantic
 strategy's sentences embedded), then ``{"status": 200, "answer": REPORT}`` (or the
 status and ``{"error": ...}`` the request would have had); a client that closes the
-connection meanwhile stops its split.
+connection meanwhile stops its split, one that only ends its sending (a half-close)
+gets its answer (``chunkd.child.read_until_end`` tells them apart).
 
 Safety, for a page that holds the user's documents: it listens on the loopback
 address unless ``--host`` says otherwise; it answers only requests whose Host names

@@ -1,13 +1,21 @@
 """HTML nested far deeper than Python's recursion limit, as unclosed tags make it
-(browsers render it): extracted, not refused, and walked in time linear in its depth."""
+(browsers render it): extracted, not refused, and walked in time linear in its depth;
+parsed within a bound on its depth (Lexbor's tree building takes time that grows with
+its square), its text kept."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
+import orjson
 import pytest
 
 pytest.importorskip("selectolax")
 
-from chunkd.documents.html import html_extracted
+from command import chunkd_command
+
+from chunkd.documents.html import MAX_DEPTH, html_extracted, within_bounds
 
 
 @pytest.mark.parametrize(("data", "text"), [
@@ -68,3 +76,98 @@ def test_deep_html_walk_reaches_each_node_once():
     _Walk(out).block(Counted(tree.root))
     assert out.text().strip() == "deep"
     assert Counted.reached == 1 + descendants(tree.root) > 40000
+
+
+# --- the bound on depth ------------------------------------------------------------
+
+def tree_depth(data: bytes) -> int:
+    """The depth of the tree Lexbor builds from ``data`` once within its bounds."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    deepest, stack = 0, [(LexborHTMLParser(within_bounds(data)).root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.iter())
+    return deepest
+
+
+N = 3000
+#: Ways to nest deep: plain, through the elements an end tag cannot close, self-closing
+#: tags (HTML ignores the slash), SVG left by an HTML tag, table cells, lists, the
+#: formatting elements HTML5 makes again inside every later block, tags outside a table
+#: or inside a select (ignored) and a tokenizer's corner cases that hide tags from a
+#: scan that reads them otherwise.
+NESTED = {
+    "divs": b"<div>" * N,
+    "an end tag stopped by a div": b"<span><div></span>" * N,
+    "self-closing": b"<div/>" * N,
+    "svg left by a div": b"<svg><div/>" * N,
+    "svg": b"<svg>" + b"<g>" * N + b"<div>" * N,
+    "table cells": b"<table><td>" * N,
+    "lists": b"<ul><li>" * N,
+    "paragraphs closed by divs": b"<p><div>" * N,
+    "formatting made again": b"".join(b"<div><b id=%d></div>" % n for n in range(N)),
+    "formatting nested": b"".join(b"<b id=%d>" % n for n in range(N)),
+    "cells outside a table": b"<td><span></td>" * N + b"<div>" * N,
+    "tags ignored in a select": b"<select><p><option></p>" * N + b"<div>" * N,
+    "an = that opens no value": b'<div =">' + b"<div>" * N + b'"',
+    "an abrupt comment": b"<!--->" + b"<div>" * N,
+    "integration points": b"<svg><foreignObject>" * N,
+    "objects": b"<object><div>" * N,
+}
+
+
+@pytest.mark.parametrize("data", NESTED.values(), ids=NESTED.keys())
+def test_the_tree_built_stays_within_the_bound(data):
+    # A table's implied <tbody> and <tr> may double it; the document alone, thousands.
+    assert tree_depth(data) <= 2 * MAX_DEPTH + 4
+
+
+def ordinary_html() -> bytes:
+    """A long page as they are written: unclosed paragraphs, list items and cells,
+    formatting, tables, a select, SVG, comments and scripts."""
+    part = (b"<h2>Part %d</h2><p>Some <b>bold</b> and <a href='/x?a=1&b=2'>a link</a>"
+            b"<p>unclosed <i>italic <u>under</u></i><ul><li>one<li>two<ul><li>in</ul></ul>"
+            b"<table><tr><td>cell<td>cell<tr><th>head</table><select><option>a<option>b"
+            b"</select><svg><g><path d='M0 0'/></g></svg><!-- a <div> comment -->"
+            b"<script>if (a < b) { document.write('<div>'); }</script><dl><dt>t<dd>d</dl>")
+    return b"<!doctype html><html><head><title>t</title></head><body>" + b"".join(
+        part % number for number in range(400)) + b"</body></html>"
+
+
+def test_ordinary_html_is_parsed_as_it_is():
+    data = ordinary_html()
+    assert data.count(b"<") > 10_000
+    assert within_bounds(data) is data
+    sample = os.path.join(os.path.dirname(__file__), "languages", "sample.html")
+    with open(sample, "rb") as stream:
+        page = stream.read()
+    repeated = page * 50
+    assert repeated.count(b"<") > 2048 and within_bounds(repeated) is repeated
+
+
+def test_deep_html_through_the_command_keeps_its_text(tmp_path):
+    """200,000 nested elements, each with a paragraph of its own (2.2 MB; a minute and
+    more before the bound): each paragraph kept, in order; and the other documents."""
+    levels = 200_000
+    (tmp_path / "deep.html").write_bytes(
+        b"<!doctype html><html><body>" + b"".join(b"<div>level %d" % n for n in range(levels)))
+    (tmp_path / "bold.html").write_bytes(
+        b"<!doctype html><body>" + b"".join(b"<div><b id=%d></div>" % n for n in range(50_000))
+        + b"the end")
+    (tmp_path / "select.html").write_bytes(
+        b"<!doctype html><body><p>before</p><select>" + b"<option>a</option>" * 100_000
+        + b"</select><p>after</p>")
+    (tmp_path / "small.html").write_bytes(b"<!doctype html><h1>Title</h1><p>text</p>")
+    # The time limit guards against a hang only (each takes about a second).
+    result = subprocess.run([chunkd_command(), "-q", "--format", "json", "--chars", "100000",
+                             "--extract-timeout", "30", "deep.html", "bold.html", "select.html",
+                             "small.html"], capture_output=True, timeout=300, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, b"")
+    texts = {record["doc"]: record["text"] for record in map(orjson.loads,
+                                                             result.stdout.splitlines())}
+    assert texts["deep.html"].split("\n\n") == [f"level {n}" for n in range(levels)]
+    assert texts["bold.html"] == "the end"
+    assert texts["select.html"] == "before\n\nafter"
+    assert texts["small.html"] == "# Title\n\ntext"

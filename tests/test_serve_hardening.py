@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -424,3 +425,70 @@ def test_a_repeated_host_or_length_header_is_refused(server, sent, error):
     answer = raw_exchange(server, sent.replace(b"{host}", own_host(server).encode()))
     assert answer.startswith(b"HTTP/1.0 400 ") or answer.startswith(b"HTTP/1.1 400 "), answer[:200]
     assert error in answer
+
+
+# --- a client that ends its sending still gets its answer ------------------------------
+
+def half_closed_exchange(server: Serve, body: bytes, query: str,
+                         headers: str = "") -> tuple[bytes, bytes]:
+    """A request sent, then the client's sending ended (``shutdown(SHUT_WR)``, a
+    half-close: legal HTTP, it still reads); the answer's head and body, read to the
+    end of the connection."""
+    with socket.create_connection((server.host, server.port), timeout=PROMPTLY) as connection:
+        connection.sendall(f"POST /api/split?{query} HTTP/1.1\r\nHost: {own_host(server)}\r\n"
+                           f"{headers}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        connection.shutdown(socket.SHUT_WR)
+        answer = connection.makefile("rb").read()
+    head, _, data = answer.partition(b"\r\n\r\n")
+    return head, data
+
+
+def test_a_client_that_half_closes_after_its_request_gets_the_whole_answer():
+    """The end of a client's input is not its going away: the split goes on and its
+    answer is sent, streamed (progress lines, then status and answer) or plain."""
+    text = "".join(f"Paragraph {number}: a few words, then a few more words.\n\n"
+                   for number in range(40_000)).encode()
+    with Serve() as serve:
+        head, plain = half_closed_exchange(serve, text, "chars=200")
+        assert head.startswith(b"HTTP/1.0 200 ") and b"Content-Type: application/json" in head
+        report = orjson.loads(plain)
+        assert report["text"] == text.decode()
+        head, streamed = half_closed_exchange(serve, text, "chars=200",
+                                              "Accept: application/x-ndjson\r\n")
+        assert head.startswith(b"HTTP/1.0 200 ") and b"application/x-ndjson" in head
+        lines = [orjson.loads(line) for line in streamed.splitlines()]
+        assert lines, "an empty streamed answer"
+        assert lines[-1] == {"status": 200, "answer": report}
+        counts = [(line["progress"]["done"], line["progress"]["total"]) for line in lines[:-1]]
+        assert counts and counts == sorted(counts) and counts[-1] == (len(text), len(text))
+        stderr = serve.stderr()
+    assert "went away" not in stderr
+    assert stderr.count(f"split {len(text) / 2**20:,.1f} MiB in ") == 2, stderr
+
+
+def test_a_client_that_closes_still_stops_a_split_that_says_no_more():
+    """A closed connection looks like a half-closed one until something is written to
+    it: a split stuck after its first progress line (a regular expression that
+    backtracks for ever) is stopped when its client closes, before the time limit; a
+    half-closed client of the same split gets the time limit's answer."""
+    with Serve("--separators", RUNAWAY, "--separator-regex", "--time-limit", "3") as serve:
+        head, data = half_closed_exchange(serve, b"a" * 34, "chars=10",
+                                          "Accept: application/x-ndjson\r\n")
+        assert orjson.loads(data.splitlines()[-1]) == {"status": 422, "answer": {"error": (
+            "the split took more than 3 s, the most this server gives one (--time-limit); "
+            "choose a larger size, or split a smaller document")}}
+        connection = socket.create_connection((serve.host, serve.port), timeout=PROMPTLY)
+        connection.sendall(f"POST /api/split?chars=10 HTTP/1.1\r\nHost: {own_host(serve)}\r\n"
+                           "Accept: application/x-ndjson\r\nContent-Length: 34\r\n\r\n".encode()
+                           + b"a" * 34)
+        reader = connection.makefile("rb")
+        while not reader.readline().startswith(b'{"progress"'):
+            pass
+        [split] = wait_for(lambda: children(serve.process.pid), "a split process")
+        reader.close()
+        connection.close()  # a FIN, as a page that goes away: no reset
+        wait_for(lambda: gone(split), "the split process stopped")
+        stderr = serve.stderr()
+    # Stopped for its client (at the time limit, it would have been refused).
+    assert stderr.count("refused a split of 34 bytes: the split took more than 3 s") == 1
+    assert re.search(r"stopped a split of 34 bytes after [\d.]+ s: its page went away", stderr)

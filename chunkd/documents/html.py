@@ -1,7 +1,9 @@
 """HTML: the document's text as Markdown-like text (``chunkd.documents.markdown``),
 parsed by Lexbor (``selectolax``), an HTML5 parser: what a browser would build,
 without running a script, loading a resource or following a link. Its bytes are
-decoded as a browser decodes them (``decoded``): Lexbor reads UTF-8 only."""
+decoded as a browser decodes them (``decoded``): Lexbor reads UTF-8 only. Its nesting
+is bounded first, as a browser bounds it (``within_bounds``): Lexbor's time grows with
+the square of the depth."""
 
 from __future__ import annotations
 
@@ -123,12 +125,407 @@ def _declared(head: bytes) -> list[str]:
     return labels
 
 
+# --- a bound on the depth Lexbor builds -------------------------------------------------
+
+#: The most elements open at once (the HTML5 stack of open elements) that a document
+#: is parsed with, as Chromium's parser bounds it: beyond it an element is made the
+#: next sibling of the innermost one (that one is closed first), not its child.
+#: Lexbor's tree building walks that stack for many tags, so its time grows with the
+#: square of the depth (200,000 nested ``<div>`` took more than a minute).
+MAX_DEPTH = 512
+#: The most formatting elements (``<b>``, ``<font>``, ...) left open at once beyond
+#: which another's tags are dropped (its text kept): each one left open is made again
+#: inside every later block (the HTML5 "active formatting elements"), a tree that
+#: grows with the square of their number. They are inline: the text is the same.
+MAX_FORMATTING = 32
+#: The most options one ``<select>`` is parsed with (Lexbor's time grows with the
+#: square of their number); a select's content is not the document's text anyway.
+MAX_OPTIONS = 1024
+#: A document with fewer tags than this is parsed as it is (no bound can be reached).
+_FEW_TAGS = 2048
+
+_WS = rb"[\t\n\f\r ]"
+#: A tag as the HTML5 tokenizer reads it: the name, then attributes, a value quoted
+#: only right after its "=" (an "=" or a quote anywhere else is part of a name).
+_TAG = deferred(rb"<(/?)([A-Za-z][^\t\n\f\r />]*+)(?>" + _WS + rb"++|/(?!>)|"
+                rb"[^\t\n\f\r />][^\t\n\f\r />=]*+(?>" + _WS + rb"*+=" + _WS + rb"*+"
+                rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\f\r >]*+))?+)*+(/?)>")
+_MARKUP = deferred(rb"<[!?/A-Za-z]")
+_COMMENT_END = deferred(rb"--!?>")
+
+VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "image", "input",
+                  "keygen", "link", "meta", "param", "source", "track", "wbr", "basefont",
+                  "bgsound", "frame"})
+RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes",
+                      "textarea", "title"})
+FORMATTING = frozenset({"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small",
+                        "strike", "strong", "tt", "u"})
+#: HTML5's "special" elements (an end tag of another element stops at them).
+SPECIAL = frozenset({
+    "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
+    "blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
+    "details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
+    "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head",
+    "header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link",
+    "listing", "main", "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript",
+    "object", "ol", "p", "param", "plaintext", "pre", "script", "search", "section",
+    "select", "source", "style", "summary", "table", "tbody", "td", "template", "textarea",
+    "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp",
+    "mi", "mo", "mn", "ms", "mtext", "annotation-xml", "foreignobject", "desc"})
+#: Where "in scope" stops (HTML5's default scope), and its variants.
+SCOPE = frozenset({"applet", "caption", "html", "table", "td", "th", "marquee", "object",
+                   "template", "mi", "mo", "mn", "ms", "mtext", "annotation-xml",
+                   "foreignobject", "desc", "title"})
+BUTTON_SCOPE = SCOPE | {"button"}
+LIST_SCOPE = SCOPE | {"ol", "ul"}
+TABLE_SCOPE = frozenset({"html", "table", "template"})
+#: The elements whose start tag closes an open ``<p>`` (in button scope).
+CLOSES_P = frozenset({
+    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir",
+    "div", "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main",
+    "menu", "nav", "ol", "p", "search", "section", "summary", "ul", "h1", "h2", "h3",
+    "h4", "h5", "h6", "pre", "listing", "form", "plaintext", "xmp", "hr"})
+TABLE_PARTS = frozenset({"caption", "col", "colgroup", "tbody", "td", "tfoot", "th",
+                         "thead", "tr"})
+#: Start tags that end foreign content (SVG, MathML).
+BREAKOUT = frozenset({
+    "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt",
+    "em", "embed", "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li",
+    "listing", "menu", "meta", "nobr", "ol", "p", "pre", "ruby", "s", "small", "span",
+    "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var", "font"})
+INTEGRATION = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
+MARKERS = frozenset({"applet", "object", "marquee", "td", "th", "caption", "template"})
+IN_SELECT = frozenset({"option", "optgroup", "hr", "script", "template"})
+_MARKER = ""
+
+
+class _OpenElements:
+    """A model of the HTML5 tree builder's stack of open elements, on a document's
+    tags, in time linear in them: it pops an element only where the tree builder
+    surely pops it, so its depth bounds the builder's (a few elements a tree builder
+    adds on its own, as a table's ``<tbody>``, aside). It records the edits that keep
+    it within ``MAX_DEPTH``, ``MAX_FORMATTING`` and ``MAX_OPTIONS``."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.foreign: list[bool] = []
+        #: The indices of the open elements of each kind (``_KINDS``), so that a scope
+        #: is known without walking the stack; and of the HTML elements (not SVG's
+        #: nor MathML's).
+        self.of_kind: dict[str, list[int]] = {kind: [-1] for kind in _KINDS}
+        self.html_below: list[int] = [-1]
+        self.where: dict[str, list[int]] = {}
+        self.formatting: list[str] = []  # names, and markers ("")
+        self.formatting_open = 0
+        self.options = 0
+        self.edits: list[tuple[int, int, bytes]] = []
+        self.push("html")
+        self.push("body")  # these two are never popped
+
+    # the stack
+
+    def top(self) -> int:
+        return len(self.names) - 1
+
+    def topmost(self, name: str) -> int:
+        found = self.where.get(name)
+        return found[-1] if found else -1
+
+    def push(self, name: str, foreign: bool = False) -> None:
+        index = len(self.names)
+        self.names.append(name)
+        self.foreign.append(foreign)
+        self.where.setdefault(name, []).append(index)
+        for kind in (_FOREIGN_KINDS if foreign else _HTML_KINDS).get(name, ()):
+            self.of_kind[kind].append(index)
+        if not foreign:
+            self.html_below.append(index)
+        if name in MARKERS and not foreign:
+            self.formatting.append(_MARKER)
+
+    def pop(self) -> None:
+        name = self.names.pop()
+        foreign = self.foreign.pop()
+        self.where[name].pop()
+        for kind in (_FOREIGN_KINDS if foreign else _HTML_KINDS).get(name, ()):
+            self.of_kind[kind].pop()
+        if not foreign:
+            self.html_below.pop()
+        if name in MARKERS and not foreign:
+            while self.formatting and self.formatting.pop() != _MARKER:
+                self.formatting_open -= 1
+        if name == "select":
+            self.options = 0
+
+    def pop_to(self, index: int) -> None:
+        """Pop the element at ``index`` and those above it (never html, body)."""
+        while len(self.names) > max(index, 2):
+            self.pop()
+
+    def above(self, index: int, kind: str) -> bool:
+        """Whether the element at ``index`` (not html nor body) is open with no element
+        of ``kind`` above it."""
+        return index >= 2 and index >= self.of_kind[kind][-1]
+
+    # the tags
+
+    def start(self, name: str, self_closing: bool, span: tuple[int, int]) -> str | None:
+        """Model a start tag; its name where its content is raw text."""
+        top = self.top()
+        if self.foreign[top] and self.names[top] not in INTEGRATION:
+            if name not in BREAKOUT:
+                if not self_closing:
+                    self.bounded_push(name, span, foreign=True)
+                return None  # raw text only in HTML
+            while self.foreign[-1] and self.names[-1] not in INTEGRATION:
+                self.pop()
+        if self.select_open():
+            if name in ("select", "input", "keygen", "textarea"):
+                self.pop_to(self.topmost("select"))
+                if name == "select":
+                    return None
+            elif name not in IN_SELECT:
+                return None  # ignored inside a select
+            elif name in ("option", "optgroup"):
+                self.options += 1
+                if self.options > MAX_OPTIONS:
+                    self.edits.append((*span, b""))
+                    return None
+                if self.names[-1] == "option":
+                    self.pop()
+                if name == "optgroup" and self.names[-1] == "optgroup":
+                    self.pop()
+        if name in ("html", "body", "head"):
+            return None
+        if name in TABLE_PARTS and not self.table_parts(name):
+            return None
+        if name in CLOSES_P and self.above(self.topmost("p"), "button"):
+            self.pop_to(self.topmost("p"))
+        if name in HEADING_NAMES and self.names[-1] in HEADING_NAMES:
+            self.pop()
+        elif name == "li" and self.above(self.topmost("li"), "li_stop"):
+            self.pop_to(self.topmost("li"))
+        elif name in ("dd", "dt"):
+            item = max(self.topmost("dd"), self.topmost("dt"))
+            if self.above(item, "dd_stop"):
+                self.pop_to(item)
+        elif name in ("option", "optgroup") and self.names[-1] == "option":
+            self.pop()
+        elif name == "button" and self.above(self.topmost("button"), "scope"):
+            self.pop_to(self.topmost("button"))
+        elif name == "table" and self.names[-1] in ("table", "tbody", "thead", "tfoot", "tr"):
+            self.pop_to(self.topmost("table"))
+        elif name in ("a", "nobr") and self.topmost(name) >= 2:
+            self.end(name)
+        if self.names[-1] == "colgroup" and name != "col":
+            self.pop()
+        if name in VOID or ((name in ("svg", "math")) and self_closing):
+            return None
+        if name in FORMATTING:
+            if self.formatting_open >= MAX_FORMATTING:
+                self.edits.append((*span, b""))
+                return None
+            self.formatting.append(name)
+            self.formatting_open += 1
+        if not self.bounded_push(name, span, foreign=name in ("svg", "math")):
+            return None
+        if name == "select":
+            self.options = 0
+        return name if name in RAW_TEXT or name == "plaintext" else None
+
+    def bounded_push(self, name: str, span: tuple[int, int], foreign: bool) -> bool:
+        """Push, within ``MAX_DEPTH``: at the bound, the innermost element is closed
+        first (its end tag put before this start tag), or the tag is dropped where its
+        end tag would not surely close it. Whether it was pushed."""
+        if len(self.names) >= MAX_DEPTH:
+            innermost = self.names[-1]
+            self.end(innermost)
+            if len(self.names) >= MAX_DEPTH:
+                self.edits.append((*span, b""))
+                return False
+            self.edits.append((span[0], span[0], b"</" + innermost.encode("latin-1") + b">"))
+        self.push(name, foreign)
+        return True
+
+    def table_parts(self, name: str) -> bool:
+        """Model a table part's start tag; whether it is then pushed (it is ignored
+        outside a table)."""
+        table, template = self.topmost("table"), self.topmost("template")
+        if template > table:
+            return True
+        if table < 2:
+            return False
+        if name in ("td", "th", "tr", "tbody", "thead", "tfoot", "caption", "colgroup"):
+            cell = max(self.topmost("td"), self.topmost("th"))
+            if self.above(cell, "table"):
+                self.pop_to(cell)
+        if name in ("tr", "tbody", "thead", "tfoot", "caption", "colgroup"):
+            if self.above(self.topmost("tr"), "table"):
+                self.pop_to(self.topmost("tr"))
+        if name in ("tbody", "thead", "tfoot", "caption", "colgroup"):
+            section = max(self.topmost(part) for part in ("tbody", "thead", "tfoot"))
+            if self.above(section, "table"):
+                self.pop_to(section)
+        return name != "col"
+
+    def select_open(self) -> bool:
+        select = self.topmost("select")
+        return select >= 2 and select > self.topmost("template")
+
+    def end(self, name: str) -> None:
+        """Model an end tag."""
+        top = self.top()
+        if self.foreign[top]:
+            found = self.topmost(name)
+            if found > self.html_below[-1]:
+                self.pop_to(found)
+                return
+        if name in ("html", "body", "br"):
+            return
+        if name in FORMATTING:
+            for index in range(len(self.formatting) - 1, -1, -1):
+                entry = self.formatting[index]
+                if entry == _MARKER:
+                    break
+                if entry == name:
+                    del self.formatting[index]
+                    self.formatting_open -= 1
+                    break
+            if self.above(self.topmost(name), "special"):
+                self.pop_to(self.topmost(name))
+        elif name == "p":
+            if self.above(self.topmost("p"), "button"):
+                self.pop_to(self.topmost("p"))
+        elif name == "li":
+            if self.above(self.topmost("li"), "list"):
+                self.pop_to(self.topmost("li"))
+        elif name in HEADING_NAMES:
+            heading = max(self.topmost(level) for level in HEADING_NAMES)
+            if self.above(heading, "scope"):
+                self.pop_to(heading)
+        elif name in TABLE_PARTS or name == "table":
+            if self.above(self.topmost(name), "table"):
+                self.pop_to(self.topmost(name))
+        elif name == "template":
+            self.pop_to(self.topmost("template"))
+        elif name == "select":
+            while self.names[-1] in ("option", "optgroup"):
+                self.pop()
+            if self.names[-1] == "select":
+                self.pop()
+        elif name in SPECIAL:
+            if name in RAW_TEXT or name in ("option", "optgroup", "head", "frameset",
+                                            "noscript"):
+                if self.names[-1] == name:
+                    self.pop()
+            elif self.above(self.topmost(name), "scope"):
+                self.pop_to(self.topmost(name))
+        elif self.above(self.topmost(name), "special"):
+            self.pop_to(self.topmost(name))
+
+
+HEADING_NAMES = frozenset(HEADINGS)
+#: The kinds of element a scope is made of (``_OpenElements.of_kind``).
+_KINDS = {"special": SPECIAL, "scope": SCOPE, "button": BUTTON_SCOPE, "list": LIST_SCOPE,
+          "table": TABLE_SCOPE, "li_stop": SPECIAL - {"address", "div", "p", "li"},
+          "dd_stop": SPECIAL - {"address", "div", "p", "dd", "dt"}}
+
+
+def _kinds_of(foreign: bool) -> dict[str, tuple[str, ...]]:
+    """For each element name of some kind, its kinds: of the HTML elements, or of the
+    foreign ones (SVG's and MathML's integration points and ``annotation-xml``)."""
+    names = set().union(*_KINDS.values())
+    if foreign:
+        names &= INTEGRATION | {"annotation-xml"}
+    return {name: tuple(kind for kind, members in _KINDS.items() if name in members)
+            for name in names}
+
+
+_HTML_KINDS = _kinds_of(False)
+_FOREIGN_KINDS = _kinds_of(True)
+
+
+def within_bounds(data: bytes) -> bytes:
+    """``data``, an HTML document in UTF-8, with its nesting within ``MAX_DEPTH`` (an
+    element beyond it made a sibling of the innermost one), its open formatting
+    elements within ``MAX_FORMATTING`` and a select's options within ``MAX_OPTIONS``
+    (their tags dropped, their text kept); the document itself where it is within
+    them, as nearly every one is. One pass over its tags, modelling the HTML5 tree
+    builder (``_OpenElements``)."""
+    if data.count(b"<") < _FEW_TAGS:
+        return data
+    model = _OpenElements()
+    position, length = 0, len(data)
+    markup, tag = _MARKUP.search, _TAG.match
+    while (found := markup(data, position)) is not None:
+        at = found.start()
+        second = data[at + 1:at + 2]
+        if second == b"!":
+            if data.startswith(b"<!--", at):
+                if data.startswith((b"<!-->", b"<!--->"), at):
+                    position = data.index(b">", at + 4) + 1
+                    continue
+                end = _COMMENT_END.search(data, at + 4)
+                if end is None:
+                    break
+                position = end.end()
+            elif data.startswith(b"<![CDATA[", at) and model.foreign[-1]:
+                end_at = data.find(b"]]>", at)
+                if end_at < 0:
+                    break
+                position = end_at + 3
+            else:
+                end_at = data.find(b">", at)
+                if end_at < 0:
+                    break
+                position = end_at + 1
+            continue
+        if second == b"?" or (second == b"/" and not data[at + 2:at + 3].isalpha()):
+            if data.startswith(b"</>", at):
+                position = at + 3
+                continue
+            end_at = data.find(b">", at)
+            if end_at < 0:
+                break
+            position = end_at + 1
+            continue
+        matched = tag(data, at)
+        if matched is None:  # the end of the document within a tag: no more tags
+            break
+        position = matched.end()
+        name = matched.group(2).lower().decode("latin-1")
+        if matched.group(1):
+            model.end(name)
+            continue
+        raw = model.start(name, bool(matched.group(3)), (at, position))
+        if raw == "plaintext":
+            break
+        if raw is not None:
+            end = re.compile(rb"</" + raw.encode() + rb"[\t\n\f\r />]",
+                             re.IGNORECASE).search(data, position)
+            if end is None:
+                break
+            position = end.start()
+    if not model.edits:
+        return data
+    parts, last = [], 0
+    for start, end_at, replacement in model.edits:
+        parts += [data[last:start], replacement]
+        last = end_at
+    parts.append(data[last:length])
+    return b"".join(parts)
+
+
 def html_extracted(data: bytes) -> Extracted:
     """The HTML document's text (its encoding: a BOM, a ``<meta charset>``, else UTF-8:
     see ``decoded``), and a warning where its declared encoding is unknown."""
     from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
     document, warning = decoded(data)
+    encoded = document.encode() if isinstance(document, str) else document
+    bounded = within_bounds(encoded)
+    if bounded is not encoded:
+        document = bounded
     try:
         tree = LexborHTMLParser(document)
     except SelectolaxError:  # HTML5 parsing takes any bytes: Lexbor fails when it cannot allocate
