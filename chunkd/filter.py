@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
-from chunkd import __version__
+from chunkd.about import ReportVersion
 from chunkd.commands import COMMANDS
 from chunkd.documents import (DocumentFile, Limits, add_document_options, check_limits,
                               document_source,
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{os.cpu_count()} here)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress line (shown on stderr only when it is a terminal)")
-    parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
+    parser.add_argument("--version", action=ReportVersion)
     return parser
 
 

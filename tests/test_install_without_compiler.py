@@ -22,7 +22,8 @@ pytestmark = pytest.mark.network
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What a source distribution of chunkd holds: the package and its build files.
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "chunkd")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "LICENSE", "examples",
+           "chunkd")
 NOTICE = "not compiled"
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from chunkd import __version__
+from chunkd.about import ReportVersion
 from chunkd.documents import add_document_options, check_limits, labels
 from chunkd.errors import EmbedError
 from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"overlap: {', '.join(CHARTS)} (a page with the chart and tables)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar (drawn on stderr only when it is a terminal)")
-    parser.add_argument("--version", action="version", version=f"chunkd {__version__}")
+    parser.add_argument("--version", action=ReportVersion)
     return parser
 
 
