@@ -15,6 +15,11 @@ tests and embedders can make several). What it counts:
 * ``chunkd_sink_pending``, ``chunkd_sink_lag_seconds``: sources whose change the store
   does not hold yet, and how long ago the oldest of those changes was made (0 when the
   store is up to date).
+
+The page is served by a ``chunkd.bounded_http.BoundedServer``: at most 64 connections
+at once (one more is answered 503 at once), each closed after ``IDLE_TIMEOUT`` seconds
+without a byte or when its request is not in by then. ``:PORT`` (no host) listens on
+every address; ``127.0.0.1:PORT`` on this machine only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
 EXTRA = "pip install 'prometheus-client>=0.20'"
+#: Seconds a connection to ``--metrics`` may stay without a byte, and the time its
+#: request's line and headers have to arrive: a scraper sends its request at once.
+IDLE_TIMEOUT = 10.0
 
 
 class Waiting:
@@ -92,11 +100,19 @@ class Metrics:
             self.sink_failures.labels(reason)
 
     def serve(self, address: str) -> None:
-        """Serve ``/metrics`` at ``HOST:PORT`` from a thread; ``OSError`` if it cannot."""
-        from prometheus_client import start_http_server
+        """Serve ``/metrics`` at ``HOST:PORT`` from a thread, with the bounds of
+        ``chunkd.bounded_http`` (``MAX_CONNECTIONS`` connections, ``IDLE_TIMEOUT``);
+        ``OSError`` if it cannot."""
+        from prometheus_client.exposition import MetricsHandler
+
+        from chunkd.bounded_http import BoundedHandler, BoundedServer
+
+        class Handler(BoundedHandler, MetricsHandler):
+            registry = self.registry
 
         host, port = parse_address(address)
-        start_http_server(port, host, registry=self.registry)
+        self.server = BoundedServer(host, port, Handler, IDLE_TIMEOUT)
+        self.server.serve_in_thread("metrics")
 
 
 def parse_address(address: str) -> tuple[str, int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from command import chunkd_command
 from watching import Watcher, results
 
 pytestmark = pytest.mark.slow
@@ -300,3 +302,105 @@ def test_msgpack_results_say_what_changed_too(inbox, watch):
     assert changes["removed"] == [i for i in before if i not in after] != []
     assert changes["kept"] == len(set(before) & set(after)) > 0
     assert watcher.stop() == 0
+
+
+# --- a file chunkd did not write, and numbers it cannot go on from ---------------------
+
+#: A line as chunkd writes it, for journals made by hand below.
+LINE = (b'{"seq":1,"time":"2026-12-04T18:30:02Z","event":"chunked","source":"a.md",'
+        b'"result":"a.md.chunks.json","sha256":"' + b"0" * 64 + b'","result_stat":[1,2,3],'
+        b'"added":["0190a1b2-c3d4-8e5f-8a6b-7c8d9e0f1a2b"],"removed":[],"kept":0}\n')
+
+
+def refused_at_start(inbox: Path, journal: Path) -> str:
+    """``chunkd watch --journal`` exits 2 at start with one line on stderr, having
+    written no result and left the journal's bytes as they were; that line."""
+    (inbox / "a.md").write_text(text(8), encoding="utf-8")
+    before = journal.read_bytes()
+    process = subprocess.Popen([chunkd_command(), "watch", str(inbox), *OPTIONS,
+                                "--journal", str(journal)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    message = stderr.decode()
+    assert process.returncode == 2, message
+    assert len(message.splitlines()) == 1 and "Traceback" not in message, message
+    assert message.startswith("chunkd watch: ") and str(journal) in message, message
+    assert journal.read_bytes() == before
+    assert not list(inbox.glob("*.chunks.json"))
+    return message
+
+
+@pytest.mark.parametrize("content", [
+    b"sk-live-9f8e7d6c5b4a3f2e1d0c",                     # a token, no newline
+    b"token=sk-live-9f8e7d6c5b4a3f2e1d0c\nanother line",  # lines, the last partial
+    b'{"kind": "not chunkd"}\n',                           # JSON, not an entry
+    b'{"seq"',                                             # less than a line's start
+    b"\n",
+])
+def test_a_file_chunkd_did_not_write_is_refused_and_left_as_it_is(inbox, tmp_path, content):
+    journal = tmp_path / "secrets.env"
+    journal.write_bytes(content)
+    message = refused_at_start(inbox, journal)
+    assert "not a chunkd watch journal" in message
+    assert b"sk-live" not in message.encode()
+
+
+@pytest.mark.parametrize("seq, why", [
+    (b"18446744073709551615", b"seq must be an integer"),   # past what orjson writes + 1
+    (b"1e300", b"seq must be an integer"),
+    (b"-5", b"seq must be an integer"),
+    (b'"7"', b"seq must be an integer"),
+    (b"true", b"seq must be an integer"),
+    (b"1", b"seq must be an integer above 1"),              # the same twice: not increasing
+    (b"9223372036854775807", b"sequence numbers are used up"),
+])
+def test_a_journal_chunkd_cannot_go_on_from_is_refused_at_start(inbox, tmp_path, seq, why):
+    """Refused at start (systemd does not restart on 2), never met by the first append
+    (a traceback, exit 1, at every restart)."""
+    journal = tmp_path / "journal.ndjson"
+    journal.write_bytes(LINE + LINE.replace(b'"seq":1,', b'"seq":' + seq + b","))
+    assert why.decode() in refused_at_start(inbox, journal)
+
+
+@pytest.mark.parametrize("field, value, why", [
+    (b'"event":"chunked"', b'"event":"renamed"', "event must be one of"),
+    (b'"source":"a.md"', b'"source":7', "source must be a name"),
+    (b'"removed":[]', b'"removed":"all"', "removed must be a list of chunk ids"),
+    (b'"result_stat":[1,2,3]', b'"result_stat":[1,2]', "result_stat must be three integers"),
+])
+def test_an_entry_of_the_wrong_kind_is_refused_at_start(inbox, tmp_path, field, value, why):
+    journal = tmp_path / "journal.ndjson"
+    journal.write_bytes(LINE.replace(field, value))
+    assert f"line 1 is not a chunkd watch journal entry: {why}" \
+        in refused_at_start(inbox, journal)
+
+
+def test_only_a_partial_line_after_an_entry_is_cut(inbox, tmp_path, watch):
+    """A crash's tail (after a complete entry) is cut off and the journal goes on from
+    its last seq; the bytes before it are kept."""
+    journal = tmp_path / "journal.ndjson"
+    journal.write_bytes(LINE + LINE[:28])
+    (inbox / "b.md").write_text(text(9), encoding="utf-8")
+    watcher = watch(inbox, *OPTIONS, "--journal", str(journal))
+    watcher.wait_for(lambda: "b.md" in results(inbox) and len(journal_lines(journal)) >= 2,
+                     what="b's line")
+    assert any("cut a partial last line (28 bytes)" in line for line in watcher.log())
+    assert journal.read_bytes().startswith(LINE)
+    lines = journal_lines(journal)
+    check_sequence(lines)
+    assert watcher.stop() == 0
+
+
+def test_a_journal_that_is_not_a_regular_file_is_refused(inbox, tmp_path):
+    """A FIFO would hang the start's read for ever (the daemon holds its writing end)."""
+    journal = tmp_path / "journal.fifo"
+    os.mkfifo(journal)
+    run = subprocess.run([chunkd_command(), "watch", str(inbox), *OPTIONS, "--journal",
+                          str(journal)], capture_output=True, timeout=30)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.decode().splitlines() == [
+        f"chunkd watch: the journal {journal} is not a regular file; name another"]
