@@ -2,8 +2,9 @@
 ``max_connections`` open at once, a thread each (one more is answered 503 at once,
 without a thread); a request's line and headers must all arrive within the idle timeout
 (a client trickling a byte at a time cannot hold a thread), and a connection is closed
-after the idle timeout without a byte. ``chunkd watch`` and ``chunkd sync`` serve
-``--metrics`` with it; the bounds are those of ``chunkd serve``'s ``PageServer``.
+after the idle timeout without a byte. ``chunkd serve`` (``PageServer``) serves its
+page with it, ``chunkd watch`` and ``chunkd sync`` their ``--metrics``; a subclass sets
+what differs (the class attributes, ``connection_ended``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +34,14 @@ class BoundedServer(ThreadingHTTPServer):
     daemon_threads = True
     max_connections = MAX_CONNECTIONS
     request_queue_size = MAX_CONNECTIONS
+    #: Seconds a connection turned away is given to read its 503 (a client still
+    #: sending a large body needs longer than a scraper's GET).
+    drain_seconds = DRAIN_SECONDS
+    #: The 503's text, ``{max_connections}`` filled in.
+    busy_message = ("{max_connections} connections are open, the most this server takes; "
+                    "try again\n")
+    #: Headers the 503 carries besides its own (those of every answer of the server).
+    busy_headers: Mapping[str, str] = {}
 
     def __init__(self, host: str, port: int, handler: type[BoundedHandler],
                  idle_timeout: float) -> None:
@@ -70,12 +80,12 @@ class BoundedServer(ThreadingHTTPServer):
     def turn_away(self, request: socket.socket) -> None:
         """Answer 503 (it fits in the socket's buffer) and end the sending; the
         connection is closed once the client has closed it or within
-        ``DRAIN_SECONDS``, its request read and dropped meanwhile (closing a socket
+        ``drain_seconds``, its request read and dropped meanwhile (closing a socket
         with unread data resets the connection, and the client might lose the 503)."""
-        message = (f"{self.max_connections} connections are open, the most this server "
-                   "takes; try again\n").encode()
+        message = self.busy_message.format(max_connections=self.max_connections).encode()
         head = [f"HTTP/1.0 503 {HTTPStatus(503).phrase}", "Connection: close",
-                "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(message)}"]
+                "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(message)}",
+                *(f"{header}: {value}" for header, value in self.busy_headers.items())]
         try:
             request.setblocking(False)
             request.send("\r\n".join(head).encode() + b"\r\n\r\n" + message)
@@ -86,7 +96,7 @@ class BoundedServer(ThreadingHTTPServer):
         if len(self.closing) >= self.max_connections:  # turned away in a flood: no waiting
             request.close()
         else:
-            self.closing.append((time.monotonic() + DRAIN_SECONDS, request))
+            self.closing.append((time.monotonic() + self.drain_seconds, request))
 
     def service_actions(self) -> None:
         """Between requests (at least twice a second): end the connections whose
@@ -125,12 +135,16 @@ class BoundedServer(ThreadingHTTPServer):
 
     def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
                      client_address: tuple) -> None:
-        """Said only with --verbose, never a traceback: most often a client that went
-        away or stalled."""
+        """One line (``connection_ended``), never a traceback: most often a client that
+        went away or stalled."""
         error = sys.exc_info()[1]
         reason = (error.strerror or type(error).__name__ if isinstance(error, OSError)
                   else f"{type(error).__name__}: {error}")
-        log.debug("connection from %s ended: %s", client_address[0], reason)
+        self.connection_ended(f"connection from {client_address[0]} ended: {reason}")
+
+    def connection_ended(self, line: str) -> None:
+        """Says that a connection ended on an error: only with --verbose."""
+        log.debug("%s", line)
 
     def serve_in_thread(self, name: str) -> threading.Thread:
         """``serve_forever`` in a daemon thread, started."""

@@ -55,19 +55,18 @@ import math
 import os
 import signal
 import socket
-import socketserver
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
 from chunkd import __version__
+from chunkd.bounded_http import MAX_CONNECTIONS, BoundedHandler, BoundedServer
 from chunkd.child import (ANSWER, PROGRESS, ClientGone, keep_only_descriptors, limit_memory,
                           read_until_end, write_all)
 from chunkd.documents import Limits, add_max_bytes_option, extract_source
@@ -85,8 +84,6 @@ DEFAULT_PORT = 8000
 DEFAULT_MAX_CHUNKS = 100_000
 DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_IDLE_TIMEOUT = 20.0
-#: The most connections open at once, a thread each; one more is answered 503 at once.
-MAX_CONNECTIONS = 64
 #: The most splits at once, a process each (reading the document included); another
 #: waits for one to end, up to the time limit.
 SPLITS_AT_ONCE = 2
@@ -118,7 +115,8 @@ SECURITY_HEADERS = {
 }
 
 #: How long a refused body is still read (and dropped), so that the client, still
-#: sending, gets the answer rather than a reset connection.
+#: sending, gets the answer rather than a reset connection; a connection turned away
+#: (more than ``MAX_CONNECTIONS``) too.
 DRAIN_SECONDS = 5.0
 
 def settings_from_query(query: str, server: Settings,
@@ -373,29 +371,22 @@ def _error(message: str) -> bytes:
 
 # --- the server ----------------------------------------------------------------------
 
-class PageServer(ThreadingHTTPServer):
-    """The HTTP server of one ``chunkd serve``."""
+class PageServer(BoundedServer):
+    """The HTTP server of one ``chunkd serve``: ``MAX_CONNECTIONS`` connections at
+    once, each closed after its idle timeout (``chunkd.bounded_http``)."""
 
-    daemon_threads = True
-    request_queue_size = MAX_CONNECTIONS
+    drain_seconds = DRAIN_SECONDS
+    busy_message = ("chunkd serve: {max_connections} connections are open, the most it "
+                    "takes; try again\n")
+    busy_headers = SECURITY_HEADERS
 
     def __init__(self, host: str, port: int, initial: dict, max_bytes: int,
                  settings: Settings | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS,
                  time_limit: float = DEFAULT_TIME_LIMIT,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
-        family, _, _, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        assert isinstance(address[0], str), "a stream socket's address is (host, port...)"
-        self.address_family = family
         self.max_bytes = max_bytes
         self.settings = settings or Settings()  # those the page has no control for
         self.splits = Splits(time_limit, max_chunks, max_bytes)
-        self.idle_timeout = idle_timeout
-        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.closing: list[tuple[float, socket.socket]] = []  # turned away, closing
-        #: Connections reading a request's line and headers, and when they must be done.
-        self.heading: dict[socket.socket, float] = {}
-        self.heading_lock = threading.Lock()
         #: The strategies no request can split with here, and why (a model it lacks).
         self.unavailable = unavailable_strategies(self.settings)
         self.config = orjson.dumps({"chunker": f"chunkd {__version__}",
@@ -404,14 +395,8 @@ class PageServer(ThreadingHTTPServer):
                                         kind | {"unavailable": self.unavailable.get(kind["name"])}
                                         for kind in strategy_descriptions()],
                                     "initial": initial, "max_bytes": max_bytes})
-        super().__init__(address, PageHandler)
+        super().__init__(host, port, PageHandler, idle_timeout)
         self.names = Names(host, self.everywhere)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind asks DNS for the host's full name, which can hang on a
-        # machine without a resolver; the name is not needed.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.bound_host, self.server_address[1]
 
     @property
     def bound_host(self) -> str:
@@ -432,120 +417,19 @@ class PageServer(ThreadingHTTPServer):
             host = socket.gethostname()
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
-    def process_request(self, request: socket.socket | tuple[bytes, socket.socket],
-                        client_address: tuple) -> None:
-        """A thread for the connection, unless ``MAX_CONNECTIONS`` are open: then a
-        503 at once, without a thread (see ``turn_away``)."""
-        # BaseServer's requests may be datagrams (UDP); a TCP server's are connections.
-        assert isinstance(request, socket.socket), "a TCP server's request is its socket"
-        if not self.connections.acquire(blocking=False):
-            self.turn_away(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except RuntimeError:  # no thread could be started: the connection is dropped
-            self.connections.release()
-            self.shutdown_request(request)
-
-    def turn_away(self, request: socket.socket) -> None:
-        """Answer 503 (it fits in the socket's buffer) and end the sending; the
-        connection is closed once the client has closed it or within
-        ``DRAIN_SECONDS``, its request read and dropped meanwhile (closing a socket
-        with unread data resets the connection, and the client might lose the 503)."""
-        message = (f"chunkd serve: {MAX_CONNECTIONS} connections are open, the most it "
-                   "takes; try again\n").encode()
-        head = [f"HTTP/1.0 503 {HTTPStatus(503).phrase}", "Connection: close",
-                "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(message)}",
-                *(f"{header}: {value}" for header, value in SECURITY_HEADERS.items())]
-        try:
-            request.setblocking(False)
-            request.send("\r\n".join(head).encode() + b"\r\n\r\n" + message)
-            request.shutdown(socket.SHUT_WR)
-        except OSError:
-            request.close()
-            return
-        if len(self.closing) >= MAX_CONNECTIONS:  # turned away in a flood: no waiting
-            request.close()
-        else:
-            self.closing.append((time.monotonic() + DRAIN_SECONDS, request))
-
-    def service_actions(self) -> None:
-        """Between requests (at least twice a second): end the connections whose
-        request's line and headers are not in by their deadline (the idle timeout
-        restarts with every byte, so a client trickling headers would hold a thread for
-        ever); close the connections turned away whose client has closed, or whose time
-        is up."""
-        super().service_actions()
-        now, waiting = time.monotonic(), []
-        with self.heading_lock:
-            late = [connection for connection, deadline in self.heading.items() if now > deadline]
-        for connection in late:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)  # its thread's read ends at once
-            except OSError:
-                pass
-        for deadline, connection in self.closing:
-            try:
-                while connection.recv(1 << 16):
-                    pass
-            except BlockingIOError:
-                if now < deadline:
-                    waiting.append((deadline, connection))
-                    continue
-            except OSError:
-                pass
-            connection.close()
-        self.closing = waiting
-
-    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket],
-                               client_address: tuple) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.connections.release()
-
-    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
-                     client_address: tuple) -> None:
-        """One line, not a traceback: most often a client that went away or stalled."""
-        error = sys.exc_info()[1]
-        reason = (error.strerror or type(error).__name__ if isinstance(error, OSError)
-                  else f"{type(error).__name__}: {error}")
-        log(f"connection from {client_address[0]} ended: {reason}")
+    def connection_ended(self, line: str) -> None:
+        """On stderr, as every line of ``chunkd serve``."""
+        log(line)
 
 
-class PageHandler(BaseHTTPRequestHandler):
-    """The page's files, its configuration, and ``POST /api/split``."""
+class PageHandler(BoundedHandler):
+    """The page's files, its configuration, and ``POST /api/split``. Its request's
+    line and headers have the server's idle timeout as deadline
+    (``BoundedHandler``); its body, one of its own (``read_body``)."""
 
     server: PageServer
     server_version = "chunkd"
     sys_version = ""
-
-    def handle_one_request(self) -> None:
-        # The request's line and headers must all arrive within the idle timeout
-        # (PageServer.service_actions ends the connection otherwise); its body has a
-        # deadline of its own (read_body).
-        with self.server.heading_lock:
-            self.server.heading[self.connection] = time.monotonic() + self.server.idle_timeout
-        try:
-            super().handle_one_request()
-        finally:
-            self._headers_read()
-
-    def parse_request(self) -> bool:
-        try:
-            return super().parse_request()
-        finally:
-            self._headers_read()
-
-    def _headers_read(self) -> None:
-        with self.server.heading_lock:
-            self.server.heading.pop(self.connection, None)
-
-    def setup(self) -> None:
-        # StreamRequestHandler sets it on the socket. typeshed declares timeout a ClassVar,
-        # but setup() reads it from the instance: this connection's own, the server's.
-        self.timeout = self.server.idle_timeout  # type: ignore[misc]
-        super().setup()
 
     def do_GET(self) -> None:
         if not self.check_host():
