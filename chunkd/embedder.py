@@ -116,9 +116,9 @@ def _check_url(value: Any, name: str) -> str:
 
 
 def _public_url(value: str) -> str:
-    from chunkd.embeddings import public_url
+    from chunkd.urls import identity_url
 
-    return public_url(value)
+    return identity_url(value)
 
 
 #: The options that choose the model and how it is called, by name.
@@ -233,7 +233,8 @@ EMBED_DTYPE = register_option(Option[str](
                               "vectors differ a little)", choices=DTYPES),)),
     after="embed_device")
 #: An OpenAI-compatible endpoint and the model it serves (``chunkd.embeddings``); results
-#: record the URL without credentials or query, and the model's name.
+#: record the URL without credentials (its query too, but for its secret parameters),
+#: and the model's name.
 EMBED_URL = register_option(Option[str](
     None, "an OpenAI-compatible embeddings endpoint", name="embed_url", check=_check_url,
     to_json=_public_url, flags=(

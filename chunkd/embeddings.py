@@ -258,11 +258,13 @@ def endpoint_url(url: str) -> str:
     well-formed http(s) URL (checked here, once, rather than failing each call)."""
     import urllib.parse
 
+    from chunkd.urls import ambiguous, public_url
+
     if not url.isascii() or re.search(r"[\x00-\x20\x7f]", url):
         raise SettingsError("--embed-url: white space, a control character or a character "
                             "beyond ASCII in the URL: write it percent-encoded (a host "
                             "in its ASCII form, xn--...)")
-    if _ambiguous(url):
+    if ambiguous(url):
         raise SettingsError("--embed-url: an @ after the host, as a password holding /, ? "
                             "or # would leave it: write those characters in credentials "
                             "(and any @ after the host) percent-encoded: %2F, %3F, %23, %40")
@@ -278,27 +280,6 @@ def endpoint_url(url: str) -> str:
     if not path.endswith("/v1/embeddings"):
         path += "/embeddings" if path.endswith("/v1") else "/v1/embeddings"
     return urllib.parse.urlunsplit(parts._replace(path=path))
-
-
-def public_url(url: str) -> str:
-    """A URL as messages and records show it: without credentials, query or fragment;
-    only its scheme when it is malformed or an ``@`` after its host may end a password."""
-    import urllib.parse
-
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "(a malformed URL)"
-    if _ambiguous(url):
-        return f"{parts.scheme}://..."
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def _ambiguous(url: str) -> bool:
-    """Whether an ``@`` follows the URL's host (``http://user:pa/ss@host``): a password
-    with an unencoded ``/``, ``?`` or ``#`` cannot be told from a path or query."""
-    return "@" in re.sub(r"^[^/?#]*", "", url.partition("://")[2])
 
 
 class Limits(NamedTuple):
@@ -356,12 +337,14 @@ class OpenAIEmbedder:
                  first_wait: float = FIRST_WAIT, longest_wait: float = LONGEST_WAIT) -> None:
         import urllib.parse  # as json: for endpoints only, never at the command's start
 
+        from chunkd.urls import identity_url, public_url, secrets
+
         called = urllib.parse.urlsplit(endpoint_url(url))
         # Credentials in the URL go as Basic authentication, never in the request line.
         self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
-        #: The user and password the URL holds, if any: never shown.
+        #: The user and password the URL holds, and its query's secrets: never shown.
         self.credentials = tuple(urllib.parse.unquote(part) for part in (
-            called.username, called.password) if part)
+            called.username, called.password) if part) + secrets(self.url)
         import base64
 
         self.basic = (None if called.username is None else base64.b64encode(
@@ -369,7 +352,9 @@ class OpenAIEmbedder:
             f"{urllib.parse.unquote(called.password or '')}".encode()).decode())
         self.shown = public_url(self.url)
         self.model = model
-        self.name = f"{model}@{self.shown}"
+        # The whole URL (its query too: a deployment, an API version), never its
+        # credentials: the vectors of another query may be another model's.
+        self.name = f"{model}@{identity_url(self.url)}"
         self.timeout = endpoint_timeout() if timeout is None else timeout
         self.first_wait, self.longest_wait = first_wait, longest_wait
         self.limits = limits
@@ -378,6 +363,10 @@ class OpenAIEmbedder:
         #: When ``/info`` last got no answer (``monotonic``), while none has answered.
         self._unanswered_at: float | None = None
         self._asking = threading.Lock()
+        #: Whether the last call that ended found no answer after all its tries: until
+        #: a call is answered, each gets one try, so that a run meeting an endpoint
+        #: that keeps failing is not held up a whole call's tries for every batch.
+        self.failing = False
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
@@ -556,7 +545,8 @@ class OpenAIEmbedder:
         limit = ANSWER_BYTES + len(texts) * (TEXT_BYTES + (self.dimension or WIDEST)
                                              * NUMBER_BYTES)
         last = ""
-        for attempt in range(TRIES):
+        tries = 1 if self.failing else TRIES
+        for attempt in range(tries):
             wait = self.first_wait * 2 ** attempt
             try:
                 answer = call(self.url, "POST", body, headers, self.timeout, limit)
@@ -567,6 +557,7 @@ class OpenAIEmbedder:
                                  f"texts, more than their vectors can need: refused") from None
             else:
                 if 200 <= answer.status < 300:
+                    self.failing = False
                     return answer.body
                 last = f"HTTP {answer.status}"
                 if 300 <= answer.status < 400:
@@ -579,8 +570,13 @@ class OpenAIEmbedder:
                 told = (answer.headers.get("Retry-After") or "").strip()
                 if told.isascii() and told.isdigit():
                     wait = min(float(told), self.longest_wait)
-            if attempt + 1 < TRIES and given_up.wait(wait):
+            if attempt + 1 < tries and given_up.wait(wait):
                 break
+        else:  # every try made (not given up for another call's failure)
+            self.failing = True
+        if tries == 1:
+            raise EmbedError(f"{self.shown}: no answer after {TRIES} tries of an earlier "
+                             f"call and 1 of this one (last: {last})")
         raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
 
     def _where(self, location: str | None) -> str:

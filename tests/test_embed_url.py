@@ -334,6 +334,66 @@ def test_credentials_and_query_are_in_no_identity_or_message(server, monkeypatch
     assert "pass-word" not in str(error.value) and "qsecret" not in str(error.value)
 
 
+def test_endpoints_that_differ_by_their_query_are_two_identities(server):
+    """The identity is the whole URL, its query too (another deployment may be another
+    model), never its credentials: the user information and the query's secrets."""
+    small, large = (quick(server.url.replace("http://", "http://someone:pass-word@")
+                          + f"/v1/embeddings?deployment={size}&api-key=qsecret&sig=s1g")
+                    for size in ("small", "large"))
+    assert small.name == (f"toy-model@{server.url}/v1/embeddings?deployment=small")
+    assert large.name == (f"toy-model@{server.url}/v1/embeddings?deployment=large")
+    assert quick(server.url + "/v1?deployment=small&api-key=other").name == small.name
+    assert small.shown == f"{server.url}/v1/embeddings"  # messages: no query at all
+    # Results record the URL given, as a whole but for its credentials.
+    from chunkd.settings import settings_from_flags
+
+    recorded = settings_from_flags({
+        "strategy": "semantic", "embed_model": "toy-model",
+        "embed_url": server.url.replace("http://", "http://someone:pass-word@")
+        + "/v1?deployment=small&api-key=qsecret"}).as_dict()
+    assert recorded["embed_url"] == f"{server.url}/v1?deployment=small"
+
+
+@pytest.mark.slow
+def test_the_cache_and_a_sync_tell_endpoints_apart_by_their_query(server, tmp_path):
+    """Through the installed chunkd: vectors cached for one deployment are not served
+    for another, and a store synced with one is stale for another (--check, then a sync
+    embeds again)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(TEXT, encoding="utf-8")
+    cache, store = tmp_path / "cache", str(tmp_path / "lance")
+
+    def vectors(size: str) -> subprocess.CompletedProcess:
+        return run_chunkd("--chars", "120", "--vectors", "--embed-url",
+                          f"{server.url}/v1?deployment={size}", "--embed-model", "toy-model",
+                          "--embed-cache", str(cache), str(folder / "a.md"))
+
+    def sync(size: str, *options: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [chunkd_command(), "sync", str(folder), "--sink", store, "--chars", "120",
+             "--embed-url", f"{server.url}/v1?deployment={size}", "--embed-model",
+             "toy-model", *options], capture_output=True, timeout=120)
+
+    assert vectors("small").returncode == 0
+    asked = len(server.requests)
+    assert asked and vectors("small").returncode == 0
+    assert len(server.requests) == asked  # the same endpoint: from the cache
+    assert vectors("large").returncode == 0
+    assert len(server.requests) > asked  # another: asked again
+    assert {body["input"][0] for _, _, body in server.requests[asked:]}
+
+    done = sync("small")
+    assert done.returncode == 0, done.stderr
+    assert sync("small", "--check").returncode == 0
+    checked = sync("large", "--check")
+    assert checked.returncode == 1 and b"stale a.md" in checked.stdout, checked
+    asked = len(server.requests)
+    done = sync("large")
+    assert done.returncode == 0 and b"1 applied" in done.stderr, done.stderr
+    assert len(server.requests) > asked
+
+
 # --- batches by count and by tokens, requests in flight ---------------------------------
 
 def numbered(count: int, words: int = 3) -> list[str]:
@@ -764,11 +824,12 @@ def test_ctrl_c_with_calls_in_flight_ends_the_filter_at_once(server, tmp_path):
 @pytest.mark.slow
 def test_the_records_settings_name_the_endpoint_not_the_key(server, monkeypatch, tmp_path):
     monkeypatch.setenv("CHUNKD_EMBED_API_KEY", KEY)
-    url = server.url.replace("http://", "http://user:pw-secret@") + "/v1?q=qsecret"
+    url = (server.url.replace("http://", "http://user:pw-secret@")
+           + "/v1?deployment=small&api-key=qsecret&access_token=tsecret")
     result = run_chunkd("--strategy", "semantic", "--embed-url", url, "--embed-model",
                         "toy-model", "--format", "json", input=TEXT.encode())
     assert result.returncode == 0, result.stderr
-    for secret in (KEY, "pw-secret", "qsecret"):
+    for secret in (KEY, "pw-secret", "qsecret", "tsecret", "user"):
         assert secret.encode() not in result.stdout + result.stderr
     assert orjson.loads(result.stdout)
 

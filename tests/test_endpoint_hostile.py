@@ -328,6 +328,47 @@ def test_retry_after_is_capped(hostile, mode):
     assert time.monotonic() - started < 4 * 0.2 + 1.5
 
 
+def posts(endpoint: Hostile) -> int:
+    return sum(method == "POST" for method, _, _ in endpoint.seen)
+
+
+def test_a_call_after_one_that_got_no_answer_gets_one_try(hostile):
+    """An endpoint that kept failing a whole call's tries is not given them again by
+    the next call (the filter's next batch, or the same texts again), until a call
+    is answered."""
+    hostile.mode = "retry-long"
+    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(1), timeout=5, first_wait=0.01,
+                            longest_wait=0.05)
+    with pytest.raises(EmbedError, match=r"no answer after 5 tries \(last: HTTP 429\)$"):
+        client.embed(["a"])
+    assert posts(hostile) == 5
+    with pytest.raises(EmbedError) as error:
+        client.embed(["b"])
+    assert one_line(error.value) == (f"{called(hostile)}: no answer after 5 tries of an "
+                                     "earlier call and 1 of this one (last: HTTP 429)")
+    assert posts(hostile) == 6
+    hostile.mode = None  # healed: the next call is answered at its one try
+    assert client.embed(["c"]).tolist() == hashed(["c"])
+    assert posts(hostile) == 7
+    hostile.mode = "retry-long"  # and the call after that has its whole tries again
+    with pytest.raises(EmbedError, match=r"no answer after 5 tries"):
+        client.embed(["d"])
+    assert posts(hostile) == 12
+
+
+def test_a_call_given_up_for_another_calls_failure_leaves_the_next_its_tries(hostile):
+    """A call stopped because another call of the batch failed at once (a refusal, not
+    an endpoint that keeps failing) does not take the next call's tries."""
+    hostile.markers = {"bad": "echo", "slow": "retry-long"}
+    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(2, batch=1), timeout=5,
+                            first_wait=0.01, longest_wait=0.3)
+    with pytest.raises(EmbedError, match="HTTP 401 Unauthorized"):
+        client.embed(["slow", "bad"])
+    assert not client.failing
+    hostile.markers = {}
+    assert client.embed(["x"]).tolist() == hashed(["x"])
+
+
 def test_the_default_cap_keeps_a_call_of_the_default_tries_within_a_minute():
     from chunkd.embeddings import FIRST_WAIT, TRIES
 
@@ -488,6 +529,28 @@ def test_through_the_filter_a_centuries_retry_after_waits_the_cap_once(hostile, 
 
 
 @pytest.mark.slow
+def test_through_the_filter_a_centuries_retry_after_on_every_try_ends_within_35_s(
+        hostile, keyed, tmp_path):
+    """docs/semantic.md: a call that keeps getting 429 gives up within 35 s, whatever
+    Retry-After says; the filter's later calls (the documents' own, after the batch read
+    ahead failed) get one try each, not a call's tries again (64 s before)."""
+    hostile.mode = "retry-long"
+    paths = []
+    for number in range(3):
+        paths.append(tmp_path / f"doc{number}.txt")
+        paths[-1].write_text(f"{TEXT} Document {number}.", encoding="utf-8")
+    started = time.monotonic()
+    result = run_chunkd("--strategy", "semantic", "--chars", "120", "--embed-url",
+                        hostile.url, "--embed-model", "toy-model", *map(str, paths))
+    took = time.monotonic() - started
+    assert result.returncode == 1 and result.stdout == b""
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 3 and all("(last: HTTP 429)" in line for line in lines), lines
+    assert posts(hostile) == 5 + 3
+    assert took < 35, took
+
+
+@pytest.mark.slow
 def test_through_the_filter_a_huge_answer_keeps_memory_bounded(hostile, keyed):
     """300 MB streamed with no length: refused at its bound, the peak far below it (the
     client once held the whole answer: 3.3 GB for 300 MB)."""
@@ -510,6 +573,18 @@ def test_a_password_holding_a_slash_through_the_filter(hostile):
     line = clean(result.stderr)
     assert PASSWORD[3:] not in line and PASSWORD[:3] not in line
     assert hostile.seen == []
+
+
+@pytest.mark.parametrize("url", [f"http:someone:{PASSWORD}@127.0.0.1:8080",
+                                 f"https:someone:{PASSWORD}@127.0.0.1:8080/v1",
+                                 f"http:/someone:{PASSWORD}@127.0.0.1:8080",
+                                 f"http:///someone:{PASSWORD}@127.0.0.1:8080"])
+def test_a_url_without_its_slashes_never_shows_its_credentials(url):
+    result = run_chunkd("--strategy", "semantic", "--embed-url", url, "--embed-model", "m",
+                        input=TEXT.encode())
+    assert result.returncode == 2
+    line = clean(result.stderr)
+    assert line.startswith("chunkd: error: --embed-url") and "someone" not in line, line
 
 
 @pytest.mark.slow

@@ -32,10 +32,10 @@ from chunkd.sinks.base import (
     StoreRefused,
     fingerprint,
     metadata,
-    public_url,
     removal,
     retrying,
 )
+from chunkd.urls import conninfo, public_url, scheme, slashed
 
 __all__ = ["DEFAULT_COLLECTION", "METADATA", "URL_VARIABLE", "Change", "Sink", "Stored",
            "StoreDown", "StoreRefused", "fingerprint", "metadata", "open_sink", "public_url",
@@ -43,20 +43,25 @@ __all__ = ["DEFAULT_COLLECTION", "METADATA", "URL_VARIABLE", "Change", "Sink", "
 
 
 def open_sink(url: str, collection: str, origin: str) -> Sink:
-    """The store at ``url``: ``postgresql://...`` (pgvector, in langchain-postgres's
-    tables) or a folder path (LanceDB, embedded); ``SettingsError`` if it is neither or
-    its package is missing. Connects lazily: a store that is down fails on first use."""
-    try:
-        scheme = urllib.parse.urlsplit(url).scheme.lower()
-    except ValueError:  # neither the URL nor the parser's words, which may quote it
-        raise SettingsError("--sink: not a URL (it is not shown: it may hold a "
-                            "password)") from None
-    if scheme in ("postgresql", "postgres"):
+    """The store at ``url``: ``postgresql://...`` or libpq's ``keyword=value`` settings
+    (pgvector, in langchain-postgres's tables), or a folder path (LanceDB, embedded);
+    ``SettingsError`` if it is neither or its package is missing. Connects lazily: a
+    store that is down fails on first use. A setting holding ``keyword=`` after white
+    space is never taken for a folder (its password would name one)."""
+    keywords = conninfo(url)
+    kind = "postgresql" if keywords else scheme(url)
+    if kind and not keywords:
+        try:
+            urllib.parse.urlsplit(url)
+        except ValueError:  # neither the URL nor the parser's words, which may quote it
+            raise SettingsError("--sink: not a URL (it is not shown: it may hold a "
+                                "password)") from None
+    if kind in ("postgresql", "postgres"):
         from chunkd.sinks.pgvector import PgvectorSink
         return PgvectorSink(url, collection, origin)
-    if scheme in ("", "file"):
+    if kind in ("", "file"):
         from chunkd.sinks.lancedb import LanceSink
-        path = urllib.parse.urlsplit(url).path if scheme == "file" else url
-        return LanceSink(path, collection, origin)
+        return LanceSink(urllib.parse.urlsplit(url).path if kind == "file" else url,
+                         collection, origin)
     raise SettingsError(f"--sink {public_url(url)}: not a store chunkd writes (a "
                         "postgresql:// URL, or a folder for LanceDB)")
