@@ -40,8 +40,9 @@ from chunkd.readers import (FolderLink, InputError, decode_blocks, display_name,
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.sinks import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, StoreDown,
-                          StoreRefused, Stored, fingerprint, open_sink, public_url, removal,
-                          retrying)
+                          StoreRefused, Stored, fingerprint, metadata, open_sink, public_url,
+                          removal, retrying)
+from chunkd.sinks.base import row_digest
 from chunkd.strategies import Chunker, Source, build, chunk_blocks, strategy_class
 from chunkd.writers import chunk_record, name_value
 
@@ -287,6 +288,8 @@ class Sync:
         self.fingerprint = store_fingerprint(settings, embedder.name)
         self.chunker = build(settings)
         self.tally = Tally()
+        #: The length of the store's vectors, until the model's is found to match it.
+        self.declared: int | None = None
 
     def files(self) -> list[tuple[str, str, os.stat_result]]:
         """The folder's inputs as (store name, relative path, state), in name order."""
@@ -299,7 +302,7 @@ class Sync:
         def waiting(error: StoreDown, seconds: float) -> None:
             if self.metrics:
                 self.metrics.sink_failures.labels("down").inc()
-            log.warning("chunkd: %s; trying again in %.1f s", error, seconds)
+            log.warning("chunkd: %s; trying again in %.1f s", display_name(str(error)), seconds)
 
         try:
             return retrying(call, self.args.retries + 1, waiting)
@@ -320,6 +323,7 @@ class Sync:
         log.error("chunkd: %s", display_name(message))
 
     def run(self) -> int:
+        self.declared = self.store(self.sink.vector_size)
         stored = self.store(self.sink.sources)
         rows = self.store(self.sink.rows)
         files = self.files()
@@ -363,7 +367,7 @@ class Sync:
         except InputError as error:
             self.fail(str(error))
             return None
-        if known is not None and known.sha256 == sha256 \
+        if known is not None and known.sha256 == sha256 and not known.altered \
                 and known.fingerprint == self.fingerprint and known.ids == held:
             self.tally.current += 1
             return None
@@ -478,8 +482,13 @@ class Sync:
         known = self.store(lambda: self.sink.vectors(reuse)) if reuse else {}
         missing = [record for record in records if record["chunk_id"] not in known]
         if missing:
-            vectors = self.embedder.embed([record.get("embed_text") or record["text"]
-                                           for record in missing])
+            texts = [record.get("embed_text") or record["text"] for record in missing]
+            vectors: list = []
+            if self.declared is not None:  # one text first: the store may take none
+                vectors = list(self.embedder.embed(texts[:1]))
+                self.check_dimension(len(vectors[0]))
+            if len(texts) > len(vectors):
+                vectors += list(self.embedder.embed(texts[len(vectors):]))
             for record, vector in zip(missing, vectors):
                 record["vector"] = vector
         for record in records:
@@ -490,10 +499,25 @@ class Sync:
             self.metrics.texts_embedded.inc(len(missing))
             self.metrics.cache_hits.inc(len(records) - len(missing))
 
+    def check_dimension(self, made: int) -> None:
+        """``StoreRefused`` (the run stops: every file needs it) when the store's vectors
+        are not of the length the model makes; checked on the first text embedded,
+        before any other is."""
+        if self.declared is not None and made != self.declared:
+            raise StoreRefused(
+                f"{self.sink.where}: its vectors have {self.declared} dimensions, the model "
+                f"makes {made} (sync into another --collection, or with the model it was "
+                "made with)")
+        self.declared = None
+
     def check(self) -> int:
-        """List how the store differs from the folder (stdout, a line a source)."""
+        """List how the store differs from the folder (stdout, a line a source): its
+        bookkeeping, its rows' ids, and what a reader sees of each row (its text and
+        metadata)."""
+        self.store(self.sink.vector_size)  # a table without a column chunkd writes: refused
         stored = self.store(self.sink.sources)
         rows = self.store(self.sink.rows)
+        contents = self.store(self.sink.contents)
         files = self.files()
         problems: list[str] = []
         for name, relative, _ in files:
@@ -517,6 +541,17 @@ class Sync:
                 problems.append(f"ids {name}: {len(expected - held)} of the folder's not in "
                                 f"the store, {len(held - expected)} in the store not of the "
                                 "folder")
+            else:
+                digests = contents.get(name, {})
+                altered = sum(digests.get(record["chunk_id"]) != row_digest(
+                    record["text"], metadata(record, name, self.sink.origin, sha256,
+                                             self.fingerprint)) for record in records)
+                if altered:
+                    problems.append(f"stale {name}: {altered} of its rows hold another text "
+                                    "or metadata than its chunks")
+                elif known.altered:
+                    problems.append(f"stale {name}: its rows are not those its bookkeeping "
+                                    "recorded")
         names = {name for name, _, _ in files}
         problems += [f"orphaned {name}" for name in sorted((stored.keys() | rows.keys()) - names)]
         out = sys.stdout
@@ -570,7 +605,8 @@ def main(argv: list[str]) -> int:
         sync = Sync(args, Inbox(options), settings, embedder, sink, metrics, limits)
         status = sync.check() if args.check else sync.run()
     except StoreDown as error:
-        print(f"chunkd: {error} (gave up after {args.retries + 1} tries)", file=sys.stderr)
+        print(f"chunkd: {display_name(str(error))} (gave up after {args.retries + 1} tries)",
+              file=sys.stderr)
         return EXIT_STORE
     except StoreRefused as error:
         print(f"chunkd: {display_name(str(error))}", file=sys.stderr)
@@ -584,5 +620,6 @@ def main(argv: list[str]) -> int:
         left = f"{tally.left} left to another writer, " if tally.left else ""
         print(f"chunkd sync: {tally.applied} applied, {tally.removed} removed, "
               f"{tally.current} current, {left}{tally.failed} failed, {tally.embedded} texts "
-              f"embedded; {public_url(url)} collection {args.collection}", file=sys.stderr)
+              f"embedded; {display_name(public_url(url))} collection "
+              f"{display_name(args.collection)}", file=sys.stderr)
     return status

@@ -173,7 +173,7 @@ class Follower:
             known = stored.get(name)
             header = self.inbox.recorded(relative, suffix)
             if known is None or header is None or known.sha256 != header.get("sha256") \
-                    or known.fingerprint != self.fingerprint \
+                    or known.altered or known.fingerprint != self.fingerprint \
                     or not (known.ids == rows.get(name, set())
                             == set(texts(b"".join(self.inbox.previous_ids(relative))))):
                 found[name] = relative
@@ -232,6 +232,7 @@ class Follower:
                 return
             if self.metrics:
                 self.metrics.sink_failures.labels("refused").inc()
+                self.metrics.files_failed.inc()  # as sync counts a source the store refuses
                 self.metrics.sink_waiting.done(group[0].source)
             log.error("chunkd: %s; the store keeps its previous state of %s", error,
                       group[0].source)

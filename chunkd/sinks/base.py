@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import orjson
+
+# How messages show a store's URL: the one masking rule of every credential-bearing
+# setting (re-exported here, where the sinks' callers look for it).
+from chunkd.urls import public_url as public_url
 
 
 #: The record fields a store keeps as metadata beside the text and the vector (with
@@ -39,16 +42,18 @@ class Stored:
     chunked from, the fingerprint of how (chunkd's version, the settings, the model),
     its chunk ids, and what each write of the source changes (pgvector: its time;
     LanceDB: its rows' addresses), so that a source written over and back to the same
-    state is not the state it was before."""
+    state is not the state it was before. ``altered``: its rows are not those its
+    writer recorded (a row's text or metadata changed behind its back): stale."""
 
     sha256: str
     fingerprint: str
     ids: frozenset[str]
     written: str = ""
+    altered: bool = False
 
     def holds(self, change: Change) -> bool:
         """Whether this is the state ``change`` makes (whoever wrote it)."""
-        return (self.sha256, self.fingerprint, self.ids) == (
+        return not self.altered and (self.sha256, self.fingerprint, self.ids) == (
             change.sha256, change.fingerprint,
             frozenset(record["chunk_id"] for record in change.records))
 
@@ -94,6 +99,8 @@ class Sink(Protocol):
 
     #: The store as messages name it: never with credentials.
     where: str
+    #: The name of the folder whose sources this sink keeps to.
+    origin: str
 
     def sources(self) -> dict[str, Stored]:
         """The bookkeeping of every source of this origin in the collection."""
@@ -102,6 +109,18 @@ class Sink(Protocol):
     def rows(self) -> dict[str, set[str]]:
         """The chunk ids the store holds for each source of this origin (the rows
         themselves, which a reader sees, not the bookkeeping)."""
+        ...
+
+    def contents(self) -> dict[str, dict[str, str]]:
+        """What a reader sees of each row of this origin, per source: its id and the
+        ``row_digest`` of its text and metadata as the store holds them (read back,
+        for ``--check``)."""
+        ...
+
+    def vector_size(self) -> int | None:
+        """The length of the vectors the store takes, where it declares one (None: no
+        table yet, or a column without a dimension); ``StoreRefused`` if its table
+        lacks a column chunkd writes or a reader needs."""
         ...
 
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
@@ -127,25 +146,28 @@ class Sink(Protocol):
         ...
 
 
-def public_url(url: str) -> str:
-    """A store's URL as messages show it: without a password, query or fragment. Read
-    from the text, up to the last "@" (not by ``urlsplit``, which would end the user
-    information at a "/", "?" or "#" written raw in the password, and show the rest)."""
-    scheme, separator, rest = url.partition("://")
-    if not separator or scheme.lower() == "file":
-        return url
-    user_information, _, host_and_path = rest.rpartition("@")
-    user = user_information.partition(":")[0]
-    shown = re.split(r"[?#]", host_and_path, maxsplit=1)[0]
-    return f"{scheme}://{user}@{shown}" if user else f"{scheme}://{shown}"
-
-
 def metadata(record: dict, source: str, origin: str, sha256: str,
              fingerprint: str) -> dict[str, Any]:
     """The metadata a store keeps of a record: its source, its origin, the source's
     SHA-256 and fingerprint, and the ``METADATA`` fields (None where it has none)."""
     return {"source": source, "origin": origin, "sha256": sha256, "fingerprint": fingerprint,
             **{name: record.get(name) for name in METADATA}}
+
+
+def row_digest(text: str | None, values: dict[str, Any]) -> str:
+    """A row as a reader sees it, in one digest: its text and its metadata (the fields
+    without a value left out, as pgvector's JSON leaves them), each U+0000 as U+FFFD
+    (PostgreSQL holds no NUL: both stores' rows compare alike)."""
+    def storable(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("\x00", "\ufffd")
+        if isinstance(value, (list, tuple)):
+            return [storable(item) for item in value]
+        return value
+
+    shown = {key: storable(value) for key, value in values.items() if value is not None}
+    return hashlib.sha256(orjson.dumps([storable(text), shown],
+                                       option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def fingerprint(values: dict[str, Any]) -> str:

@@ -21,10 +21,12 @@ A source some of whose ids rows of another origin hold is refused before the mer
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
@@ -33,13 +35,35 @@ from typing import TYPE_CHECKING, Any
 from chunkd.chunk import RECORD_FIELDS
 from chunkd.errors import SettingsError
 from chunkd.sinks.base import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
-                               superseded)
+                               row_digest, superseded)
 
 if TYPE_CHECKING:
     import pyarrow
 
 EXTRA = "pip install 'lancedb>=0.25'"
 log = logging.getLogger("chunkd.sync")
+#: The file names a table takes beside it in the folder, around its name: Lance's
+#: folder, and chunkd's lock; the longest name a file may have.
+LANCE_SUFFIX, LOCK_NAME, NAME_BYTES = ".lance", ".{}.chunkd-lock", 255
+#: The longest table name whose files all fit (the lock's name is the longer).
+TABLE_NAME_BYTES = NAME_BYTES - max(len(LANCE_SUFFIX), len(LOCK_NAME.format("")))
+#: The system errors of a store that may pass (a full disk, a quota): tried again.
+PASSING = {errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EINTR, errno.ETIMEDOUT,
+           errno.EIO}
+
+
+def _said(error: BaseException) -> str:
+    """Lance's message on one line, without the places in its own source it names."""
+    text = re.sub(r",? (/\S+\.rs:\d+:\d+)", "", str(error))
+    return " ".join(text.split()) or type(error).__name__
+
+
+def _code(error: BaseException) -> int | None:
+    """The system error number an error carries (Python's, or Lance's ``os error N``)."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return error.errno
+    found = re.search(r"\(os error (\d+)\)", str(error))
+    return int(found.group(1)) if found else None
 
 
 def _literal(value: str) -> str:
@@ -80,17 +104,30 @@ class LanceSink:
         _check_folder(path)
         try:
             validate_table_name(collection)
+            if len(collection.encode()) > TABLE_NAME_BYTES:
+                raise ValueError(collection)
         except ValueError:
             raise SettingsError(
-                f"--collection {collection!r}: not a LanceDB table name, which holds one or "
-                "more ASCII letters, digits, '_', '-' and '.' (and is not '.' or '..')"
-            ) from None
+                f"--collection {collection!r}: not a LanceDB table name, which holds one to "
+                f"{TABLE_NAME_BYTES} ASCII letters, digits, '_', '-' and '.' (and is not '.' "
+                "or '..')") from None
         self.path = path
         self.collection = collection
         self.origin = origin
         self.where = f"{path} table {collection}"
         self.database: Any = None
         self.table: Any = None
+
+    def _failed(self, error: BaseException) -> Exception:
+        """A failure of LanceDB as the sink's: a store that may pass (a full disk, an
+        I/O error, a folder it cannot reach) ``StoreDown``; anything else (a damaged
+        table: a data file missing, a manifest it cannot read) ``StoreRefused``, which
+        trying again would not mend."""
+        if _code(error) in PASSING or (isinstance(error, OSError)
+                                      and not isinstance(error, FileNotFoundError)):
+            return StoreDown(f"{self.where}: {_said(error)}")
+        return StoreRefused(f"{self.where}: the table cannot be used (damaged?): "
+                            f"{_said(error)}")
 
     def _table(self, dimension: int | None = None) -> Any:
         """The table, or None while it does not exist (made for vectors of
@@ -108,8 +145,9 @@ class LanceSink:
                     if dimension is not None:
                         self.table = self.database.create_table(
                             self.collection, schema=self.schema(dimension), exist_ok=True)
-        except OSError as error:
-            raise StoreDown(f"{self.where}: {error}") from None
+        except (OSError, RuntimeError, ValueError) as error:
+            self.table = None
+            raise self._failed(error) from None
         return self.table
 
     @staticmethod
@@ -144,8 +182,8 @@ class LanceSink:
         try:
             return (table.search().where(where).select(columns).with_row_id(addresses)
                     .limit(None).to_arrow())
-        except OSError as error:
-            raise StoreDown(f"{self.where}: {error}") from None
+        except (OSError, RuntimeError, ValueError) as error:
+            raise self._failed(error) from None
 
     def sources(self) -> dict[str, Stored]:
         return self._held(self._mine())[0]
@@ -176,6 +214,39 @@ class LanceSink:
     def rows(self) -> dict[str, set[str]]:
         return {source: set(stored.ids) for source, stored in self.sources().items()}
 
+    def contents(self) -> dict[str, dict[str, str]]:
+        found: dict[str, dict[str, str]] = {}
+        rows = self._read(["id", "text", "metadata"], self._mine())
+        for row, text, values in zip(rows["id"].to_pylist(), rows["text"].to_pylist(),
+                                     rows["metadata"].to_pylist()):
+            found.setdefault(values["source"], {})[row] = row_digest(text, values)
+        return found
+
+    def vector_size(self) -> int | None:
+        """The table's vector size; ``StoreRefused`` if a column chunkd writes or
+        LangChain's ``LanceDB`` reads is absent or of another type (rows written
+        without it would lack it: a reader without ``text`` fails)."""
+        import pyarrow
+
+        table = self._table()
+        if table is None:
+            return None
+        try:
+            schema = table.schema
+        except (OSError, RuntimeError, ValueError) as error:
+            raise self._failed(error) from None
+        vector = schema.field("vector").type if "vector" in schema.names else None
+        size = vector.list_size if isinstance(vector, pyarrow.FixedSizeListType) else 1
+        wanted = self.schema(size)
+        for field in wanted:
+            found = schema.field(field.name) if field.name in schema.names else None
+            if found is None or not _fits(found.type, field.type):
+                raise StoreRefused(
+                    f"{self.where}: the table's column {field.name} is not what chunkd "
+                    f"writes and LangChain's LanceDB reads ({field.type}; it has "
+                    f"{found.type if found is not None else 'none'})")
+        return size
+
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
         wanted = list(ids)
         if not wanted:
@@ -197,7 +268,7 @@ class LanceSink:
         when its process ends, however it ends."""
         try:
             os.makedirs(self.path, exist_ok=True)
-            descriptor = os.open(os.path.join(self.path, f".{self.collection}.chunkd-lock"),
+            descriptor = os.open(os.path.join(self.path, LOCK_NAME.format(self.collection)),
                                  os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as error:
             raise StoreDown(f"{self.where}: {error}") from None
@@ -241,9 +312,9 @@ class LanceSink:
                                       change.sha256 or "", change.fingerprint)}
                 for change, record in records], schema=table.schema)
         except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError) as error:
-            raise StoreRefused(f"{self.where}: {error}") from None
-        except OSError as error:
-            raise StoreDown(f"{self.where}: {error}") from None
+            raise StoreRefused(f"{self.where}: {_said(error)}") from None
+        except (OSError, RuntimeError, ValueError) as error:
+            raise self._failed(error) from None
         self._refuse_taken(records)
         try:
             if doubled:  # a merge would update both rows of an id: they go first
@@ -252,10 +323,11 @@ class LanceSink:
              .when_matched_update_all(where="target.metadata.origin = source.metadata.origin")
              .when_not_matched_insert_all()
              .when_not_matched_by_source_delete(sources).execute(data))
-        except OSError as error:
-            raise StoreDown(f"{self.where}: {error}") from None
-        except (RuntimeError, ValueError) as error:
-            raise StoreRefused(f"{self.where}: {error}") from None
+        except (OSError, RuntimeError, ValueError) as error:
+            failed = self._failed(error)
+            if isinstance(failed, StoreRefused):  # this change's fault, not the table's
+                failed = StoreRefused(f"{self.where}: {_said(error)}")
+            raise failed from None
         return left
 
     def _refuse_taken(self, records: Sequence[tuple[Change, dict]]) -> None:
@@ -280,3 +352,17 @@ class LanceSink:
 
     def close(self) -> None:
         self.table = self.database = None
+
+
+def _fits(found: Any, wanted: Any) -> bool:
+    """Whether a column of type ``found`` takes the values of ``wanted``: the same
+    type, or a struct holding each of its fields (another writer may add some)."""
+    import pyarrow
+
+    if isinstance(wanted, pyarrow.StructType):
+        if not isinstance(found, pyarrow.StructType):
+            return False
+        names = [field.name for field in found]
+        return all(field.name in names and _fits(found.field(field.name).type, field.type)
+                   for field in wanted)
+    return bool(found == wanted)

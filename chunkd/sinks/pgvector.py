@@ -19,15 +19,18 @@ table LangChain created without one gets no HNSW index (searches still work, exa
 The HNSW index is built once the writer has caught up (``settle``), not before the first
 rows: built after a load it costs a fraction of what every insert pays to keep it up.
 
-The connection's settings come from the URL and libpq's environment (``PGPASSWORD``,
-``~/.pgpass``, ``PGSSLMODE``...); the password never appears in a message.
+The connection's settings come from the URL (or libpq's keyword/value settings) and
+libpq's environment (``PGPASSWORD``, ``~/.pgpass``, ``PGSSLMODE``...); the user's
+``options`` (else ``PGOPTIONS``) are kept, chunkd's statement timeout added before them;
+a setting libpq would refuse before connecting is the setting's error, not a store that
+is down; the password never appears in a message (``chunkd.urls``).
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import urllib.parse
+import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,7 +39,8 @@ import orjson
 
 from chunkd.errors import SettingsError
 from chunkd.sinks.base import (Change, StoreDown, StoreRefused, Stored, Unchecked, metadata,
-                               public_url, superseded)
+                               row_digest, superseded)
+from chunkd.urls import conninfo, in_credentials, masked, public_url, secrets, slashed
 
 if TYPE_CHECKING:
     import psycopg
@@ -47,6 +51,10 @@ EXTRA = "pip install 'psycopg[binary]>=3.2'"
 SCHEMA_LOCK = 1573678846307946496
 #: The most seconds to connect, and the most any statement may take.
 CONNECT_SECONDS, STATEMENT_SECONDS = 10, 120
+#: The HNSW index's build, bounded on its own: the most seconds it may wait for the
+#: rows' table (its SHARE lock would hold up every writer queued behind it) and take;
+#: after a build that failed, the fewest seconds before a later ``settle`` tries again.
+INDEX_LOCK_SECONDS, INDEX_SECONDS, INDEX_AGAIN_SECONDS = 5, 3600, 3600.0
 
 BOOKKEEPING = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -67,6 +75,17 @@ CREATE TABLE IF NOT EXISTS langchain_pg_embedding (
 CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON langchain_pg_embedding
     USING gin (cmetadata jsonb_path_ops);
 """
+#: The columns chunkd writes and LangChain reads, and their types.
+COLUMNS = {"id": ("character varying", "text"), "collection_id": ("uuid",),
+           "embedding": ("vector",), "document": ("character varying", "text"),
+           "cmetadata": ("jsonb",)}
+#: What a source's rows hold as a reader sees them (ids, texts, metadata), in one
+#: digest computed by the store: written in the bookkeeping with the rows, so that a
+#: row changed behind chunkd's back makes its source stale (rewritten by the next
+#: write). ``{rows}``: the rows' selection, aliased ``e``.
+ROWS_DIGEST = ("SELECT md5(string_agg(e.id || ' ' || md5(coalesce(e.document, '')) || ' ' "
+               "|| md5(e.cmetadata::text), ',' ORDER BY e.id)) FROM langchain_pg_embedding e "
+               "WHERE {rows} AND e.embedding IS NOT NULL")
 HNSW = ("CREATE INDEX IF NOT EXISTS chunkd_embedding_hnsw ON langchain_pg_embedding "
         "USING hnsw (embedding vector_cosine_ops)")
 
@@ -80,6 +99,7 @@ WHERE stored.collection_id = EXCLUDED.collection_id
 """
 
 T = TypeVar("T")
+log = logging.getLogger("chunkd.sync")
 
 # The driver logs, to stderr unless told otherwise, what it ignored while ending a
 # failed statement: the failure itself is the sink's error, said once.
@@ -99,16 +119,29 @@ class PgvectorSink:
         self.url = url
         self.collection = collection
         self.origin = origin
-        self.secrets = _passwords(url)
-        self.where = _masked(f"{public_url(url)} collection {collection}", self.secrets)
+        self.secrets = secrets(url)
+        self.where = f"{public_url(url)} collection {collection}"
+        if not conninfo(url) and not slashed(url):  # no driver reads "postgresql:u@h"
+            raise SettingsError(f"--sink {public_url(url)}: a PostgreSQL URL begins "
+                                "postgresql:// (or give libpq's keyword=value settings)")
         try:  # a malformed URL is the setting's error, said now, not a store that is down
-            conninfo_to_dict(url)
+            settings = conninfo_to_dict(url)
         except psycopg.Error as error:
             raise SettingsError(f"--sink {self._message(error)}") from None
+        problem = _misread(settings, lambda value: in_credentials(url, value))
+        if problem:
+            raise SettingsError(f"--sink {self.where}: {masked(problem, self.secrets)}")
+        # The user's options (the URL's, else libpq's PGOPTIONS, which an options=
+        # given to the driver replaces), with chunkd's statement timeout before them:
+        # a statement_timeout of the user's own is theirs to choose.
+        self.options = " ".join(part for part in (
+            f"-c statement_timeout={STATEMENT_SECONDS * 1000}",
+            str(settings.get("options") or os.environ.get("PGOPTIONS") or "").strip()) if part)
         self.connection: psycopg.Connection | None = None
         self.collection_id: uuid.UUID | None = None
         self.dimension: int | None = None  # once the tables are known to take it
         self.index_due = False  # the rows' table may lack its HNSW index (settle)
+        self.index_again = 0.0  # after a failed build: not before this time.monotonic()
 
     # --- the connection --------------------------------------------------------------
 
@@ -119,8 +152,8 @@ class PgvectorSink:
             self.connection = None
             self.connection = psycopg.connect(
                 self.url, connect_timeout=CONNECT_SECONDS, autocommit=False,
-                options=f"-c statement_timeout={STATEMENT_SECONDS * 1000}",
-                application_name="chunkd")
+                # (fallback_: an application_name the user gives stays theirs)
+                options=self.options, fallback_application_name="chunkd")
         return self.connection
 
     def _run(self, work: Callable[[psycopg.Cursor], T]) -> T:
@@ -156,7 +189,7 @@ class PgvectorSink:
     def _message(self, error: BaseException) -> str:
         text = " ".join(str(error).split()) or type(error).__name__
         # The driver may quote the URL it could not parse.
-        return f"{self.where}: {_masked(text, self.secrets)}"
+        return f"{self.where}: {masked(text, self.secrets)}"
 
     # --- the tables ------------------------------------------------------------------
 
@@ -182,7 +215,15 @@ class PgvectorSink:
         if self.dimension is None or (dimension is not None and self.dimension != dimension):
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             cursor.execute(BOOKKEEPING)
-            if dimension is not None:
+            cursor.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                           "'chunkd_sources'::regclass AND attname = 'rows_digest'")
+            if not _one(cursor):  # a table of an older chunkd: its sources become stale
+                cursor.execute("ALTER TABLE chunkd_sources ADD COLUMN IF NOT EXISTS "
+                               "rows_digest TEXT")
+            # Only what is absent: CREATE INDEX IF NOT EXISTS takes the rows' table's
+            # SHARE lock even when the index is there, waiting for every writer.
+            if dimension is not None and not (_exists(cursor, "langchain_pg_embedding")
+                                              and _exists(cursor, "ix_cmetadata_gin")):
                 cursor.execute(EMBEDDINGS.format(dimension=int(dimension)))
             cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = "
                            "to_regclass('langchain_pg_embedding') AND attname = 'embedding'")
@@ -206,11 +247,11 @@ class PgvectorSink:
             collection = self._collection(cursor, create=False)
             if collection is None:
                 return {}
-            cursor.execute("SELECT source, sha256, fingerprint, ids, applied::text FROM "
-                           "chunkd_sources WHERE collection_id = %s AND origin = %s",
-                           (collection, self.origin))
-            return {source: Stored(sha256, made, frozenset(ids), written)
-                    for source, sha256, made, ids, written in cursor}
+            cursor.execute("SELECT source, sha256, fingerprint, ids, applied::text, "
+                           f"{_intact(cursor, 's.source')} FROM chunkd_sources s WHERE "
+                           "collection_id = %s AND origin = %s", (collection, self.origin))
+            return {source: _stored(sha256, made, ids, written, intact)
+                    for source, sha256, made, ids, written, intact in cursor}
         return self._run(read)
 
     def rows(self) -> dict[str, set[str]]:
@@ -225,6 +266,41 @@ class PgvectorSink:
             for source, row in cursor:
                 found.setdefault(source, set()).add(row)
             return found
+        return self._run(read)
+
+    def contents(self) -> dict[str, dict[str, str]]:
+        def read(cursor: psycopg.Cursor) -> dict[str, dict[str, str]]:
+            collection = self._collection(cursor, create=False)
+            if collection is None or not _exists(cursor, "langchain_pg_embedding"):
+                return {}
+            cursor.execute("SELECT cmetadata ->> 'source', id, document, cmetadata FROM "
+                           "langchain_pg_embedding WHERE collection_id = %s AND "
+                           "cmetadata ->> 'origin' = %s AND embedding IS NOT NULL",
+                           (collection, self.origin))
+            found: dict[str, dict[str, str]] = {}
+            for source, row, document, values in cursor:
+                found.setdefault(source, {})[row] = row_digest(document, values)
+            return found
+        return self._run(read)
+
+    def vector_size(self) -> int | None:
+        def read(cursor: psycopg.Cursor) -> int | None:
+            cursor.execute("SELECT a.attname, format_type(a.atttypid, NULL), a.atttypmod "
+                           "FROM pg_attribute a WHERE a.attrelid = "
+                           "to_regclass('langchain_pg_embedding') AND a.attnum > 0 AND "
+                           "NOT a.attisdropped")
+            columns = {name: (kind, size) for name, kind, size in cursor}
+            if not columns:
+                return None
+            for name, kinds in COLUMNS.items():
+                if name not in columns or columns[name][0] not in kinds:
+                    found = f"a {columns[name][0]}" if name in columns else "none"
+                    raise StoreRefused(
+                        f"{self.where}: langchain_pg_embedding's column {name} is not "
+                        f"what chunkd writes and LangChain reads ({' or '.join(kinds)}; "
+                        f"it has {found})")
+            size = columns["embedding"][1]
+            return size if size > 0 else None
         return self._run(read)
 
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
@@ -270,12 +346,12 @@ class PgvectorSink:
         ids = [record["chunk_id"] for record in change.records]
         self._lock(cursor, collection, source)
         if not isinstance(change.previous, Unchecked):
-            cursor.execute("SELECT sha256, fingerprint, ids, applied::text FROM chunkd_sources "
+            cursor.execute("SELECT sha256, fingerprint, ids, applied::text, "
+                           f"{_intact(cursor, 's.source')} FROM chunkd_sources s "
                            "WHERE collection_id = %s AND origin = %s AND source = %s",
                            (collection, self.origin, source))
             row = cursor.fetchone()
-            if superseded(change, Stored(row[0], row[1], frozenset(row[2]), row[3])
-                          if row else None):
+            if superseded(change, _stored(*row) if row else None):
                 return False
         # The source's rows by containment, which LangChain's GIN index on the metadata
         # answers (an equality on ->> would read the whole table for every source).
@@ -303,26 +379,48 @@ class PgvectorSink:
                     f"{self.where}: {source}: {len(ids) - held} of its chunk ids are "
                     "held by another collection or folder (langchain_pg_embedding's "
                     "id is unique across collections)")
+        digest = ROWS_DIGEST.format(rows="e.collection_id = %s AND e.cmetadata @> %s::jsonb")
         cursor.execute(
             # The write's own time, not its transaction's start: each write differs.
             "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
-            "fingerprint, ids, applied) VALUES (%s, %s, %s, %s, %s, %s, clock_timestamp()) "
-            "ON CONFLICT (collection_id, origin, source) DO UPDATE SET sha256 = "
-            "EXCLUDED.sha256, fingerprint = EXCLUDED.fingerprint, ids = EXCLUDED.ids, "
-            "applied = EXCLUDED.applied",
-            (collection, self.origin, source, change.sha256, change.fingerprint, ids))
+            "fingerprint, ids, applied, rows_digest) VALUES (%s, %s, %s, %s, %s, %s, "
+            f"clock_timestamp(), ({digest})) ON CONFLICT (collection_id, origin, source) DO "
+            "UPDATE SET sha256 = EXCLUDED.sha256, fingerprint = EXCLUDED.fingerprint, ids = "
+            "EXCLUDED.ids, applied = EXCLUDED.applied, rows_digest = EXCLUDED.rows_digest",
+            (collection, self.origin, source, change.sha256, change.fingerprint, ids,
+             collection, mine))
         return True
 
     def settle(self) -> None:
         """Build the HNSW index if this writer's tables lack it (``IF NOT EXISTS``:
-        another writer may have built it)."""
-        if not self.index_due:
+        another writer may have built it), within its own bounds (``INDEX_SECONDS``: a
+        large table takes longer than any other statement may). A build that fails
+        (the table held by another writer, the bound reached) is said once, as what it
+        is: the rows are in and searches work, exactly; it is tried again only by a
+        ``settle`` ``INDEX_AGAIN_SECONDS`` later, so that a daemon's catch-ups are not
+        each held up by it."""
+        import psycopg
+
+        if not self.index_due or time.monotonic() < self.index_again:
             return
 
         def build(cursor: psycopg.Cursor) -> None:
+            cursor.execute(f"SET LOCAL lock_timeout = {INDEX_LOCK_SECONDS * 1000}")
+            cursor.execute(f"SET LOCAL statement_timeout = {INDEX_SECONDS * 1000}")
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             cursor.execute(HNSW)
-        self._run(build)
+        try:
+            self._run(build)
+        except (StoreDown, StoreRefused) as error:
+            if isinstance(error.__context__, (psycopg.errors.QueryCanceled,
+                                              psycopg.errors.LockNotAvailable)) \
+                    or isinstance(error, StoreRefused):
+                self.index_again = time.monotonic() + INDEX_AGAIN_SECONDS
+                log.warning("chunkd: %s; the HNSW index on its embeddings was not built "
+                            "(the rows are in; searches are exact until it is): %s",
+                            self.where, str(error).removeprefix(f"{self.where}: "))
+                return
+            raise  # the store itself went away: the writer's retries are for that
         self.index_due = False
 
     def _lock(self, cursor: psycopg.Cursor, collection: uuid.UUID, source: str) -> None:
@@ -333,6 +431,23 @@ class PgvectorSink:
 
     def close(self) -> None:
         self._drop()
+
+
+def _intact(cursor: Any, source: str) -> str:
+    """The SQL of whether a bookkeeping row ``s`` (its source's column ``source``) holds
+    the digest of the rows the store holds of it now (``ROWS_DIGEST``); a table of an
+    older chunkd, without the digest, holds none: its sources are stale."""
+    if not _exists(cursor, "langchain_pg_embedding"):
+        return "(to_jsonb(s) ->> 'rows_digest') IS NULL"
+    rows = ("e.collection_id = s.collection_id AND e.cmetadata @> jsonb_build_object("
+            f"'origin', s.origin, 'source', {source})")
+    return f"(to_jsonb(s) ->> 'rows_digest') IS NOT DISTINCT FROM ({ROWS_DIGEST.format(rows=rows)})"
+
+
+def _stored(sha256: str, made: str, ids: list[str], written: str, intact: bool) -> Stored:
+    """A bookkeeping row as ``Stored``, ``altered`` when its rows are not those it
+    recorded."""
+    return Stored(sha256, made, frozenset(ids), written, not intact)
 
 
 def _one(cursor: Any) -> Any:
@@ -372,32 +487,49 @@ def _vector_text(vector: Any) -> str | None:
     return "[" + ",".join(map(repr, values)) + "]"
 
 
-def _masked(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` (longest first) as ``***``."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
+#: libpq's settings checked before connecting (libpq refuses another value at once,
+#: which would otherwise be retried as a store that is down), and the environment
+#: variable that gives each when the URL does not.
+CHOICES = {
+    "sslmode": ("PGSSLMODE", ("disable", "allow", "prefer", "require", "verify-ca",
+                              "verify-full")),
+    "gssencmode": ("PGGSSENCMODE", ("disable", "prefer", "require")),
+    "channel_binding": ("PGCHANNELBINDING", ("disable", "prefer", "require")),
+    "target_session_attrs": ("PGTARGETSESSIONATTRS", ("any", "read-write", "read-only",
+                                                      "primary", "standby", "prefer-standby")),
+    "load_balance_hosts": ("PGLOADBALANCEHOSTS", ("disable", "random")),
+    "sslnegotiation": ("PGSSLNEGOTIATION", ("postgres", "direct")),
+}
 
 
-def _passwords(url: str) -> tuple[str, ...]:
-    """Every spelling of a password the URL holds, longest first (never shown in a
-    message): as written and decoded, after the user or as a ``password`` parameter,
-    read from the text itself, so that a URL the driver cannot parse (whose error
-    quotes it) still hides it; and the driver's own reading, where it can."""
-    from psycopg.conninfo import conninfo_to_dict
+def _misread(settings: dict[str, Any], secret: Callable[[str], bool]) -> str | None:
+    """What of the connection's settings libpq would refuse before connecting (a port
+    that is not one, a value not among a setting's choices), in a few words; None if
+    nothing. A value that may be a piece of the password (``secret``: a password with a
+    raw "/" ends the URL's credentials early for libpq) is not shown."""
+    def given(name: str, variable: str) -> tuple[str, str] | None:
+        if settings.get(name) not in (None, ""):
+            return name, str(settings[name])
+        value = os.environ.get(variable)
+        return (variable, value) if value else None
 
-    after_scheme = url.partition("://")[2]
-    netloc = after_scheme
-    for end in "/?#":
-        netloc = netloc.partition(end)[0]
-    # The user information ends at the host's "@", or (a "/", "?" or "#" written raw in
-    # the password) at the last "@": both are masked, as more masking costs nothing.
-    written = [netloc.rpartition("@")[0].partition(":")[2],
-               after_scheme.rpartition("@")[0].partition(":")[2],
-               *re.findall(r"[?&]password=([^&#]*)", url)]
-    found = {spelling for raw in written for spelling in (raw, urllib.parse.unquote(raw))}
-    try:
-        found.add(str(conninfo_to_dict(url).get("password") or ""))
-    except Exception:  # noqa: BLE001 (malformed: the text's spellings above)
-        pass
-    return tuple(sorted(found - {""}, key=len, reverse=True))
+    def said(name: str, value: str) -> str:
+        return (f"{name} (the part of the URL libpq reads as it, not shown: write a / in a "
+                "password as %2F)" if secret(value) else f"{name}={value}")
+
+    port = given("port", "PGPORT")
+    if port is not None:
+        for number in port[1].split(","):
+            number = number.strip()
+            if number and not (number.isascii() and number.isdigit()
+                               and 0 < int(number) < 65536):
+                return f"{said(*port)}: not a port number (1 to 65535)"
+        hosts = len(str(settings.get("host") or settings.get("hostaddr") or "").split(","))
+        ports = len(port[1].split(","))
+        if ports > 1 and ports != hosts:
+            return f"{said(*port)}: {ports} ports for {hosts} hosts"
+    for name, (variable, choices) in CHOICES.items():
+        found = given(name, variable)
+        if found is not None and found[1] not in choices:
+            return f"{said(*found)}: not one of {', '.join(choices)}"
+    return None
