@@ -884,11 +884,13 @@ def main(argv: list[str], requests: Requests | None = None) -> int:
     if takes_model(settings._values) and settings[EMBED_CACHE] is None:
         # Vectors paid for are kept with the results, so that an edited file's unchanged
         # chunks, and a restart, cost no calls to the model (the inbox never takes it).
+        # A producer can write that folder (the inbox's): one it made its own, a link or
+        # a file in its place costs calls to the model, never the service.
         try:
             settings = settings.replace(embed_cache=default_folder(str(output or root)))
-        except SettingsError as error:  # the folder: a link, a file, not writable
-            log.error("chunkd watch: %s", error)
-            return EXIT_CONFIG
+        except SettingsError as error:
+            log.warning("chunkd watch: %s; running without the embedding cache: every "
+                        "text goes to the model", error)
     limits = check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
     options = InboxOptions(
         str(root), settings, format=args.format,

@@ -369,6 +369,20 @@ def _on_disk(model: Cached, folder: str) -> Cached:
 
 @functools.lru_cache(maxsize=None)
 def _disk_cache(folder: str) -> Any:
+    """The cache in ``folder``: one not to be trusted is a settings error in the process
+    a command starts (said before any work), all misses in its worker processes, which
+    rebuild the settings (the daemon's, started again after one died: a producer who
+    swapped the folder meanwhile must not stop them)."""
     from chunkd.embedding_cache import DiskCache
 
-    return DiskCache(folder)
+    return DiskCache(folder, refuse=not _in_a_worker())
+
+
+def _in_a_worker() -> bool:
+    """Whether this process is a multiprocessing worker: its parent known, or (spawned)
+    still unpickling what its parent sent, before that: multiprocessing's own mark of
+    that moment, ``_inheriting``, is all there is to tell it by."""
+    import multiprocessing
+
+    return (multiprocessing.parent_process() is not None
+            or bool(getattr(multiprocessing.current_process(), "_inheriting", False)))

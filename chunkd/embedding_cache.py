@@ -14,9 +14,10 @@ time across processes (write-ahead log, ``busy_timeout``), and an index on last 
   deleted (its pages are reused, so the file stops growing).
 * Shared: any number of threads, worker processes and commands may use one folder; a
   process that forks opens its own connection.
-* Corruption-tolerant: each entry stores a checksum of its key and vector; an entry
-  whose checksum does not match (a damaged page, a torn copy) is a miss, deleted and
-  embedded again, never a wrong vector. A file that is not a database, or one damaged
+* Corruption-tolerant: each entry stores a checksum of its key and vector, keyed by a
+  secret of the cache's own (``vectors.key``); an entry whose checksum does not match (a
+  damaged page, a torn copy, an entry made by anyone without the secret) is a miss,
+  deleted and embedded again, never a wrong vector. A file that is not a database, or one damaged
   past reading, is set aside (renamed ``vectors.sqlite.damaged``) and started anew.
 * Failures are misses: a working database that cannot be opened, read or written (a
   read-only or full filesystem, an I/O error) gives nothing and keeps nothing, said
@@ -25,7 +26,15 @@ time across processes (write-ahead log, ``busy_timeout``), and an index on last 
   the command and be writable by no one else, and none may be a symbolic link. A folder
   another user could fill (the daemon's default is in the inbox, which producers write
   to) would let them choose the vectors of any text; it is refused. A new folder is
-  made 0700 and its database 0600, whatever the umask.
+  made 0700 and its database 0600, whatever the umask. The folder is opened once, by a
+  descriptor, and everything else is checked and opened through it, so that a folder
+  swapped into its place after the checks is never used; SQLite is given the
+  descriptor's ``/proc/self/fd`` path (without ``/proc`` the cache is not used). SQLite
+  resolves that path to the folder's name again before it opens its files, so the
+  secret, read through the descriptor, is what makes a database swapped in at that
+  moment serve nothing: its entries' checksums are not the secret's.
+* Refused or misses: a cache not to be trusted is a ``SettingsError`` where the command
+  starts (``refuse``); in a worker process, or found later, it is all misses, said once.
 """
 
 from __future__ import annotations
@@ -60,6 +69,12 @@ BUSY_SECONDS = 60
 LOOKUP = 500
 #: The database's files: SQLite makes the others beside it, with its permissions.
 FILES = (DATABASE, DATABASE + "-wal", DATABASE + "-shm", DATABASE + "-journal")
+#: The secret the entries' checksums are keyed with, beside the database.
+KEY = "vectors.key"
+#: The secret's length in bytes (BLAKE2b takes up to 64).
+KEY_BYTES = 32
+#: How the folder is opened: a folder, never through a link in its place.
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: SQLite's primary result codes for a file that is damaged or not a database at all:
 #: only these set the file aside; any other failure (a full or read-only filesystem, an
 #: I/O error, a lock held too long) is the filesystem's, and the entries are still good.
@@ -108,8 +123,10 @@ def _write_ahead(connection: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-def checksum(key: bytes, vector: bytes) -> bytes:
-    return hashlib.blake2b(key + vector, digest_size=16).digest()
+def checksum(key: bytes, vector: bytes, secret: bytes) -> bytes:
+    """An entry's checksum: BLAKE2b-128 of key and vector, keyed by the cache's secret
+    (an entry made without it never matches)."""
+    return hashlib.blake2b(key + vector, digest_size=16, key=secret).digest()
 
 
 def damaged(error: sqlite3.DatabaseError) -> bool:
@@ -127,15 +144,20 @@ class Unavailable(Exception):
 
 class DiskCache:
     """The cache in ``folder`` (made if missing): ``get`` and ``put`` vectors by key.
-    ``SettingsError`` if the folder cannot be made or is not to be trusted; one whose
-    filesystem fails is all misses, said once."""
+    A folder that cannot be made or is not to be trusted is a ``SettingsError`` with
+    ``refuse`` (where a command starts: its usage error), else all misses, said once;
+    one whose filesystem fails is all misses, said once."""
 
-    def __init__(self, folder: str, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, folder: str, max_bytes: int = MAX_BYTES, refuse: bool = True) -> None:
         self.folder = folder
         self.path = os.path.join(folder, DATABASE)
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        #: The folder's descriptor the connection's files were opened through (kept
+        #: open while it lives: SQLite opens its log files later), and the secret.
+        self._fd: int | None = None
+        self._secret = b""
         self._pid = 0
         self._warned = False
         try:
@@ -145,13 +167,17 @@ class DiskCache:
             pass
         except OSError as error:
             problem = f"--embed-cache {folder}: cannot make the folder: {error.strerror}"
-            if error.errno not in _UNAVAILABLE:
+            if error.errno not in _UNAVAILABLE and refuse:
                 raise SettingsError(problem) from None
             self._failed(problem)  # a full or read-only disk: misses until it is made
         with self._lock:
             try:
                 self._connect()
             except Unavailable as error:
+                self._failed(str(error))
+            except SettingsError as error:
+                if refuse:
+                    raise
                 self._failed(str(error))
 
     def _connect(self) -> sqlite3.Connection:
@@ -162,55 +188,66 @@ class DiskCache:
         if self._connection is not None and self._pid == os.getpid():
             return self._connection
         self._connection = None
-        folder = self._trusted_folder()
+        if self._fd is not None:  # a fork's parent's: its connection is left to it
+            os.close(self._fd)
+            self._fd = None
+        fd = self._trusted_folder()
         try:
-            connection = self._opened_once()
-        except sqlite3.DatabaseError as error:
-            if not damaged(error):
-                raise self._unavailable(error) from None
-            self._set_aside(error)
+            if not os.path.isdir(f"/proc/self/fd/{fd}"):
+                raise Unavailable(f"--embed-cache {self.folder}: /proc is not mounted, "
+                                  "through which the cache's files are opened")
+            secret = self._key(fd)
             try:
-                connection = self._opened_once()
-            except sqlite3.DatabaseError as again:
-                raise self._unavailable(again) from None
-        try:
-            if self._trusted_folder() != folder:
-                # Another folder put in its place while SQLite opened its files.
-                raise SettingsError(f"--embed-cache {self.folder}: replaced while it was "
-                                    "opened, not trusted")
-            self._trusted_files()
+                connection = self._opened_once(fd)
+            except sqlite3.DatabaseError as error:
+                if not damaged(error):
+                    raise self._unavailable(error) from None
+                self._set_aside(fd, error)
+                try:
+                    connection = self._opened_once(fd)
+                except sqlite3.DatabaseError as again:
+                    raise self._unavailable(again) from None
+            try:
+                self._trusted_files(fd)
+            except BaseException:
+                connection.close()
+                raise
         except BaseException:
-            connection.close()
+            os.close(fd)
             raise
-        self._connection, self._pid = connection, os.getpid()
+        self._connection, self._fd, self._secret, self._pid = (connection, fd, secret,
+                                                               os.getpid())
         return connection
 
     def _unavailable(self, error: Exception) -> Unavailable:
         return Unavailable(f"--embed-cache {self.folder}: cannot use {DATABASE}: {error}")
 
-    def _opened_once(self) -> sqlite3.Connection:
+    def _opened_once(self, fd: int) -> sqlite3.Connection:
         """The database's files checked, the database made if missing and opened."""
-        self._trusted_files()
+        self._trusted_files(fd)
         try:
-            self._made()
+            self._made(fd)
         except OSError as error:
             raise Unavailable(f"--embed-cache {self.folder}: cannot make {DATABASE}: "
                               f"{error.strerror or error}") from None
-        return self._opened()
+        return self._opened(fd)
 
-    def _made(self) -> None:
+    @staticmethod
+    def _made(fd: int) -> None:
         """Make a new database file 0600 (SQLite's would follow the umask, and gives
         its journal and shared memory files the database's permissions)."""
         try:
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                             | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+            os.close(os.open(DATABASE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600, dir_fd=fd))
         except FileExistsError:
             pass
 
-    def _opened(self) -> sqlite3.Connection:
-        """A new connection to the database, made (or set up) if it is new."""
-        connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None,
-                                     check_same_thread=False)
+    @staticmethod
+    def _opened(fd: int) -> sqlite3.Connection:
+        """A new connection to the database in the folder open as ``fd``, made (or set
+        up) if it is new."""
+        connection = sqlite3.connect(f"/proc/self/fd/{fd}/{DATABASE}", timeout=BUSY_SECONDS,
+                                     isolation_level=None, check_same_thread=False)
         try:
             connection.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
             _write_ahead(connection)
@@ -221,56 +258,123 @@ class DiskCache:
             raise
         return connection
 
-    def _trusted_folder(self) -> tuple[int, int]:
-        """The folder's device and inode, once checked: ``SettingsError`` if it is a
-        symbolic link or not a folder (a link put in its place would have the database
-        written wherever it points), or if another user owns it or could write it (they
-        could put entries there: any vector for any text). Checked at every connection,
-        a forked process's included."""
+    def _trusted_folder(self) -> int:
+        """The folder, opened once (a descriptor), and checked: ``SettingsError`` if it
+        is a symbolic link or not a folder (a link put in its place would have the
+        database written wherever it points), or if another user owns it or could write
+        it (they could put entries there: any vector for any text). Checked at every
+        connection, a forked process's included."""
         try:
-            found = os.lstat(self.folder)
-        except OSError as error:  # gone, or never made on a full or read-only disk
+            fd = os.open(self.folder, _FOLDER_FLAGS)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                try:
+                    link = stat.S_ISLNK(os.lstat(self.folder).st_mode)
+                except OSError:
+                    link = False
+                if link:
+                    raise SettingsError(f"--embed-cache {self.folder}: a symbolic link, not "
+                                        "followed: give the folder it names, or remove it"
+                                        ) from None
+                raise SettingsError(f"--embed-cache {self.folder}: not a folder") from None
+            # Gone, never made on a full or read-only disk, or not ours to open.
             raise Unavailable(f"--embed-cache {self.folder}: {error.strerror or error}"
                               ) from None
-        if stat.S_ISLNK(found.st_mode):
-            raise SettingsError(f"--embed-cache {self.folder}: a symbolic link, not "
-                                "followed: give the folder it names, or remove it")
-        if not stat.S_ISDIR(found.st_mode):
-            raise SettingsError(f"--embed-cache {self.folder}: not a folder")
-        problem = _untrusted(found)
+        problem = _untrusted(os.fstat(fd))
         if problem:
+            os.close(fd)
             raise SettingsError(f"--embed-cache {self.folder}: {problem}, not trusted: "
                                 "remove it, or give a folder of this user's own")
-        return found.st_dev, found.st_ino
+        return fd
 
-    def _trusted_files(self) -> None:
+    def _trusted_files(self, fd: int) -> None:
         """``SettingsError`` if one of the database's files is a symbolic link (SQLite
         would read and write where it points), not a file, or not this user's alone."""
         for name in FILES:
             try:
-                found = os.lstat(os.path.join(self.folder, name))
+                found = os.lstat(name, dir_fd=fd)
             except FileNotFoundError:
                 continue
             except OSError as error:
                 raise Unavailable(f"--embed-cache {self.folder}: cannot use {name}: "
                                   f"{error.strerror or error}") from None
-            if stat.S_ISLNK(found.st_mode):
-                raise SettingsError(f"--embed-cache {self.folder}: {name} is a symbolic "
-                                    "link, not followed: remove it")
-            if not stat.S_ISREG(found.st_mode):
-                raise SettingsError(f"--embed-cache {self.folder}: {name} is not a file: "
-                                    "remove it")
-            problem = _untrusted(found)
-            if problem:
-                raise SettingsError(f"--embed-cache {self.folder}: {name} {problem}, not "
-                                    "trusted: remove it")
+            self._trusted_file(name, found)
 
-    def _set_aside(self, error: Exception) -> None:
+    def _trusted_file(self, name: str, found: os.stat_result) -> None:
+        if stat.S_ISLNK(found.st_mode):
+            raise SettingsError(f"--embed-cache {self.folder}: {name} is a symbolic "
+                                "link, not followed: remove it")
+        if not stat.S_ISREG(found.st_mode):
+            raise SettingsError(f"--embed-cache {self.folder}: {name} is not a file: "
+                                "remove it")
+        problem = _untrusted(found)
+        if problem:
+            raise SettingsError(f"--embed-cache {self.folder}: {name} {problem}, not "
+                                "trusted: remove it")
+
+    def _key(self, fd: int) -> bytes:
+        """The secret in the folder open as ``fd``, made if missing (written whole under
+        a name of this process's, then linked into place: another process reads either
+        none or all of it)."""
+        try:
+            return self._read_key(fd)
+        except FileNotFoundError:
+            pass
+        made = f"{KEY}.{os.getpid()}.new"
+        try:
+            try:
+                os.unlink(made, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            out = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                          | os.O_CLOEXEC, 0o600, dir_fd=fd)
+            try:
+                os.write(out, os.urandom(KEY_BYTES))
+                os.fsync(out)
+            finally:
+                os.close(out)
+            try:
+                os.link(made, KEY, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            except FileExistsError:
+                pass  # another process's, made meanwhile: that one is the secret
+            finally:
+                os.unlink(made, dir_fd=fd)
+            return self._read_key(fd)
+        except OSError as error:
+            raise Unavailable(f"--embed-cache {self.folder}: cannot make {KEY}: "
+                              f"{error.strerror or error}") from None
+
+    def _read_key(self, fd: int) -> bytes:
+        """``FileNotFoundError`` if there is none yet."""
+        try:
+            key = os.open(KEY, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        except OSError as error:
+            if error.errno == errno.ENOENT:
+                raise
+            if error.errno == errno.ELOOP:
+                self._trusted_file(KEY, os.lstat(KEY, dir_fd=fd))
+            raise Unavailable(f"--embed-cache {self.folder}: cannot read {KEY}: "
+                              f"{error.strerror or error}") from None
+        try:
+            self._trusted_file(KEY, os.fstat(key))
+            secret = os.read(key, KEY_BYTES + 1)
+        except OSError as error:
+            raise Unavailable(f"--embed-cache {self.folder}: cannot read {KEY}: "
+                              f"{error.strerror or error}") from None
+        finally:
+            os.close(key)
+        if len(secret) != KEY_BYTES:
+            raise SettingsError(f"--embed-cache {self.folder}: {KEY} is not "
+                                f"{KEY_BYTES} bytes: remove it (the cache starts anew)")
+        return secret
+
+    def _set_aside(self, fd: int, error: Exception) -> None:
         print(f"chunkd: --embed-cache {self.folder}: {DATABASE} is damaged ({error}): "
               "set aside, starting a new cache", file=sys.stderr, flush=True)
         for suffix in ("", "-wal", "-shm"):
             try:
-                os.replace(self.path + suffix, self.path + ".damaged" + suffix)
+                os.replace(DATABASE + suffix, DATABASE + ".damaged" + suffix,
+                           src_dir_fd=fd, dst_dir_fd=fd)
             except FileNotFoundError:
                 pass
             except OSError as failure:
@@ -320,7 +424,7 @@ class DiskCache:
                     f"({','.join('?' * len(part))})", part).fetchall()
                 for key, vector, stored in rows:
                     if (isinstance(vector, bytes) and isinstance(stored, bytes)
-                            and checksum(key, vector) == stored):
+                            and checksum(key, vector, self._secret) == stored):
                         found[key] = vector
                     else:
                         wrong.append(key)
@@ -339,9 +443,10 @@ class DiskCache:
         if not entries:
             return
         now = time.time_ns()
-        rows = [(key, vector, checksum(key, vector), now) for key, vector in entries]
         with self._lock:
             connection = self._connect()
+            rows = [(key, vector, checksum(key, vector, self._secret), now)
+                    for key, vector in entries]
             self._write(connection, lambda: connection.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows))
             self._bound(connection)
@@ -372,9 +477,12 @@ class DiskCache:
 
     def close(self) -> None:
         with self._lock:
-            if self._connection is not None and self._pid == os.getpid():
-                self._connection.close()
-            self._connection = None
+            if self._pid == os.getpid():
+                if self._connection is not None:
+                    self._connection.close()
+                if self._fd is not None:
+                    os.close(self._fd)
+            self._connection, self._fd = None, None
 
 
 def _untrusted(found: os.stat_result) -> str:

@@ -87,11 +87,12 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("planted", PLANTED)
-def test_a_cache_folder_planted_in_the_inbox_is_refused_at_start(tmp_path: Path,
-                                                                 planted: str) -> None:
+def test_a_cache_folder_planted_in_the_inbox_is_not_used(tmp_path: Path,
+                                                         planted: str) -> None:
     """A link in the cache folder's place would have the daemon write its database
-    wherever the link points, outside its folders; it is refused at start, exit 2, in
-    one line, and nothing is written there (a file there is refused alike, not a
+    wherever the link points, outside its folders; it is not followed: the daemon says so
+    in one line at start and runs without the cache (a producer can put it there, and
+    must not stop the service), and nothing is written there (a file there alike, not a
     traceback)."""
     inbox, elsewhere = tmp_path / "inbox", tmp_path / "elsewhere"
     inbox.mkdir()
@@ -103,11 +104,12 @@ def test_a_cache_folder_planted_in_the_inbox_is_refused_at_start(tmp_path: Path,
         watcher = Watcher(inbox, "--chars", "60", "--vectors", "--embed-url", server.url,
                           "--embed-model", "hashed")
         try:
-            status = watcher.process.wait(timeout=60)
+            watcher.wait_for(lambda: "k.md" in watcher.processed(), what="k.md's result")
+            assert watcher.stop() == 0
         finally:
             watcher.kill()
-    assert status == 2
-    assert watcher.log() == [f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: "
-                             f"{says}"]
+        assert server.texts == ["y1 y2"]
+    assert watcher.lines("chunkd watch: --embed-cache") == [
+        f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: {says}; running without "
+        "the embedding cache: every text goes to the model"]
     assert list(elsewhere.iterdir()) == []
-    assert server.texts == []

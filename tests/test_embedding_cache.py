@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -20,7 +21,7 @@ import numpy
 import pytest
 from command import chunkd_command, ndjson, run_chunkd
 from embedding import CountingEndpoint, hashed_vectors
-from watching import Watcher
+from watching import Watcher, results
 
 from chunkd.embedding_cache import DATABASE
 
@@ -82,13 +83,19 @@ UNTRUSTED = {
 }
 
 
+def vectors_of(inbox: Path, name: str) -> list[dict]:
+    return [{"text": chunk["text"], "vector": chunk["vector"]}
+            for chunk in results(inbox)[name]["chunks"]]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("untrusted", UNTRUSTED)
 def test_a_cache_folder_planted_in_the_inbox_serves_nothing(tmp_path: Path,
                                                             untrusted: str) -> None:
     """The inbox is group-writable: a producer can put a folder of its own in place of
     the daemon's default cache, with an entry for a text it then drops. The daemon does
-    not trust it: exit 2 at start, in one line, no result, the entry never served."""
+    not trust it, nor stop for it: it says so in one line at start and runs without the
+    cache; the entry is never served, the text goes to the model."""
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     make, says = UNTRUSTED[untrusted]
@@ -98,13 +105,65 @@ def test_a_cache_folder_planted_in_the_inbox_serves_nothing(tmp_path: Path,
         watcher = Watcher(inbox, "--chars", "200", "--vectors", "--embed-url", server.url,
                           "--embed-model", "hashed")
         try:
-            status = watcher.process.wait(timeout=30)
+            watcher.wait_for(lambda: "k.md" in watcher.processed(), what="k.md's result")
+            assert watcher.stop() == 0
         finally:
             watcher.kill()
-    assert status == 2, watcher.log()
-    assert watcher.log() == [f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: "
-                             f"{says}: remove it, or give a folder of this user's own"]
-    assert not list(inbox.glob("*.chunks.json"))
+        assert server.texts == [TEXT]
+    assert watcher.lines("chunkd watch: --embed-cache") == [
+        f"chunkd watch: --embed-cache {inbox / '.embedding-cache'}: {says}: remove it, or "
+        "give a folder of this user's own; running without the embedding cache: every text "
+        "goes to the model"]
+    assert_the_models(vectors_of(inbox, "k.md"))
+
+
+def worker_of(daemon: int) -> int:
+    """The daemon's one worker process (its other child is multiprocessing's tracker)."""
+    found = [int(child) for child in
+             Path(f"/proc/{daemon}/task/{daemon}/children").read_text().split()
+             if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.slow
+def test_a_folder_put_in_the_caches_place_mid_run_never_stops_the_daemon(
+        tmp_path: Path) -> None:
+    """While the daemon runs with its default cache, a producer moves the folder away and
+    puts its own, with an entry for a text it then drops, in its place; a worker dies
+    (killed). The new worker finds the cache not to be trusted: all misses, said once in
+    one line naming the folder, not a worker that cannot start: the daemon goes on, the
+    text goes to the model, and it stops with 0."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    folder = inbox / ".embedding-cache"
+    with CountingEndpoint() as server:
+        watcher = Watcher(inbox, "--chars", "200", "--vectors", "--embed-url", server.url,
+                          "--embed-model", "hashed", "--workers", "1")
+        try:
+            watcher.started()
+            (inbox / "a.md").write_text("A first text, about tides.", encoding="utf-8")
+            watcher.wait_for(lambda: "a.md" in watcher.processed(), what="a.md's result")
+            assert (folder / DATABASE).exists()
+            folder.rename(inbox / ".moved-away")
+            planted_by_a_producer(folder, server)
+            os.kill(worker_of(watcher.process.pid), signal.SIGKILL)
+            (inbox / "k.md").write_text(TEXT, encoding="utf-8")
+            watcher.wait_for(lambda: "k.md" in watcher.processed(), what="k.md's result")
+            (inbox / "l.md").write_text("Another text, about gulls.", encoding="utf-8")
+            watcher.wait_for(lambda: "l.md" in watcher.processed(), what="l.md's result")
+            assert watcher.stop() == 0
+        finally:
+            watcher.kill()
+        assert server.texts == ["A first text, about tides.", TEXT,
+                                "Another text, about gulls."]
+    assert watcher.lines(f"chunkd: --embed-cache {folder}") == [
+        f"chunkd: --embed-cache {folder}: belongs to another user (uid {PRODUCER}), not "
+        "trusted: remove it, or give a folder of this user's own: texts it cannot give are "
+        "embedded again"]
+    assert not [line for line in watcher.log() if "Traceback" in line]
+    for name in ("a.md", "k.md", "l.md"):
+        assert_the_models(vectors_of(inbox, name))
 
 
 @pytest.mark.parametrize("untrusted", UNTRUSTED)
@@ -259,3 +318,97 @@ def test_a_cache_on_a_full_filesystem_is_all_misses(tmp_path: Path) -> None:
     # One call a run: the last one sends only the text the full run could not keep.
     assert len(calls) == 3 and calls[0] == [TEXT], calls
     assert calls[2] == ["A second text, about lighthouses."]
+
+
+#: A ``sitecustomize`` that plays the producer at the one moment that matters: after the
+#: cache's folder is checked and before SQLite opens its files (``DiskCache._opened``),
+#: it moves the real folder away and puts the producer's (``$SWAP_PLANTED``) in its place,
+#: then puts both back once SQLite has opened what it opened. With ``$SWAP_RESOLVED``, it
+#: also makes SQLite open the producer's database whatever path it is given: SQLite
+#: itself resolves a path's links to names again, so it can lose the same race.
+SWAP_HOOK = """
+import os, sqlite3
+import chunkd.embedding_cache as cache
+
+real, planted = os.environ["SWAP_FOLDER"], os.environ["SWAP_PLANTED"]
+moved = real + ".moved"
+found = cache.DiskCache.__dict__["_opened"]
+method = found.__func__ if isinstance(found, staticmethod) else found
+connect = sqlite3.connect
+
+def resolved(path, *args, **keywords):
+    return connect(os.path.join(real, cache.DATABASE), *args, **keywords)
+
+def swapped(*arguments):
+    if isinstance(found, staticmethod):
+        arguments = arguments[1:]
+    os.rename(real, moved)
+    os.rename(planted, real)
+    if os.environ.get("SWAP_RESOLVED"):
+        sqlite3.connect = resolved
+    try:
+        return method(*arguments)
+    finally:
+        sqlite3.connect = connect
+        os.rename(real, planted)
+        os.rename(moved, real)
+        with open(os.environ["SWAP_LOG"], "a") as log:
+            log.write("swapped\\n")
+
+cache.DiskCache._opened = swapped
+"""
+
+
+@pytest.mark.parametrize("resolved", [False, True], ids=["by-descriptor", "sqlite-loses"])
+def test_a_folder_swapped_in_while_the_cache_opens_serves_nothing(tmp_path: Path,
+                                                                  resolved: bool) -> None:
+    """A producer swaps its own folder into the cache's place between the checks and
+    SQLite's open, and back after (the race of a ``renameat2`` exchange timed by
+    inotify, made exact here by a hook). Its entries, checksummed as chunkd computes
+    them (with the cache's own secret where there is one, which a producer could not
+    even read), are never served: the folder is checked and its files opened through
+    one descriptor, so its files are never opened (by-descriptor); and where SQLite
+    opens them all the same (sqlite-loses: it resolves its path to a name again), an
+    entry made without the secret is a miss. Each text is the endpoint's."""
+    cache, planted, log = tmp_path / "cache", tmp_path / "planted", tmp_path / "swaps"
+    (tmp_path / "warm.txt").write_text("A text that makes the cache.", encoding="utf-8")
+    (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SWAP_HOOK, encoding="utf-8")
+    with CountingEndpoint() as server:
+        made = run_chunkd(*options(server, cache), str(tmp_path / "warm.txt"))
+        assert (made.returncode, made.stderr) == (0, b"")
+        key_file = cache / "vectors.key"
+        secret = key_file.read_bytes() if key_file.exists() and not resolved else b""
+        planted.mkdir()
+        key = hashlib.sha256(identity(server).encode() + b"\0" + TEXT.encode()).digest()
+        with sqlite3.connect(planted / DATABASE) as connection:
+            connection.executescript(
+                "CREATE TABLE vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL, checksum "
+                "BLOB NOT NULL, used INTEGER NOT NULL) WITHOUT ROWID;")
+            connection.execute("INSERT INTO vectors VALUES (?, ?, ?, 0)", (
+                key, PLANTED.tobytes(),
+                hashlib.blake2b(key + PLANTED.tobytes(), digest_size=16, key=secret).digest()))
+        connection.close()
+        for path in (planted / DATABASE, planted):
+            os.chown(path, PRODUCER, PRODUCER)
+        before = (planted / DATABASE).read_bytes()
+        server.calls.clear()
+        run = subprocess.run(
+            [chunkd_command(), *options(server, cache), str(tmp_path / "doc.txt")],
+            capture_output=True, timeout=120, env=dict(
+                os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+                    str(hook), os.environ.get("PYTHONPATH")])),
+                SWAP_FOLDER=str(cache), SWAP_PLANTED=str(planted), SWAP_LOG=str(log),
+                SWAP_RESOLVED="1" if resolved else ""))
+        assert log.read_text() == "swapped\n"  # the hook ran: the race was lost
+        assert (run.returncode, run.stderr) == (0, b""), run.stderr
+        assert server.texts == [TEXT]
+    records = ndjson(run.stdout)
+    assert_the_models(records)
+    assert all(PLANTED.tolist() != record["vector"] for record in records)
+    if not resolved:
+        # Never opened: SQLite would have made its log files and put it in WAL mode.
+        assert sorted(os.listdir(planted)) == [DATABASE]
+        assert (planted / DATABASE).read_bytes() == before
