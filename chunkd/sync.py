@@ -424,6 +424,8 @@ class Sync:
         if left:
             self.superseded([item for item in group if item.name in left], again)
             group = [item for item in group if item.name not in left]
+        if not group:  # every file was another writer's: the store committed nothing
+            return
         if self.metrics:
             kind = "remove" if all(item.change.sha256 is None for item in group) else "apply"
             self.metrics.sink_transactions.labels(kind).inc()
@@ -455,10 +457,13 @@ class Sync:
             elif again and self.still_read(item, present):
                 retry.append(replace(item, change=replace(item.change,
                                                           previous=stored.get(item.name))))
+                continue  # still waiting: its commit marks it done
             else:
                 self.tally.left += 1
                 log.info("left %s as another writer stored it during this sync (the "
                          "file changed meanwhile)", item.where)
+            if self.metrics:  # the store keeps what it holds of it: nothing waits
+                self.metrics.sink_waiting.done(item.name)
         self.commit(retry, again=False)
 
     def still_read(self, item: Pending, present: set[str]) -> bool:
@@ -570,9 +575,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.WARNING if args.quiet else logging.INFO)
-    log.propagate = False
+    for logger in (log, logging.getLogger("chunkd.sinks")):  # the stores' own lines too
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING if args.quiet else logging.INFO)
+        logger.propagate = False
     url = args.sink or os.environ.get(URL_VARIABLE)
     if not url:
         parser.error(f"give the store: --sink URL, or set {URL_VARIABLE}")

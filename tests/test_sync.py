@@ -245,8 +245,9 @@ def test_check_compares_each_rows_text_and_metadata_and_sync_mends_them(store, t
                                                                          endpoint, request):
     """A row's text (what a reader hands a model) or metadata changed behind chunkd's
     back: ``--check`` calls its source stale (it compared ids and bookkeeping only, and
-    passed); in pgvector, whose bookkeeping holds the store's digest of each source's
-    rows, the next sync writes that source again."""
+    passed), and the next sync writes that source again, its vectors kept: pgvector's
+    bookkeeping holds the store's digest of each source's rows, LanceDB's rows each
+    carry the digest of their own text and metadata."""
     kind, url, rows = store
     collection = collection_name(request)
     folder = tmp_path / "docs"
@@ -275,14 +276,51 @@ def test_check_compares_each_rows_text_and_metadata_and_sync_mends_them(store, t
     lines = checked.stdout.decode().splitlines()
     assert lines == [f"stale {name}: 1 of its rows hold another text or metadata than its "
                      "chunks" for name in ("a.md", "b.md")], lines
-    if kind == "lancedb":  # its rows are its bookkeeping: no digest of them is kept
-        return
     asked = embedded_texts(endpoint)
     done = sync(folder, url, endpoint, "--collection", collection)
     assert done.returncode == 0, done.stderr
     assert b"2 applied" in done.stderr, done.stderr
     assert embedded_texts(endpoint) == asked  # the same ids: their vectors are kept
     assert_equal(folder, url, endpoint, rows, collection)
+
+
+@pytest.mark.slow
+def test_a_lancedb_table_of_an_older_chunkd_gets_its_digests_once(tmp_path, endpoint):
+    """A table without the rows' digest column (an older chunkd's) is still read and
+    written: the next sync adds the column and writes each source again once, embedding
+    nothing; then it is current, a row's text changed in it is mended, and LangChain's
+    LanceDB store still reads it."""
+    import lancedb
+    from langchain_community.vectorstores import LanceDB
+    from langchain_core.embeddings import FakeEmbeddings
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(54, 3))
+    (folder / "b.md").write_text(paragraphs(55, 3))
+    url = str(tmp_path / "lance")
+    assert sync(folder, url, endpoint).returncode == 0
+    table_of(url, "chunkd").drop_columns(["chunkd_digest"])
+    asked = embedded_texts(endpoint)
+    done = sync(folder, url, endpoint)
+    assert done.returncode == 0, done.stderr
+    assert b"2 applied, 0 removed, 0 current" in done.stderr, done.stderr
+    assert embedded_texts(endpoint) == asked
+    assert "chunkd_digest" in table_of(url, "chunkd").schema.names
+    done = sync(folder, url, endpoint)
+    assert b"0 applied, 0 removed, 2 current" in done.stderr, done.stderr
+    victim = next(iter(lance_rows(url, "chunkd")))
+    table_of(url, "chunkd").update(where=f"id = '{victim}'", values={"text": "INJECTED"})
+    done = sync(folder, url, endpoint)
+    assert b"1 applied, 0 removed, 1 current" in done.stderr, done.stderr
+    assert_equal(folder, url, endpoint, lambda collection: lance_rows(url, collection))
+    store = LanceDB(connection=lancedb.connect(url), embedding=FakeEmbeddings(size=8),
+                    table_name="chunkd")
+    expected = expected_chunks(folder, *CHUNKING[:2])
+    source, text = expected[victim]
+    found = store.similarity_search_by_vector(hashed([text])[0], k=1)
+    assert [(document.page_content, document.metadata["source"]) for document in found] \
+        == [(text, source)]
 
 
 @pytest.mark.slow
@@ -600,6 +638,51 @@ def test_langchain_searches_what_chunkd_wrote_and_other_collections_stay(postgre
 
 
 @pytest.mark.slow
+def test_tables_are_made_and_read_in_the_first_schema_of_the_search_path(postgres, tmp_path,
+                                                                          endpoint):
+    """With the user's ``search_path=Ten%ant,public`` and chunkd's tables already in
+    public, chunkd creates its tables in the tenant's schema and finds them there (an
+    unqualified lookup found public's: a foreign-key violation), pgvector's ``vector``
+    type still resolving from public; LangChain's PGVector, under the same search path,
+    reads what it wrote, and public's collection of the same name stays as it was."""
+    import urllib.parse
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(60, 3))
+    (folder / "b.md").write_text(paragraphs(61, 3))
+    assert sync(folder, postgres.url, endpoint, "--collection", "schemas").returncode == 0
+    def public() -> dict:
+        return {row: (text, meta) for row, (text, _, meta)
+                in pgvector_rows(postgres.url, "schemas").items()}
+
+    before = public()
+    with postgres.connect() as connection:
+        connection.execute('CREATE SCHEMA "Ten%ant"')
+    options = urllib.parse.quote('-c search_path="Ten%ant",public')
+    url = postgres.url + ("&" if "?" in postgres.url else "?") + f"options={options}"
+    (folder / "b.md").write_text(paragraphs(62, 3))
+    done = sync(folder, url, endpoint, "--collection", "schemas")
+    assert done.returncode == 0, done.stderr
+    assert b"2 applied" in done.stderr, done.stderr
+    assert_equal(folder, url, endpoint, lambda collection: pgvector_rows(url, collection),
+                 "schemas")
+    with postgres.connect() as connection:
+        made = {name for name, in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'Ten%ant'")}
+    assert made == {"langchain_pg_collection", "langchain_pg_embedding", "chunkd_sources"}
+    assert public() == before
+    done = sync(folder, url, endpoint, "--collection", "schemas")
+    assert b"0 applied, 0 removed, 2 current" in done.stderr, done.stderr
+    nowhere = url.replace(options, urllib.parse.quote("-c search_path=nowhere"))
+    done = sync(folder, nowhere, endpoint, "--collection", "schemas")
+    assert done.returncode == 3 and done.stderr.splitlines() == [
+        b"chunkd: " + public_url(postgres.url).encode() + b" collection schemas: no schema of "
+        b"the connection's search_path exists (chunkd creates its tables in the first that "
+        b"does)"], done.stderr
+
+
+@pytest.mark.slow
 def test_two_folders_into_one_collection_keep_to_their_own(store, tmp_path, endpoint, request):
     kind, url, rows = store
     collection = collection_name(request)
@@ -755,6 +838,31 @@ def test_a_sync_waits_for_the_lancedb_tables_lock(tmp_path, endpoint):
     assert waiting.wait(300) == 0, waiting.stderr.read()
     assert_equal(folder, str(lance), endpoint, lambda collection: lance_rows(str(lance),
                                                                              collection))
+
+
+@pytest.mark.slow
+def test_a_symbolic_link_in_the_lancedb_locks_place_is_refused(tmp_path, endpoint):
+    """Whoever can write the store's folder puts a link where the table's lock goes:
+    chunkd opens it without following (it created and locked the file the link points
+    to), says so in one line and stops, exit 3, before anything is embedded."""
+    folder, lance = tmp_path / "docs", tmp_path / "lance"
+    folder.mkdir()
+    (folder / "a.md").write_text(paragraphs(37, 3))
+    assert sync(folder, str(lance), endpoint).returncode == 0
+    (lance / ".chunkd.chunkd-lock").unlink()
+    victim = tmp_path / "elsewhere" / "victim"
+    victim.parent.mkdir()
+    (lance / ".chunkd.chunkd-lock").symlink_to(victim)
+    (folder / "b.md").write_text(paragraphs(38, 3))
+    asked = embedded_texts(endpoint)
+    done = sync(folder, str(lance), endpoint)
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and b".chunkd.chunkd-lock is a symbolic link" in lines[0], lines
+    assert not victim.exists()
+    assert embedded_texts(endpoint) == asked
+    assert {meta["source"] for _, _, meta in lance_rows(str(lance), "chunkd").values()} \
+        == {"a.md"}
 
 
 @pytest.mark.slow
@@ -1183,6 +1291,64 @@ def test_metrics_while_syncing(tmp_path, endpoint):
     endpoint.release.set()
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
+
+
+@pytest.mark.slow
+def test_a_file_left_to_another_writer_is_neither_pending_nor_a_transaction(postgres,
+                                                                              tmp_path, endpoint):
+    """A sync's only changed file, stored meanwhile by another writer from a later state
+    of it, is left: ``--metrics`` counts no transaction for the empty group (it counted
+    one) and the file no longer pending (it stayed pending for the sync's life). Seen
+    while the sync's next commit, a removal, waits for its source's lock, held here."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    collection = "left_metrics"
+    folder, other = tmp_path / "docs", tmp_path / "other"
+    folder.mkdir()
+    other.mkdir()
+    (folder / "a.md").write_text(paragraphs(70, 3))
+    (folder / "z.md").write_text(paragraphs(71, 3))
+    synced(folder, postgres.url, endpoint, collection)
+    origin = str(folder.resolve())
+    (folder / "a.md").write_text(paragraphs(72, 3))  # what the held sync reads
+    (folder / "z.md").unlink()                        # the removal that waits
+    (other / "a.md").write_text(paragraphs(73, 3))    # the other writer's state
+    (other / "z.md").write_text(paragraphs(71, 3))
+    reached, go = held_first_call(endpoint)
+    with postgres.connect() as holder, socket_port() as port:
+        [(uuid,)] = holder.execute("SELECT uuid FROM langchain_pg_collection WHERE name = %s",
+                                   (collection,)).fetchall()
+        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+                       (f"{uuid}\n{origin}\nz.md",))
+        process = start_sync(folder, postgres.url, endpoint, "--collection", collection,
+                             "--metrics", f"127.0.0.1:{port}",
+                             env=dict(os.environ, CHUNKD_EMBED_TIMEOUT="300"))
+        try:
+            assert reached.wait(120), "the sync never asked for vectors"
+            done = sync(other, postgres.url, endpoint, "--collection", collection,
+                        "--origin", origin)
+            assert done.returncode == 0, done.stderr
+            (folder / "a.md").write_text(paragraphs(74, 3))  # a later state still
+        finally:
+            go.set()
+        deadline = time.monotonic() + 120
+        while not holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = "
+                                 "'advisory' AND NOT granted").fetchone()[0]:
+            assert process.poll() is None and time.monotonic() < deadline, \
+                process.stderr.read()
+            time.sleep(0.1)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        holder.execute("SELECT pg_advisory_unlock_all()")
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert b"0 applied, 1 removed, 0 current, 1 left to another writer, 0 failed" \
+        in stderr, stderr
+    values = {(sample.name, tuple(sample.labels.values())): sample.value
+              for family in text_string_to_metric_families(page.decode())
+              for sample in family.samples}
+    assert values[("chunkd_sink_transactions_total", ("apply",))] == 0
+    assert values[("chunkd_sink_transactions_total", ("remove",))] == 0
+    assert values[("chunkd_sink_pending", ())] == 0
 
 
 class socket_port:

@@ -201,6 +201,27 @@ def test_a_full_disk_under_lancedb_then_room_again(watch, inbox, tmp_path, endpo
     assert watcher.stop() == 0
 
 
+def test_the_daemon_hears_what_the_stores_say(watch, inbox, tmp_path, endpoint):
+    """The stores log through a logger of their own (``chunkd.sinks``), which the
+    daemon hears: a commit waiting for another writer's lock on the LanceDB table says
+    so in its log, then goes on once the lock is free."""
+    import fcntl
+
+    lance = tmp_path / "lance"
+    lance.mkdir()
+    rows = lambda collection: lance_rows(str(lance), collection)  # noqa: E731
+    with open(lance / ".heard.chunkd-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        watcher = watch_sink(watch, inbox, str(lance), endpoint, "heard")
+        (inbox / "a.md").write_text(paragraphs(312, 3))
+        watcher.wait_for(lambda: any("waiting for another writer to finish its commit"
+                                     in line for line in watcher.log()),
+                         what="the sink's line in the daemon's log")
+        assert rows("heard") == {}
+    wait_for_store(watcher, rows, "heard", inbox)
+    assert watcher.stop() == 0
+
+
 def test_the_password_never_appears_and_the_metrics_move(watch, inbox, endpoint):
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -16,6 +16,14 @@ process killed before the commit leaves only unreferenced data files. A source w
 chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by each sync
 (it costs nothing) and ``--check`` finds it equal when the store holds none of it.
 A source some of whose ids rows of another origin hold is refused before the merge.
+
+Each row also carries the digest of what a reader sees of it (``chunkd_digest``: the
+``row_digest`` of its text and metadata, as written): a row whose text or metadata was
+changed behind chunkd's back no longer matches it, and its source is stale (``altered``),
+written again by the next sync, as pgvector's ``rows_digest``. Checking it reads each
+row's text and hashes it at every sync (about 5 µs a row). A table of an older chunkd,
+without the column, is given it (empty: every source is written again once, its
+vectors kept).
 """
 
 from __future__ import annotations
@@ -41,12 +49,14 @@ if TYPE_CHECKING:
     import pyarrow
 
 EXTRA = "pip install 'lancedb>=0.25'"
-log = logging.getLogger("chunkd.sync")
+log = logging.getLogger("chunkd.sinks")
 #: The file names a table takes beside it in the folder, around its name: Lance's
 #: folder, and chunkd's lock; the longest name a file may have.
 LANCE_SUFFIX, LOCK_NAME, NAME_BYTES = ".lance", ".{}.chunkd-lock", 255
 #: The longest table name whose files all fit (the lock's name is the longer).
 TABLE_NAME_BYTES = NAME_BYTES - max(len(LANCE_SUFFIX), len(LOCK_NAME.format("")))
+#: The column of each row's digest (``row_digest`` of its text and metadata).
+DIGEST = "chunkd_digest"
 #: The system errors of a store that may pass (a full disk, a quota): tried again.
 PASSING = {errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EINTR, errno.ETIMEDOUT,
            errno.EIO}
@@ -165,6 +175,7 @@ class LanceSink:
             pyarrow.field("text", pyarrow.string()),
             pyarrow.field("vector", pyarrow.list_(pyarrow.float32(), dimension)),
             pyarrow.field("metadata", pyarrow.struct(fields)),
+            pyarrow.field(DIGEST, pyarrow.string()),
         ])
 
     def _mine(self) -> str:
@@ -196,9 +207,17 @@ class LanceSink:
         found: dict[str, tuple[str, str, set[str]]] = {}
         addresses: dict[str, list[int]] = {}
         doubled: set[str] = set()
-        rows = self._read(["id", "metadata"], where, addresses=True)
-        for row, meta, address in zip(rows["id"].to_pylist(), rows["metadata"].to_pylist(),
-                                      rows["_rowid"].to_pylist()):
+        altered: set[str] = set()
+        digested = DIGEST in self._columns()  # else a table of an older chunkd
+        rows = self._read(["id", "metadata"] + (["text", DIGEST] if digested else []),
+                          where, addresses=True)
+        metas = rows["metadata"].to_pylist()
+        texts = rows["text"].to_pylist() if digested else [None] * len(metas)
+        digests = rows[DIGEST].to_pylist() if digested else [None] * len(metas)
+        for row, meta, address, text, digest in zip(
+                rows["id"].to_pylist(), metas, rows["_rowid"].to_pylist(), texts, digests):
+            if digest is None or digest != row_digest(text, meta):
+                altered.add(meta["source"])
             entry = found.setdefault(meta["source"], (meta["sha256"], meta["fingerprint"], set()))
             if row in entry[2]:
                 doubled.add(meta["source"])
@@ -208,8 +227,19 @@ class LanceSink:
             entry[2].add(row)
             addresses.setdefault(meta["source"], []).append(address)
         return ({source: Stored(sha256, made, frozenset(ids), hashlib.sha256(
-                    ",".join(map(str, sorted(addresses[source]))).encode()).hexdigest())
+                    ",".join(map(str, sorted(addresses[source]))).encode()).hexdigest(),
+                    source in altered)
                  for source, (sha256, made, ids) in found.items()}, doubled)
+
+    def _columns(self) -> list[str]:
+        """The names of the table's columns (none while there is no table)."""
+        table = self._table()
+        if table is None:
+            return []
+        try:
+            return list(table.schema.names)
+        except (OSError, RuntimeError, ValueError) as error:
+            raise self._failed(error) from None
 
     def rows(self) -> dict[str, set[str]]:
         return {source: set(stored.ids) for source, stored in self.sources().items()}
@@ -228,6 +258,7 @@ class LanceSink:
         without it would lack it: a reader without ``text`` fails)."""
         import pyarrow
 
+        self._refuse_linked_lock()
         table = self._table()
         if table is None:
             return None
@@ -239,6 +270,8 @@ class LanceSink:
         size = vector.list_size if isinstance(vector, pyarrow.FixedSizeListType) else 1
         wanted = self.schema(size)
         for field in wanted:
+            if field.name == DIGEST:  # an older chunkd's table: added at its next write
+                continue
             found = schema.field(field.name) if field.name in schema.names else None
             if found is None or not _fits(found.type, field.type):
                 raise StoreRefused(
@@ -259,18 +292,35 @@ class LanceSink:
         with self._locked():
             return self._apply(changes)
 
+    def _lock_path(self) -> str:
+        return os.path.join(self.path, LOCK_NAME.format(self.collection))
+
+    def _linked_lock(self) -> StoreRefused:
+        return StoreRefused(f"{self.where}: its lock {self._lock_path()} is a symbolic link "
+                            "(chunkd locks no file a link points to: remove the link)")
+
+    def _refuse_linked_lock(self) -> None:
+        """``StoreRefused`` if the table's lock is a symbolic link (whoever can write
+        the folder could point it at a file of chunkd's user): said before anything is
+        embedded, as every file's write would meet it."""
+        if os.path.islink(self._lock_path()):
+            raise self._linked_lock()
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """The table's lock, held by one writer at a time (a sync, the daemon), from
         reading what it holds to its commit: Lance commits two merges made at once on
         one version without a conflict, and the ids both inserted are then in the table
         twice. An ``flock`` on a hidden file in the folder, which the kernel releases
-        when its process ends, however it ends."""
+        when its process ends, however it ends; never through a symbolic link in its
+        place (``O_NOFOLLOW``), which would create or lock the file it points to."""
         try:
             os.makedirs(self.path, exist_ok=True)
-            descriptor = os.open(os.path.join(self.path, LOCK_NAME.format(self.collection)),
-                                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            descriptor = os.open(self._lock_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+                                 | os.O_NOFOLLOW, 0o644)
         except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise self._linked_lock() from None
             raise StoreDown(f"{self.where}: {error}") from None
         try:
             try:
@@ -305,12 +355,19 @@ class LanceSink:
             if not records:
                 table.delete(sources)
                 return left
+            if DIGEST not in table.schema.names:  # an older chunkd's table
+                table.add_columns(pyarrow.field(DIGEST, pyarrow.string()))
             data = pyarrow.Table.from_pylist([
                 {"id": record["chunk_id"], "text": record["text"],
                  "vector": [float(value) for value in record["vector"]],
                  "metadata": metadata(record, change.source, self.origin,
                                       change.sha256 or "", change.fingerprint)}
                 for change, record in records], schema=table.schema)
+            # Each row's digest as a reader will read it back: of the values as the
+            # table holds them (its types; the fields of another writer's, empty).
+            data = data.set_column(data.schema.get_field_index(DIGEST), DIGEST, pyarrow.array(
+                [row_digest(text, values) for text, values in zip(
+                    data["text"].to_pylist(), data["metadata"].to_pylist())], pyarrow.string()))
         except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError) as error:
             raise StoreRefused(f"{self.where}: {_said(error)}") from None
         except (OSError, RuntimeError, ValueError) as error:

@@ -19,6 +19,9 @@ table LangChain created without one gets no HNSW index (searches still work, exa
 The HNSW index is built once the writer has caught up (``settle``), not before the first
 rows: built after a load it costs a fraction of what every insert pays to keep it up.
 
+chunkd's tables are all in one schema, the first of the connection's search_path that
+exists (``current_schema()``, where they are created), each name qualified with it.
+
 The connection's settings come from the URL (or libpq's keyword/value settings) and
 libpq's environment (``PGPASSWORD``, ``~/.pgpass``, ``PGSSLMODE``...); the user's
 ``options`` (else ``PGOPTIONS``) are kept, chunkd's statement timeout added before them;
@@ -56,25 +59,27 @@ CONNECT_SECONDS, STATEMENT_SECONDS = 10, 120
 #: after a build that failed, the fewest seconds before a later ``settle`` tries again.
 INDEX_LOCK_SECONDS, INDEX_SECONDS, INDEX_AGAIN_SECONDS = 5, 3600, 3600.0
 
-BOOKKEEPING = """
-CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE IF NOT EXISTS langchain_pg_collection (
-    uuid UUID PRIMARY KEY, name VARCHAR NOT NULL UNIQUE, cmetadata JSON);
-CREATE TABLE IF NOT EXISTS chunkd_sources (
-    collection_id UUID NOT NULL REFERENCES langchain_pg_collection (uuid) ON DELETE CASCADE,
+#: chunkd's tables, each in the schema chunkd creates and reads them in (``_names``):
+#: the name each statement gives it (``{collection}``...).
+TABLES = {"collection": "langchain_pg_collection", "embedding": "langchain_pg_embedding",
+          "sources": "chunkd_sources", "gin": "ix_cmetadata_gin",
+          "hnsw": "chunkd_embedding_hnsw"}
+BOOKKEEPING = ("""CREATE EXTENSION IF NOT EXISTS vector""", """
+CREATE TABLE IF NOT EXISTS {collection} (
+    uuid UUID PRIMARY KEY, name VARCHAR NOT NULL UNIQUE, cmetadata JSON)""", """
+CREATE TABLE IF NOT EXISTS {sources} (
+    collection_id UUID NOT NULL REFERENCES {collection} (uuid) ON DELETE CASCADE,
     origin TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL,
     fingerprint TEXT NOT NULL, ids TEXT[] NOT NULL,
     applied TIMESTAMPTZ NOT NULL DEFAULT now(),
-    PRIMARY KEY (collection_id, origin, source));
-"""
-EMBEDDINGS = """
-CREATE TABLE IF NOT EXISTS langchain_pg_embedding (
+    PRIMARY KEY (collection_id, origin, source))""")
+EMBEDDINGS = ("""
+CREATE TABLE IF NOT EXISTS {embedding} (
     id VARCHAR PRIMARY KEY,
-    collection_id UUID REFERENCES langchain_pg_collection (uuid) ON DELETE CASCADE,
-    embedding vector({dimension}), document VARCHAR, cmetadata JSONB);
-CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON langchain_pg_embedding
-    USING gin (cmetadata jsonb_path_ops);
-"""
+    collection_id UUID REFERENCES {collection} (uuid) ON DELETE CASCADE,
+    embedding vector({dimension}), document VARCHAR, cmetadata JSONB)""", """
+CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON {embedding}
+    USING gin (cmetadata jsonb_path_ops)""")
 #: The columns chunkd writes and LangChain reads, and their types.
 COLUMNS = {"id": ("character varying", "text"), "collection_id": ("uuid",),
            "embedding": ("vector",), "document": ("character varying", "text"),
@@ -84,13 +89,13 @@ COLUMNS = {"id": ("character varying", "text"), "collection_id": ("uuid",),
 #: row changed behind chunkd's back makes its source stale (rewritten by the next
 #: write). ``{rows}``: the rows' selection, aliased ``e``.
 ROWS_DIGEST = ("SELECT md5(string_agg(e.id || ' ' || md5(coalesce(e.document, '')) || ' ' "
-               "|| md5(e.cmetadata::text), ',' ORDER BY e.id)) FROM langchain_pg_embedding e "
+               "|| md5(e.cmetadata::text), ',' ORDER BY e.id)) FROM {embedding} e "
                "WHERE {rows} AND e.embedding IS NOT NULL")
-HNSW = ("CREATE INDEX IF NOT EXISTS chunkd_embedding_hnsw ON langchain_pg_embedding "
+HNSW = ("CREATE INDEX IF NOT EXISTS chunkd_embedding_hnsw ON {embedding} "
         "USING hnsw (embedding vector_cosine_ops)")
 
 UPSERT = """
-INSERT INTO langchain_pg_embedding AS stored (id, collection_id, embedding, document, cmetadata)
+INSERT INTO {embedding} AS stored (id, collection_id, embedding, document, cmetadata)
 VALUES (%s, %s, %s::vector, %s, %s::jsonb)
 ON CONFLICT (id) DO UPDATE SET document = EXCLUDED.document, cmetadata = EXCLUDED.cmetadata,
     embedding = EXCLUDED.embedding
@@ -99,7 +104,7 @@ WHERE stored.collection_id = EXCLUDED.collection_id
 """
 
 T = TypeVar("T")
-log = logging.getLogger("chunkd.sync")
+log = logging.getLogger("chunkd.sinks")
 
 # The driver logs, to stderr unless told otherwise, what it ignored while ending a
 # failed statement: the failure itself is the sink's error, said once.
@@ -142,6 +147,10 @@ class PgvectorSink:
         self.dimension: int | None = None  # once the tables are known to take it
         self.index_due = False  # the rows' table may lack its HNSW index (settle)
         self.index_again = 0.0  # after a failed build: not before this time.monotonic()
+        # chunkd's tables in the connection's schema (``_schema``): as a statement's
+        # text names them (``{embedding}``...), and as to_regclass reads them.
+        self.names: dict[str, str] | None = None
+        self.qualified: dict[str, str] = {}
 
     # --- the connection --------------------------------------------------------------
 
@@ -164,6 +173,8 @@ class PgvectorSink:
             connection = self._connected()
             try:
                 with connection.transaction(), connection.cursor() as cursor:
+                    if self.names is None:
+                        self._schema(cursor)
                     return work(cursor)
             except BaseException:  # what it learnt may have been rolled back
                 self.collection_id, self.dimension, self.index_due = None, None, False
@@ -185,6 +196,37 @@ class PgvectorSink:
         self.connection = None
         self.collection_id = None
         self.dimension = None
+        self.names = None
+
+    def _schema(self, cursor: psycopg.Cursor) -> None:
+        """Name chunkd's tables in one schema, the one its connection creates in: the
+        first of its search_path that exists (``current_schema()``). Unqualified, a
+        lookup finds a later schema's table where this one lacks it (search_path=tenant,
+        public with chunkd's tables in public: the bookkeeping made in tenant, the rows
+        found in public). Types and functions (pgvector's ``vector``, which may live in
+        another schema) still resolve through the search_path, as LangChain's do."""
+        from psycopg import sql
+
+        cursor.execute("SELECT current_schema()")
+        schema = _one(cursor)
+        if schema is None:
+            raise StoreRefused(f"{self.where}: no schema of the connection's search_path "
+                               "exists (chunkd creates its tables in the first that does)")
+        self.qualified = {key: sql.Identifier(schema, table).as_string(cursor)
+                          for key, table in TABLES.items()}
+        # A "%" in a name is a placeholder's mark in a statement with parameters: each
+        # statement that names a table is run with its parameters (none: ``()``).
+        self.names = {key: name.replace("%", "%%") for key, name in self.qualified.items()}
+
+    def _sql(self, template: str, **values: Any) -> str:
+        """A statement's text, with chunkd's tables named in its schema."""
+        assert self.names is not None, "named by _run"
+        return template.format(**self.names, **values)
+
+    def _exists(self, cursor: psycopg.Cursor, table: str) -> bool:
+        """Whether chunkd's table (a key of ``TABLES``) exists in its schema."""
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (self.qualified[table],))
+        return bool(_one(cursor))
 
     def _message(self, error: BaseException) -> str:
         text = " ".join(str(error).split()) or type(error).__name__
@@ -197,13 +239,13 @@ class PgvectorSink:
         """The collection's uuid (made if ``create``), or None if it has none yet."""
         if self.collection_id is None:
             if create:
-                cursor.execute("INSERT INTO langchain_pg_collection (uuid, name) "
-                               "VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+                cursor.execute(self._sql("INSERT INTO {collection} (uuid, name) "
+                                         "VALUES (%s, %s) ON CONFLICT (name) DO NOTHING"),
                                (uuid.uuid4(), self.collection))
             else:
-                if not _exists(cursor, "chunkd_sources"):
+                if not self._exists(cursor, "sources"):
                     return None
-            cursor.execute("SELECT uuid FROM langchain_pg_collection WHERE name = %s",
+            cursor.execute(self._sql("SELECT uuid FROM {collection} WHERE name = %s"),
                            (self.collection,))
             row = cursor.fetchone()
             self.collection_id = row[0] if row else None
@@ -214,19 +256,23 @@ class PgvectorSink:
         come); the collection's uuid."""
         if self.dimension is None or (dimension is not None and self.dimension != dimension):
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            cursor.execute(BOOKKEEPING)
+            for statement in BOOKKEEPING:
+                cursor.execute(self._sql(statement), ())
             cursor.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = "
-                           "'chunkd_sources'::regclass AND attname = 'rows_digest'")
+                           "to_regclass(%s) AND attname = 'rows_digest'",
+                           (self.qualified["sources"],))
             if not _one(cursor):  # a table of an older chunkd: its sources become stale
-                cursor.execute("ALTER TABLE chunkd_sources ADD COLUMN IF NOT EXISTS "
-                               "rows_digest TEXT")
+                cursor.execute(self._sql("ALTER TABLE {sources} ADD COLUMN IF NOT EXISTS "
+                                         "rows_digest TEXT"), ())
             # Only what is absent: CREATE INDEX IF NOT EXISTS takes the rows' table's
             # SHARE lock even when the index is there, waiting for every writer.
-            if dimension is not None and not (_exists(cursor, "langchain_pg_embedding")
-                                              and _exists(cursor, "ix_cmetadata_gin")):
-                cursor.execute(EMBEDDINGS.format(dimension=int(dimension)))
+            if dimension is not None and not (self._exists(cursor, "embedding")
+                                              and self._exists(cursor, "gin")):
+                for statement in EMBEDDINGS:
+                    cursor.execute(self._sql(statement, dimension=int(dimension)), ())
             cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = "
-                           "to_regclass('langchain_pg_embedding') AND attname = 'embedding'")
+                           "to_regclass(%s) AND attname = 'embedding'",
+                           (self.qualified["embedding"],))
             declared = _one(cursor)
             if declared is None:
                 self.dimension = 0  # no rows' table yet: nothing to delete from
@@ -248,8 +294,9 @@ class PgvectorSink:
             if collection is None:
                 return {}
             cursor.execute("SELECT source, sha256, fingerprint, ids, applied::text, "
-                           f"{_intact(cursor, 's.source')} FROM chunkd_sources s WHERE "
-                           "collection_id = %s AND origin = %s", (collection, self.origin))
+                           f"{self._intact(cursor, 's.source')} FROM "
+                           f"{self._sql('{sources}')} s WHERE collection_id = %s AND "
+                           "origin = %s", (collection, self.origin))
             return {source: _stored(sha256, made, ids, written, intact)
                     for source, sha256, made, ids, written, intact in cursor}
         return self._run(read)
@@ -257,10 +304,10 @@ class PgvectorSink:
     def rows(self) -> dict[str, set[str]]:
         def read(cursor: psycopg.Cursor) -> dict[str, set[str]]:
             collection = self._collection(cursor, create=False)
-            if collection is None or not _exists(cursor, "langchain_pg_embedding"):
+            if collection is None or not self._exists(cursor, "embedding"):
                 return {}
-            cursor.execute("SELECT cmetadata ->> 'source', id FROM langchain_pg_embedding "
-                           "WHERE collection_id = %s AND cmetadata ->> 'origin' = %s "
+            cursor.execute(self._sql("SELECT cmetadata ->> 'source', id FROM {embedding} ")
+                           + "WHERE collection_id = %s AND cmetadata ->> 'origin' = %s "
                            "AND embedding IS NOT NULL", (collection, self.origin))
             found: dict[str, set[str]] = {}
             for source, row in cursor:
@@ -271,10 +318,10 @@ class PgvectorSink:
     def contents(self) -> dict[str, dict[str, str]]:
         def read(cursor: psycopg.Cursor) -> dict[str, dict[str, str]]:
             collection = self._collection(cursor, create=False)
-            if collection is None or not _exists(cursor, "langchain_pg_embedding"):
+            if collection is None or not self._exists(cursor, "embedding"):
                 return {}
-            cursor.execute("SELECT cmetadata ->> 'source', id, document, cmetadata FROM "
-                           "langchain_pg_embedding WHERE collection_id = %s AND "
+            cursor.execute(self._sql("SELECT cmetadata ->> 'source', id, document, cmetadata "
+                                     "FROM {embedding} ") + "WHERE collection_id = %s AND "
                            "cmetadata ->> 'origin' = %s AND embedding IS NOT NULL",
                            (collection, self.origin))
             found: dict[str, dict[str, str]] = {}
@@ -287,8 +334,8 @@ class PgvectorSink:
         def read(cursor: psycopg.Cursor) -> int | None:
             cursor.execute("SELECT a.attname, format_type(a.atttypid, NULL), a.atttypmod "
                            "FROM pg_attribute a WHERE a.attrelid = "
-                           "to_regclass('langchain_pg_embedding') AND a.attnum > 0 AND "
-                           "NOT a.attisdropped")
+                           "to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
+                           (self.qualified["embedding"],))
             columns = {name: (kind, size) for name, kind, size in cursor}
             if not columns:
                 return None
@@ -309,10 +356,10 @@ class PgvectorSink:
         def read(cursor: psycopg.Cursor) -> dict[str, list[float]]:
             collection = self._collection(cursor, create=False)
             if collection is None or not wanted \
-                    or not _exists(cursor, "langchain_pg_embedding"):
+                    or not self._exists(cursor, "embedding"):
                 return {}
-            cursor.execute("SELECT id, embedding::text FROM langchain_pg_embedding WHERE "
-                           "collection_id = %s AND id = ANY(%s) AND cmetadata ->> 'origin' = %s",
+            cursor.execute(self._sql("SELECT id, embedding::text FROM {embedding} ")
+                           + "WHERE collection_id = %s AND id = ANY(%s) AND cmetadata ->> 'origin' = %s",
                            (collection, wanted, self.origin))
             return {row: orjson.loads(text) for row, text in cursor if text is not None}
         return self._run(read)
@@ -347,8 +394,8 @@ class PgvectorSink:
         self._lock(cursor, collection, source)
         if not isinstance(change.previous, Unchecked):
             cursor.execute("SELECT sha256, fingerprint, ids, applied::text, "
-                           f"{_intact(cursor, 's.source')} FROM chunkd_sources s "
-                           "WHERE collection_id = %s AND origin = %s AND source = %s",
+                           f"{self._intact(cursor, 's.source')} FROM "
+                           f"{self._sql('{sources}')} s WHERE collection_id = %s AND origin = %s AND source = %s",
                            (collection, self.origin, source))
             row = cursor.fetchone()
             if superseded(change, _stored(*row) if row else None):
@@ -357,21 +404,21 @@ class PgvectorSink:
         # answers (an equality on ->> would read the whole table for every source).
         mine = orjson.dumps({"origin": self.origin, "source": source}).decode()
         if self.dimension:  # the rows' table exists
-            cursor.execute("DELETE FROM langchain_pg_embedding WHERE collection_id = %s "
-                           "AND cmetadata @> %s::jsonb AND NOT id = ANY(%s)",
+            cursor.execute(self._sql("DELETE FROM {embedding} WHERE collection_id = %s ")
+                           + "AND cmetadata @> %s::jsonb AND NOT id = ANY(%s)",
                            (collection, mine, ids))
         if change.sha256 is None:
-            cursor.execute("DELETE FROM chunkd_sources WHERE collection_id = %s AND "
-                           "origin = %s AND source = %s", (collection, self.origin, source))
+            cursor.execute(self._sql("DELETE FROM {sources} WHERE collection_id = %s AND ")
+                           + "origin = %s AND source = %s", (collection, self.origin, source))
             return True
         if ids:
-            cursor.executemany(UPSERT, [
+            cursor.executemany(self._sql(UPSERT), [
                 (record["chunk_id"], collection, _vector_text(record["vector"]),
                  _storable(record["text"]),
                  _json(metadata(record, source, self.origin, change.sha256, change.fingerprint)))
                 for record in change.records])
-            cursor.execute("SELECT count(*) FROM langchain_pg_embedding WHERE "
-                           "collection_id = %s AND id = ANY(%s) AND cmetadata @> %s::jsonb",
+            cursor.execute(self._sql("SELECT count(*) FROM {embedding} WHERE ")
+                           + "collection_id = %s AND id = ANY(%s) AND cmetadata @> %s::jsonb",
                            (collection, ids, mine))
             held = _one(cursor)
             if held != len(ids):
@@ -379,10 +426,10 @@ class PgvectorSink:
                     f"{self.where}: {source}: {len(ids) - held} of its chunk ids are "
                     "held by another collection or folder (langchain_pg_embedding's "
                     "id is unique across collections)")
-        digest = ROWS_DIGEST.format(rows="e.collection_id = %s AND e.cmetadata @> %s::jsonb")
+        digest = self._sql(ROWS_DIGEST, rows="e.collection_id = %s AND e.cmetadata @> %s::jsonb")
         cursor.execute(
             # The write's own time, not its transaction's start: each write differs.
-            "INSERT INTO chunkd_sources (collection_id, origin, source, sha256, "
+            f"INSERT INTO {self._sql('{sources}')} (collection_id, origin, source, sha256, "
             "fingerprint, ids, applied, rows_digest) VALUES (%s, %s, %s, %s, %s, %s, "
             f"clock_timestamp(), ({digest})) ON CONFLICT (collection_id, origin, source) DO "
             "UPDATE SET sha256 = EXCLUDED.sha256, fingerprint = EXCLUDED.fingerprint, ids = "
@@ -408,7 +455,7 @@ class PgvectorSink:
             cursor.execute(f"SET LOCAL lock_timeout = {INDEX_LOCK_SECONDS * 1000}")
             cursor.execute(f"SET LOCAL statement_timeout = {INDEX_SECONDS * 1000}")
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            cursor.execute(HNSW)
+            cursor.execute(self._sql(HNSW), ())
         try:
             self._run(build)
         except (StoreDown, StoreRefused) as error:
@@ -423,6 +470,17 @@ class PgvectorSink:
             raise  # the store itself went away: the writer's retries are for that
         self.index_due = False
 
+    def _intact(self, cursor: psycopg.Cursor, source: str) -> str:
+        """The SQL of whether a bookkeeping row ``s`` (its source's column ``source``)
+        holds the digest of the rows the store holds of it now (``ROWS_DIGEST``); a table
+        of an older chunkd, without the digest, holds none: its sources are stale."""
+        if not self._exists(cursor, "embedding"):
+            return "(to_jsonb(s) ->> 'rows_digest') IS NULL"
+        rows = ("e.collection_id = s.collection_id AND e.cmetadata @> jsonb_build_object("
+                f"'origin', s.origin, 'source', {source})")
+        return ("(to_jsonb(s) ->> 'rows_digest') IS NOT DISTINCT FROM "
+                f"({self._sql(ROWS_DIGEST, rows=rows)})")
+
     def _lock(self, cursor: psycopg.Cursor, collection: uuid.UUID, source: str) -> None:
         """One writer at a time per source (two syncs of one folder): a transaction
         lock on the source's key."""
@@ -431,17 +489,6 @@ class PgvectorSink:
 
     def close(self) -> None:
         self._drop()
-
-
-def _intact(cursor: Any, source: str) -> str:
-    """The SQL of whether a bookkeeping row ``s`` (its source's column ``source``) holds
-    the digest of the rows the store holds of it now (``ROWS_DIGEST``); a table of an
-    older chunkd, without the digest, holds none: its sources are stale."""
-    if not _exists(cursor, "langchain_pg_embedding"):
-        return "(to_jsonb(s) ->> 'rows_digest') IS NULL"
-    rows = ("e.collection_id = s.collection_id AND e.cmetadata @> jsonb_build_object("
-            f"'origin', s.origin, 'source', {source})")
-    return f"(to_jsonb(s) ->> 'rows_digest') IS NOT DISTINCT FROM ({ROWS_DIGEST.format(rows=rows)})"
 
 
 def _stored(sha256: str, made: str, ids: list[str], written: str, intact: bool) -> Stored:
@@ -471,11 +518,6 @@ def _json(values: dict[str, Any]) -> str:
     """Metadata as JSON, without the fields a chunk does not have."""
     return orjson.dumps({key: _storable(value) for key, value in values.items()
                          if value is not None}).decode()
-
-
-def _exists(cursor: Any, table: str) -> bool:
-    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
-    return bool(_one(cursor))
 
 
 def _vector_text(vector: Any) -> str | None:
