@@ -15,7 +15,7 @@ pytest.importorskip("selectolax")
 
 from command import chunkd_command
 
-from chunkd.documents.html import MAX_DEPTH, html_extracted, within_bounds
+from chunkd.documents.html import MAX_ATTRIBUTES, MAX_DEPTH, html_extracted, within_bounds
 
 
 @pytest.mark.parametrize(("data", "text"), [
@@ -115,6 +115,9 @@ NESTED = {
     "an abrupt comment": b"<!--->" + b"<div>" * N,
     "integration points": b"<svg><foreignObject>" * N,
     "objects": b"<object><div>" * N,
+    "divs in a select": b"<select>" + b"<div>x" * N,
+    "cells in a select": b"<select>" + b"<table><td>" * N,
+    "a select closed only in its scope": b"<select><table><td></select>" * N,
 }
 
 
@@ -122,6 +125,62 @@ NESTED = {
 def test_the_tree_built_stays_within_the_bound(data):
     # A table's implied <tbody> and <tr> may double it; the document alone, thousands.
     assert tree_depth(data) <= 2 * MAX_DEPTH + 4
+
+
+def attribute_counts(data: bytes) -> tuple[int, int]:
+    """The most attributes on one element of the tree Lexbor builds from ``data`` once
+    within its bounds, and how many elements it has."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    nodes = list(LexborHTMLParser(within_bounds(data)).root.traverse())
+    return max(len(node.attributes) for node in nodes), len(nodes)
+
+
+def names(count: int, value: bytes = b"") -> bytes:
+    return b"".join(b" a%d%s" % (number, value) for number in range(count))
+
+
+#: Lexbor compares each attribute with those before it on the element: many on one
+#: tag, or on repeated ``<html>`` and ``<body>`` tags (whose attributes HTML5 merges
+#: into the first one's element), take time that grows with the square of their number.
+ATTRIBUTES = {
+    "one tag": b"<div" + names(5000) + b">x" + b"<p>y" * 3000,
+    "an end tag": b"<p>" * 3000 + b"</p" + names(5000) + b">x",
+    "repeated body": b"".join(b"<body a%d>x" % number for number in range(5000)),
+    "repeated html": b"".join(b"<html a%d>x" % number for number in range(5000)),
+    "repeated with many": b"<body" + names(800) + b"><p>x" * 3000,
+    "values": b"<div" + names(5000, b"='v>' b = v") + b"/>x" + b"<p>y" * 3000,
+}
+
+
+@pytest.mark.parametrize("data", ATTRIBUTES.values(), ids=ATTRIBUTES.keys())
+def test_attributes_are_bounded(data, monkeypatch):
+    most, _ = attribute_counts(data)
+    assert most <= MAX_ATTRIBUTES
+    text = html_extracted(data).text
+    monkeypatch.setattr("chunkd.documents.html.within_bounds", lambda data: data)
+    assert text == html_extracted(data).text and "x" in text  # as unbounded
+
+
+def test_a_self_closing_tag_keeps_its_slash_when_its_attributes_are_dropped():
+    data = b"<p>" * 3000 + b"<svg><g" + names(3000, b"=v") + b" /><rect/></svg>"
+    bounded = within_bounds(data)
+    assert bounded.endswith(b" a%d=v /><rect/></svg>" % (MAX_ATTRIBUTES - 1))
+    from selectolax.lexbor import LexborHTMLParser
+
+    g = LexborHTMLParser(bounded).css_first("g")
+    assert g is not None and g.child is None  # self-closed: <rect> is its sibling
+
+
+def test_formatting_made_again_in_every_paragraph_stays_linear():
+    """Each of the formatting elements left open is made again in every paragraph:
+    within ``MAX_FORMATTING``, at most that many elements a paragraph."""
+    from chunkd.documents.html import MAX_FORMATTING
+
+    data = b"".join(b"<b id=%d><p>x" % number for number in range(N))
+    _, elements = attribute_counts(data)
+    assert elements <= N * (MAX_FORMATTING + 3) < 12 * N
+    assert html_extracted(data).text.split() == ["x"] * N
 
 
 def ordinary_html() -> bytes:
@@ -171,3 +230,30 @@ def test_deep_html_through_the_command_keeps_its_text(tmp_path):
     assert texts["bold.html"] == "the end"
     assert texts["select.html"] == "before\n\nafter"
     assert texts["small.html"] == "# Title\n\ntext"
+
+
+def test_wide_html_through_the_command_keeps_its_text(tmp_path):
+    """Tags with 200,000 attributes and 100,000 repeated ``<html>`` and ``<body>``, a
+    select of 200,000 divs (each past the 30 s limit below before the bounds, the
+    first three past a minute), paragraphs each with formatting made again: their
+    text kept."""
+    pages = {
+        "attributes.html": b"<div" + names(200_000) + b">x" + b"<p>y" * 3000,
+        "body.html": b"".join(b"<body a%d>x" % number for number in range(100_000)),
+        "html.html": b"".join(b"<html a%d>x" % number for number in range(100_000)),
+        "select.html": b"<p>before<select>" + b"<div>x" * 200_000 + b"</select><p>after",
+        "formatting.html": b"".join(b"<b id=%d><p>x%d" % (n, n) for n in range(20_000)),
+    }
+    for name, page in pages.items():
+        (tmp_path / name).write_bytes(b"<!doctype html><html><body>" + page)
+    # The time limit guards against a hang only (each takes a second or two).
+    result = subprocess.run([chunkd_command(), "-q", "--format", "json", "--chars", "1000000",
+                             "--extract-timeout", "30", *pages], capture_output=True,
+                            timeout=300, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, b"")
+    texts = {record["doc"]: record["text"] for record in map(orjson.loads,
+                                                             result.stdout.splitlines())}
+    assert texts["attributes.html"].split() == ["x"] + ["y"] * 3000
+    assert texts["body.html"] == texts["html.html"] == "x" * 100_000
+    assert texts["select.html"] == "before\n\nafter"
+    assert texts["formatting.html"].split() == [f"x{n}" for n in range(20_000)]

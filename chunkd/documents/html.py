@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from itertools import islice
 
 from chunkd.documents.base import DocumentError, Extracted, Format, Limits, Whole, register
 from chunkd.documents.markdown import MarkdownText
@@ -136,20 +137,33 @@ MAX_DEPTH = 512
 #: The most formatting elements (``<b>``, ``<font>``, ...) left open at once beyond
 #: which another's tags are dropped (its text kept): each one left open is made again
 #: inside every later block (the HTML5 "active formatting elements"), a tree that
-#: grows with the square of their number. They are inline: the text is the same.
-MAX_FORMATTING = 32
-#: The most options one ``<select>`` is parsed with (Lexbor's time grows with the
-#: square of their number); a select's content is not the document's text anyway.
-MAX_OPTIONS = 1024
+#: grows with the square of their number, and with each paragraph by as many
+#: elements (200,000 ``<b id=N><p>x`` made 6 million with 32 and ran out of memory).
+#: They are inline: the text is the same.
+MAX_FORMATTING = 8
+#: The most start tags one ``<select>`` is parsed with, options or any other (Lexbor
+#: builds any element inside a select, and its time grows with the square of their
+#: number or depth); a select's content is not the document's text anyway.
+MAX_IN_SELECT = 1024
+#: The most attributes a tag is parsed with, further ones dropped (Lexbor compares
+#: each with those before it: 100,000 on one tag took 22 s); and the most that the
+#: ``<html>`` and ``<body>`` tags may give their element, a repeated one's merged
+#: into the first one's (HTML5), beyond which a repeated tag's are dropped. The
+#: extraction reads no attribute.
+MAX_ATTRIBUTES = 1024
 #: A document with fewer tags than this is parsed as it is (no bound can be reached).
 _FEW_TAGS = 2048
 
 _WS = rb"[\t\n\f\r ]"
 #: A tag as the HTML5 tokenizer reads it: the name, then attributes, a value quoted
 #: only right after its "=" (an "=" or a quote anywhere else is part of a name).
+_ATTRIBUTE_IN_TAG = (rb"[^\t\n\f\r />][^\t\n\f\r />=]*+(?>" + _WS + rb"*+=" + _WS + rb"*+"
+                     rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\f\r >]*+))?+")
 _TAG = deferred(rb"<(/?)([A-Za-z][^\t\n\f\r />]*+)(?>" + _WS + rb"++|/(?!>)|"
-                rb"[^\t\n\f\r />][^\t\n\f\r />=]*+(?>" + _WS + rb"*+=" + _WS + rb"*+"
-                rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\f\r >]*+))?+)*+(/?)>")
+                + _ATTRIBUTE_IN_TAG + rb")*+(/?)>")
+#: One attribute, from where the one before it (or the tag's name) ends: what lies
+#: between two is white space and slashes.
+_ATTRIBUTES = deferred(_ATTRIBUTE_IN_TAG)
 _MARKUP = deferred(rb"<[!?/A-Za-z]")
 _COMMENT_END = deferred(rb"--!?>")
 
@@ -195,7 +209,6 @@ BREAKOUT = frozenset({
     "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var", "font"})
 INTEGRATION = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
 MARKERS = frozenset({"applet", "object", "marquee", "td", "th", "caption", "template"})
-IN_SELECT = frozenset({"option", "optgroup", "hr", "script", "template"})
 _MARKER = ""
 
 
@@ -204,7 +217,8 @@ class _OpenElements:
     tags, in time linear in them: it pops an element only where the tree builder
     surely pops it, so its depth bounds the builder's (a few elements a tree builder
     adds on its own, as a table's ``<tbody>``, aside). It records the edits that keep
-    it within ``MAX_DEPTH``, ``MAX_FORMATTING`` and ``MAX_OPTIONS``."""
+    it within ``MAX_DEPTH``, ``MAX_FORMATTING``, ``MAX_IN_SELECT`` and (for the
+    attributes ``<html>`` and ``<body>`` merge) ``MAX_ATTRIBUTES``."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
@@ -217,7 +231,9 @@ class _OpenElements:
         self.where: dict[str, list[int]] = {}
         self.formatting: list[str] = []  # names, and markers ("")
         self.formatting_open = 0
-        self.options = 0
+        self.in_select = 0
+        #: The attributes the ``<html>`` and ``<body>`` tags gave their element so far.
+        self.merged = {"html": 0, "body": 0}
         self.edits: list[tuple[int, int, bytes]] = []
         self.push("html")
         self.push("body")  # these two are never popped
@@ -254,8 +270,8 @@ class _OpenElements:
         if name in MARKERS and not foreign:
             while self.formatting and self.formatting.pop() != _MARKER:
                 self.formatting_open -= 1
-        if name == "select":
-            self.options = 0
+        if name == "select" and self.topmost("select") < 2:
+            self.in_select = 0
 
     def pop_to(self, index: int) -> None:
         """Pop the element at ``index`` and those above it (never html, body)."""
@@ -269,8 +285,10 @@ class _OpenElements:
 
     # the tags
 
-    def start(self, name: str, self_closing: bool, span: tuple[int, int]) -> str | None:
-        """Model a start tag; its name where its content is raw text."""
+    def start(self, name: str, self_closing: bool, span: tuple[int, int],
+              attributes: int = 0) -> str | None:
+        """Model a start tag (with its number of ``attributes``, counted for ``<html>``
+        and ``<body>`` only); its name where its content is raw text."""
         top = self.top()
         if self.foreign[top] and self.names[top] not in INTEGRATION:
             if name not in BREAKOUT:
@@ -279,20 +297,25 @@ class _OpenElements:
                 return None  # raw text only in HTML
             while self.foreign[-1] and self.names[-1] not in INTEGRATION:
                 self.pop()
-        if self.select_open():
-            if name in ("select", "input", "keygen", "textarea"):
-                self.pop_to(self.topmost("select"))
+        if name in self.merged and attributes:
+            # A repeated one's attributes join the element's, each compared with those
+            # it has: beyond the bound, the tag is written without them.
+            self.merged[name] += attributes
+            if self.merged[name] > MAX_ATTRIBUTES:
+                self.edit(span, b"<" + name.encode() + b">")
+        select = self.topmost("select")
+        if select >= 2:
+            # Lexbor parses a select's content as a body's (HTML5 as revised in 2025):
+            # another select or an input closes it where it is in scope.
+            if name in ("select", "input") and self.above(select, "scope"):
+                self.pop_to(select)
                 if name == "select":
                     return None
-            elif name not in IN_SELECT:
-                return None  # ignored inside a select
-            elif name in ("option", "optgroup"):
-                self.options += 1
-                if self.options > MAX_OPTIONS:
-                    self.edits.append((*span, b""))
+            else:  # dropped beyond the bound: a select's content is not the text
+                self.in_select += 1
+                if self.in_select > MAX_IN_SELECT:
+                    self.edit(span, b"")
                     return None
-                if self.names[-1] == "option":
-                    self.pop()
                 if name == "optgroup" and self.names[-1] == "optgroup":
                     self.pop()
         if name in ("html", "body", "head"):
@@ -329,9 +352,14 @@ class _OpenElements:
             self.formatting_open += 1
         if not self.bounded_push(name, span, foreign=name in ("svg", "math")):
             return None
-        if name == "select":
-            self.options = 0
         return name if name in RAW_TEXT or name == "plaintext" else None
+
+    def edit(self, span: tuple[int, int], replacement: bytes) -> None:
+        """Replace the tag at ``span`` (or the edit of it made already)."""
+        if self.edits and self.edits[-1][:2] == span:
+            self.edits[-1] = (*span, replacement)
+        else:
+            self.edits.append((*span, replacement))
 
     def bounded_push(self, name: str, span: tuple[int, int], foreign: bool) -> bool:
         """Push, within ``MAX_DEPTH``: at the bound, the innermost element is closed
@@ -367,10 +395,6 @@ class _OpenElements:
             if self.above(section, "table"):
                 self.pop_to(section)
         return name != "col"
-
-    def select_open(self) -> bool:
-        select = self.topmost("select")
-        return select >= 2 and select > self.topmost("template")
 
     def end(self, name: str) -> None:
         """Model an end tag."""
@@ -409,10 +433,8 @@ class _OpenElements:
         elif name == "template":
             self.pop_to(self.topmost("template"))
         elif name == "select":
-            while self.names[-1] in ("option", "optgroup"):
-                self.pop()
-            if self.names[-1] == "select":
-                self.pop()
+            if self.above(self.topmost("select"), "scope"):
+                self.pop_to(self.topmost("select"))
         elif name in SPECIAL:
             if name in RAW_TEXT or name in ("option", "optgroup", "head", "frameset",
                                             "noscript"):
@@ -448,8 +470,9 @@ _FOREIGN_KINDS = _kinds_of(True)
 def within_bounds(data: bytes) -> bytes:
     """``data``, an HTML document in UTF-8, with its nesting within ``MAX_DEPTH`` (an
     element beyond it made a sibling of the innermost one), its open formatting
-    elements within ``MAX_FORMATTING`` and a select's options within ``MAX_OPTIONS``
-    (their tags dropped, their text kept); the document itself where it is within
+    elements within ``MAX_FORMATTING`` and a select's tags within ``MAX_IN_SELECT``
+    (their tags dropped, their text kept), a tag's attributes, and those ``<html>``
+    and ``<body>`` merge, within ``MAX_ATTRIBUTES``; the document itself where it is within
     them, as nearly every one is. One pass over its tags, modelling the HTML5 tree
     builder (``_OpenElements``)."""
     if data.count(b"<") < _FEW_TAGS:
@@ -494,10 +517,17 @@ def within_bounds(data: bytes) -> bytes:
             break
         position = matched.end()
         name = matched.group(2).lower().decode("latin-1")
+        many = position - at > 2 * MAX_ATTRIBUTES  # room for more than the bound
         if matched.group(1):
             model.end(name)
-            continue
-        raw = model.start(name, bool(matched.group(3)), (at, position))
+            raw = None
+        else:
+            counted = (sum(1 for _ in islice(_ATTRIBUTES.finditer(
+                data, matched.end(2), matched.start(3)), MAX_ATTRIBUTES + 1))
+                if name in model.merged else 0)
+            raw = model.start(name, bool(matched.group(3)), (at, position), counted)
+        if many and not (model.edits and model.edits[-1][:2] == (at, position)):
+            _drop_attributes(model, matched)
         if raw == "plaintext":
             break
         if raw is not None:
@@ -514,6 +544,16 @@ def within_bounds(data: bytes) -> bytes:
         last = end_at
     parts.append(data[last:length])
     return b"".join(parts)
+
+
+def _drop_attributes(model: _OpenElements, tag: re.Match[bytes]) -> None:
+    """The attributes of ``tag`` beyond ``MAX_ATTRIBUTES`` dropped (the tag's end, with
+    a self-closing slash apart from the last value kept, left)."""
+    attributes = list(islice(_ATTRIBUTES.finditer(tag.string, tag.end(2), tag.start(3)),
+                             MAX_ATTRIBUTES + 1))
+    if len(attributes) > MAX_ATTRIBUTES:
+        model.edits.append((attributes[MAX_ATTRIBUTES - 1].end(), tag.start(3),
+                            b" " if tag.group(3) else b""))
 
 
 def html_extracted(data: bytes) -> Extracted:
