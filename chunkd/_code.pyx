@@ -166,6 +166,8 @@ cdef struct Level:
     Py_ssize_t piece_count, piece_room
     int kind
     bint definition, past, glue
+    bint header                 # within a definition's header: all signature
+    Py_ssize_t body_start       # byte offset of a definition's body (-1: none)
     Py_ssize_t at
     Py_ssize_t end              # the level's end
     TSTreeCursor cursor         # a node's level: on its next child to read
@@ -286,7 +288,7 @@ cdef class CodeWalk:
     cdef Py_ssize_t wrapping_count
     cdef tuple keywords
     cdef uint32_t keyword_lengths   # a bit for each length of keyword (up to 31)
-    cdef TSFieldId name_field, declarator_field, type_field
+    cdef TSFieldId name_field, declarator_field, type_field, body_field
     cdef Py_ssize_t most_children, keyword_nodes
 
     def __cinit__(self, language, bytes kinds, tuple wrapping, tuple keywords,
@@ -322,6 +324,7 @@ cdef class CodeWalk:
         self.name_field = ts_language_field_id_for_name(self.language, "name", 4)
         self.declarator_field = ts_language_field_id_for_name(self.language, "declarator", 10)
         self.type_field = ts_language_field_id_for_name(self.language, "type", 4)
+        self.body_field = ts_language_field_id_for_name(self.language, "body", 4)
 
     def __dealloc__(self):
         if self.parser != NULL:
@@ -693,6 +696,7 @@ cdef class _Cut:
         memset(level, 0, sizeof(Level))
         self.level_count += 1
         level.kind, level.definition, level.end = kind, definition, end
+        level.body_start = -1
         return level
 
     cdef void popped(self) noexcept:
@@ -704,10 +708,21 @@ cdef class _Cut:
         self.level_count -= 1
 
     cdef int pushed_node(self, TSNode node, Py_ssize_t start, Py_ssize_t end, int kind,
-                         bint definition) except -1:
+                         bint definition, bint header) except -1:
         """The level of a node's children, glued to their leading nodes."""
         cdef Level *level = self.pushed(end, kind, definition)
+        cdef TSNode body
+        cdef Py_ssize_t index
         level.glue = True
+        level.header = header
+        if definition:   # its body: by field ``body``, else the definition it wraps
+            body = ts_node_child_by_field_id(node, self.walk.body_field)   # null if none
+            index = 0
+            while ts_node_is_null(body) and index < self.walk.wrapping_count:
+                body = ts_node_child_by_field_id(node, self.walk.wrapping[index])
+                index += 1
+            if not ts_node_is_null(body):
+                level.body_start = ts_node_start_byte(body)
         level.nodes = <TSNode *>_grown(NULL, min(<Py_ssize_t>ts_node_child_count(node),
                                                  self.walk.most_children), sizeof(TSNode))
         level.cursor = ts_tree_cursor_new(node)
@@ -715,11 +730,12 @@ cdef class _Cut:
         level.reading = ts_tree_cursor_goto_first_child(&level.cursor)
         return self.next_batch(level, start)
 
-    cdef int pushed_group(self, Level *level, Piece *piece, int kind, bint definition) \
-            except -1:
+    cdef int pushed_group(self, Level *level, Piece *piece, int kind, bint definition,
+                          bint header) except -1:
         """The level of a piece's nodes (leading nodes and the node they lead), all at
         once."""
         cdef TSNode *nodes = <TSNode *>_grown(NULL, piece.count, sizeof(TSNode))
+        cdef Py_ssize_t body_start = level.body_start
         memcpy(nodes, &level.nodes[piece.first], piece.count * sizeof(TSNode))
         try:
             level = self.pushed(piece.end, kind, definition)
@@ -727,6 +743,7 @@ cdef class _Cut:
             PyMem_Free(nodes)
             raise
         level.nodes, level.node_count = nodes, piece.count
+        level.header, level.body_start = header, body_start
         return self.tiled(level, 0, piece.count, piece.start, piece.end)
 
     # --- cutting -----------------------------------------------------------------------
@@ -859,7 +876,7 @@ cdef class _Cut:
         cdef Level *level
         cdef Piece piece
         cdef Py_ssize_t opened = -1, at, start, after
-        cdef bint body = False, signature = False, alone, room, closing, definition
+        cdef bint body = False, signature = False, alone, room, closing, definition, header
         cdef int kind
         cdef TSNode node
         while self.level_count:
@@ -869,12 +886,16 @@ cdef class _Cut:
                 self.next_batch(level, level.pieces[level.piece_count - 1].end)
                 continue
             if at == level.piece_count:
+                header = level.header
                 self.popped()
                 if self.level_count:
                     level = &self.levels[self.level_count - 1]
                     level.at += 1
-                    level.past = True
-                    body = True
+                    if header:   # a header cut down is still signature
+                        signature = True
+                    else:
+                        level.past = True
+                        body = True
                 continue
             start = level.pieces[at].start if opened < 0 else opened
             after = self.furthest(start, level, at)
@@ -884,7 +905,7 @@ cdef class _Cut:
                     body = body or self.has_code(level, at, after)
                 elif level.past:
                     body = True
-                elif level.definition:
+                elif level.definition or level.header:
                     signature = True
                 continue
             piece = level.pieces[at]
@@ -901,10 +922,13 @@ cdef class _Cut:
                 body = signature = False
                 if alone:
                     continue
+            # a definition's child before its body (parameters, decorators) is header
+            header = level.header or piece.count > 0 and <Py_ssize_t>ts_node_start_byte(
+                level.nodes[piece.first + piece.count - 1]) < level.body_start
             if piece.count > 1:
                 self.pushed_group(level, &piece,
                                   GROUP if level.kind == CONTAINER else CONSTRUCT,
-                                  level.definition)
+                                  level.definition, header)
                 continue
             if piece.count == 1:
                 node = level.nodes[piece.first]
@@ -912,10 +936,13 @@ cdef class _Cut:
                     definition = self.is_definition(level, &piece)
                     kind = CONTAINER if self.flags[ts_node_symbol(node)] & FLAG_CONTAINER \
                         else CONSTRUCT
-                    self.pushed_node(node, piece.start, piece.end, kind, definition)
+                    self.pushed_node(node, piece.start, piece.end, kind, definition, header)
                     continue
             opened = self.cut_leaf(opened, piece.start, piece.end)
-            body = level.past = True
+            if header:
+                signature = True
+            else:
+                body = level.past = True
             level.at += 1
         return opened
 
@@ -1153,7 +1180,7 @@ cdef class _Cut:
         if not self.ascii:
             self.checkpoints()
         if ts_node_child_count(self.root):
-            self.pushed_node(self.root, 0, self.text_length, CONTAINER, False)
+            self.pushed_node(self.root, 0, self.text_length, CONTAINER, False, False)
             opened = self.cut()
         else:
             opened = self.cut_leaf(-1, 0, self.text_length)

@@ -55,6 +55,27 @@ def test_package_signatures_never_alone():
     assert check_stdlib(paths, [("chars", 300), ("chars", 1000), ("tokens", 100)]) > 1000
 
 
+LONG_SIGNATURE = (
+    "def configure(first_setting_of_the_thing: dict[str, int] | None = None,\n"
+    "              second_setting_of_the_thing: dict[str, int] | None = None,\n"
+    "              third_setting: int = 3) -> None:\n"
+    '    """Configure the thing from its settings, each a dict or None."""\n'
+    + "".join(f"    total{k} = first_setting_of_the_thing or second_setting_of_the_thing\n"
+              for k in range(4)))
+
+
+def test_long_signature_begins_its_body():
+    """A signature over the size is cut inside its parameters; its last piece is
+    still signature, not body: it begins the chunk of the body's first line (they fit
+    together), never a chunk alone."""
+    lines = LONG_SIGNATURE.splitlines(keepends=True)
+    size = 150
+    assert len("".join(lines[:3])) > size >= len(lines[2]) + len(lines[3])
+    chunks = code_chunks(LONG_SIGNATURE, size, "chars")
+    assert "".join(chunk.text for chunk in chunks) == LONG_SIGNATURE
+    assert [chunk.text for chunk in chunks][:2] == ["".join(lines[:2]), "".join(lines[2:4])]
+
+
 def test_stdlib_sample_definitions_whole():
     """Every definition ``ast`` finds that fits the size lies in one chunk; chunks tile
     the file and none is longer than the size; the symbols are those ``ast`` says

@@ -354,18 +354,25 @@ class Outline(NamedTuple):
 class _Level:
     """A level of the cut on the stack: its pieces, its kind, whether it is a
     definition's (whose header is a signature), the next piece to place (``at``), and
-    whether a piece of it was cut (``past``: a construct is past its header)."""
+    whether a piece of it was cut (``past``: a construct is past its header);
+    ``header``: whether it is within a definition's header (its parameters, decorators:
+    all signature, never body); ``body_start``: where a definition's body starts (the
+    byte offset of its child by field ``body``, or of the definition it wraps; -1: none,
+    nothing is header)."""
 
-    __slots__ = ("pieces", "kind", "definition", "at", "past", "rest", "end")
+    __slots__ = ("pieces", "kind", "definition", "at", "past", "rest", "end", "header",
+                 "body_start")
 
     def __init__(self, pieces: list[Piece], kind: int, definition: bool,
                  rest: Iterator[tuple[list[Node], int | None]] | None = None,
-                 end: int = 0) -> None:
+                 end: int = 0, header: bool = False, body_start: int = -1) -> None:
         self.pieces = pieces
         self.kind = kind
         self.definition = definition
         self.at = 0
         self.past = False
+        self.header = header
+        self.body_start = body_start
         #: The batches of children still to come, each with where the one after starts
         #: (``_batches``), and where the last ends; None: all are in ``pieces``.
         self.rest = rest
@@ -515,6 +522,8 @@ class Document:
         self.definitions = frozenset() if grammar is None \
             else kind_ids(grammar, grammar.definitions)
         self.wrapping = () if grammar is None else field_ids(grammar, WRAPPING)
+        #: A definition's body (or the definition it wraps): its header is what is before.
+        self.bodies = () if grammar is None else field_ids(grammar, ("body",)) + self.wrapping
         self.data = _encoded(text)
 
     @cached_property
@@ -593,22 +602,32 @@ class Document:
                                 _SYMBOLS_FIELD, _DEFINES_FIELD)
         end = len(self.text)
         if self.root is not None and self.root.child_count:
-            opened = self.cut(self.level(self.root, 0, end, CONTAINER, False))
+            opened = self.cut(self.level(self.root, 0, end, CONTAINER, False, False))
         else:
             opened = self.cut_leaf(None, 0, end)
         if opened is not None:
             self.cuts.append(opened)
         return self.records()
 
-    def level(self, node: Node, start: int, end: int, kind: int, definition: bool) -> _Level:
+    def level(self, node: Node, start: int, end: int, kind: int, definition: bool,
+              header: bool) -> _Level:
         """The level of a node's children (glued to their leading comments) from
         ``start`` to ``end``: a batch of ``MOST_CHILDREN`` at a time, so that a node of
         millions (a generated table) takes little memory beside its tree."""
+        body_start = -1
+        if definition:
+            for field in self.bodies:
+                body = node.child_by_field_id(field)
+                if body is not None:
+                    body_start = body.start_byte
+                    break
         if node.child_count <= MOST_CHILDREN:
-            return _Level(self.tiled(node.children, start, end, glue=True), kind, definition)
+            return _Level(self.tiled(node.children, start, end, glue=True), kind, definition,
+                          header=header, body_start=body_start)
         batches = _batches(node)
         children, after = next(batches)
-        level = _Level([], kind, definition, rest=batches, end=end)
+        level = _Level([], kind, definition, rest=batches, end=end, header=header,
+                       body_start=body_start)
         level.pieces = self.tiled(children, start, self.batch_end(level, after), glue=True)
         return level
 
@@ -629,7 +648,9 @@ class Document:
         piece over the size in a container only if it holds body or nothing but
         comments, and before a piece that fits alone if it holds body or no signature:
         so a signature begins the chunk of its body, never a chunk of its own, while
-        leading comments may close alone before a definition that then stays whole."""
+        leading comments may close alone before a definition that then stays whole. A
+        definition's child before its body (its parameters, a decorator) cut down is
+        still signature: only its body, or what follows, is body."""
         levels = [top]
         opened: int | None = None
         body = signature = False
@@ -647,8 +668,11 @@ class Document:
                 levels.pop()
                 if levels:
                     levels[-1].at += 1
-                    levels[-1].past = True
-                    body = True
+                    if level.header:   # a header cut down is still signature
+                        signature = True
+                    else:
+                        levels[-1].past = True
+                        body = True
                 continue
             start = pieces[at][0] if opened is None else opened
             after = self.furthest(start, pieces, at)
@@ -658,7 +682,7 @@ class Document:
                     body = body or self.has_code(pieces, at, after)
                 elif level.past:
                     body = True
-                elif level.definition:
+                elif level.definition or level.header:
                     signature = True
                 continue
             piece = pieces[at]
@@ -679,18 +703,24 @@ class Document:
                 if alone:   # it starts the next chunk
                     continue
             start, end, nodes = piece
+            # a definition's child before its body (parameters, decorators) is header
+            header = level.header or nodes != () and nodes[-1].start_byte < level.body_start
             if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
                 levels.append(_Level(self.tiled(list(nodes), start, end),
                                      GROUP if level.kind == CONTAINER else CONSTRUCT,
-                                     level.definition))
+                                     level.definition, header=header,
+                                     body_start=level.body_start))
             elif nodes and nodes[0].child_count:
                 levels.append(self.level(
                     nodes[0], start, end,
                     CONTAINER if nodes[0].kind_id in self.containers else CONSTRUCT,
-                    self.is_definition(piece)))
+                    self.is_definition(piece), header))
             else:   # a leaf, or white space
                 opened = self.cut_leaf(opened, start, end)
-                body = level.past = True
+                if header:
+                    signature = True
+                else:
+                    body = level.past = True
                 level.at += 1
         return opened
 
