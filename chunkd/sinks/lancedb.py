@@ -17,13 +17,15 @@ chunks (an empty file) has no rows, so no bookkeeping: it is chunked again by ea
 (it costs nothing) and ``--check`` finds it equal when the store holds none of it.
 A source some of whose ids rows of another origin hold is refused before the merge.
 
-Each row also carries the digest of what a reader sees of it (``chunkd_digest``: the
-``row_digest`` of its text and metadata, as written): a row whose text or metadata was
-changed behind chunkd's back no longer matches it, and its source is stale (``altered``),
-written again by the next sync, as pgvector's ``rows_digest``. Checking it reads each
-row's text and hashes it at every sync (about 5 µs a row). A table of an older chunkd,
-without the column, is given it (empty: every source is written again once, its
-vectors kept).
+Each row also carries the digest of what a reader sees of it and of its source's whole
+set of ids (``chunkd_digest``: ``ROW:IDS``, the ``row_digest`` of its text and metadata
+as written, and ``ids_digest`` of the source's ids): a row whose text or metadata was
+changed behind chunkd's back no longer matches it, nor do the ids a source's rows hold
+once one of them was deleted (or one added under it), and the source is stale
+(``altered``), written again by the next sync, as pgvector's ``rows_digest``. Checking
+it reads each row's text and hashes it at every sync (about 5 µs a row). A table of an
+older chunkd, without the column or with digests of the row alone, is given it (every
+source is written again once, its vectors kept).
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ log = logging.getLogger("chunkd.sinks")
 LANCE_SUFFIX, LOCK_NAME, NAME_BYTES = ".lance", ".{}.chunkd-lock", 255
 #: The longest table name whose files all fit (the lock's name is the longer).
 TABLE_NAME_BYTES = NAME_BYTES - max(len(LANCE_SUFFIX), len(LOCK_NAME.format("")))
-#: The column of each row's digest (``row_digest`` of its text and metadata).
+#: The column of each row's digests: ``row_digest`` of its text and metadata, ``:``,
+#: ``ids_digest`` of its source's ids.
 DIGEST = "chunkd_digest"
 #: The system errors of a store that may pass (a full disk, a quota): tried again.
 PASSING = {errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EINTR, errno.ETIMEDOUT,
@@ -74,6 +77,12 @@ def _code(error: BaseException) -> int | None:
         return error.errno
     found = re.search(r"\(os error (\d+)\)", str(error))
     return int(found.group(1)) if found else None
+
+
+def ids_digest(ids: Iterable[str]) -> str:
+    """The digest of a source's whole set of ids, recorded in each of its rows: a row
+    deleted (or added) behind chunkd's back leaves ids that no longer match it."""
+    return hashlib.sha256("\0".join(sorted(ids)).encode()).hexdigest()
 
 
 def _literal(value: str) -> str:
@@ -203,8 +212,11 @@ class LanceSink:
         """What the rows ``where`` selects hold of each source, and the sources some of
         whose ids two rows hold (two merges at once, before this writer locked the
         table, inserted them twice): these, and a source whose rows are of two states,
-        are stale."""
+        are stale, as is a source whose rows' ids are not the set its rows record (a row
+        deleted or added behind chunkd's back), or whose rows' digests are not those of
+        their text and metadata."""
         found: dict[str, tuple[str, str, set[str]]] = {}
+        recorded: dict[str, set[str]] = {}  # each source's ids digests, as its rows hold
         addresses: dict[str, list[int]] = {}
         doubled: set[str] = set()
         altered: set[str] = set()
@@ -216,8 +228,10 @@ class LanceSink:
         digests = rows[DIGEST].to_pylist() if digested else [None] * len(metas)
         for row, meta, address, text, digest in zip(
                 rows["id"].to_pylist(), metas, rows["_rowid"].to_pylist(), texts, digests):
-            if digest is None or digest != row_digest(text, meta):
+            own, _, of_ids = (digest or "").partition(":")
+            if not of_ids or own != row_digest(text, meta):  # an older chunkd's: no ids
                 altered.add(meta["source"])
+            recorded.setdefault(meta["source"], set()).add(of_ids)
             entry = found.setdefault(meta["source"], (meta["sha256"], meta["fingerprint"], set()))
             if row in entry[2]:
                 doubled.add(meta["source"])
@@ -226,6 +240,8 @@ class LanceSink:
                 entry = found[meta["source"]] = ("", "", entry[2])
             entry[2].add(row)
             addresses.setdefault(meta["source"], []).append(address)
+        altered.update(source for source, (_, _, ids) in found.items()
+                       if recorded[source] != {ids_digest(ids)})
         return ({source: Stored(sha256, made, frozenset(ids), hashlib.sha256(
                     ",".join(map(str, sorted(addresses[source]))).encode()).hexdigest(),
                     source in altered)
@@ -286,7 +302,12 @@ class LanceSink:
             return {}
         found = self._read(["id", "vector"], self._mine() + " AND id IN ("
                            + ", ".join(map(_literal, wanted)) + ")")
-        return dict(zip(found["id"].to_pylist(), found["vector"].to_pylist()))
+        size = getattr(found.schema.field("vector").type, "list_size", None)
+        # A vector set to NULL (or with a NULL in it) behind chunkd's back is none: its
+        # text is embedded again, and the rewrite mends the row.
+        return {row: vector for row, vector in zip(found["id"].to_pylist(),
+                                                   found["vector"].to_pylist())
+                if vector is not None and len(vector) == size and None not in vector}
 
     def apply(self, changes: Sequence[Change]) -> list[str]:
         with self._locked():
@@ -364,10 +385,16 @@ class LanceSink:
                                       change.sha256 or "", change.fingerprint)}
                 for change, record in records], schema=table.schema)
             # Each row's digest as a reader will read it back: of the values as the
-            # table holds them (its types; the fields of another writer's, empty).
+            # table holds them (its types; the fields of another writer's, empty); then
+            # its source's ids.
+            of_ids = {change.source: ids_digest(record["chunk_id"]
+                                                for record in change.records)
+                      for change in changes if change.sha256 is not None}
             data = data.set_column(data.schema.get_field_index(DIGEST), DIGEST, pyarrow.array(
-                [row_digest(text, values) for text, values in zip(
-                    data["text"].to_pylist(), data["metadata"].to_pylist())], pyarrow.string()))
+                [f"{row_digest(text, values)}:{of_ids[change.source]}"
+                 for text, values, (change, _) in zip(
+                     data["text"].to_pylist(), data["metadata"].to_pylist(), records)],
+                pyarrow.string()))
         except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError) as error:
             raise StoreRefused(f"{self.where}: {_said(error)}") from None
         except (OSError, RuntimeError, ValueError) as error:
