@@ -550,8 +550,8 @@ class OpenAIEmbedder:
             wait = self.first_wait * 2 ** attempt
             try:
                 answer = call(self.url, "POST", body, headers, self.timeout, limit)
-            except NoAnswer as error:
-                last = str(error)
+            except NoAnswer as error:  # (chunkd's words, a TLS check's may name the host)
+                last = self._quoted(str(error), type(error).__name__)
             except TooLarge as error:
                 raise EmbedError(f"{self.shown}: an answer of {error} for {len(texts)} "
                                  f"texts, more than their vectors can need: refused") from None
@@ -578,6 +578,16 @@ class OpenAIEmbedder:
             raise EmbedError(f"{self.shown}: no answer after {TRIES} tries of an earlier "
                              f"call and 1 of this one (last: {last})")
         raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
+
+    def _quoted(self, text: str, kind: str) -> str:
+        """Text that may quote the URL, as messages show it (``chunkd.urls.quoted``)."""
+        from chunkd.urls import quoted
+
+        hidden = sorted({secret for secret in (os.environ.get(KEY_VARIABLE), self.basic,
+                                               *self.credentials) if secret},
+                        key=len, reverse=True)
+        return quoted(text, hidden, self.shown, f"{kind}: its words are not shown, as "
+                                                "they may quote a credential")
 
     def _where(self, location: str | None) -> str:
         """Where a redirect points, as a message may show it: its origin (scheme, host,

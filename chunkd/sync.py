@@ -543,15 +543,23 @@ class Sync:
             if known.sha256 != sha256 or known.fingerprint != self.fingerprint:
                 problems.append(f"stale {name}")
             elif expected != held or known.ids != held:
-                problems.append(f"ids {name}: {len(expected - held)} of the folder's not in "
-                                f"the store, {len(held - expected)} in the store not of the "
-                                "folder")
+                # The folder's ids against the rows; else the bookkeeping's against them.
+                said = (f"{len(expected - held)} of the folder's not in the store, "
+                        f"{len(held - expected)} in the store not of the folder"
+                        if expected != held else
+                        f"its bookkeeping records {len(known.ids - held)} ids without a row, "
+                        f"and not {len(held - known.ids)} of its rows")
+                problems.append(f"ids {name}: {said}")
             else:
                 digests = contents.get(name, {})
-                altered = sum(digests.get(record["chunk_id"]) != row_digest(
-                    record["text"], metadata(record, name, self.sink.origin, sha256,
-                                             self.fingerprint)) for record in records)
-                if altered:
+                empty = sum(record["chunk_id"] not in digests for record in records)
+                altered = sum(record["chunk_id"] in digests and digests[record["chunk_id"]]
+                              != row_digest(record["text"], metadata(
+                                  record, name, self.sink.origin, sha256, self.fingerprint))
+                              for record in records)
+                if empty:
+                    problems.append(f"stale {name}: {empty} of its rows hold no embedding")
+                elif altered:
                     problems.append(f"stale {name}: {altered} of its rows hold another text "
                                     "or metadata than its chunks")
                 elif known.altered:

@@ -14,14 +14,18 @@ Secrets: a URL's password, read both ways when an ``@`` follows a ``/``, ``?`` o
 (a password written with those raw: up to the first of them, and up to the last
 ``@``); the value of every query parameter or keyword whose name says it is one
 (``password``, ``sslpassword``, ``api-key``, ``access_token``, ``sig``, ``code``...); each
-as written and percent-decoded. A message shows a setting as ``public_url`` does, and
-any text that may quote it (a driver's error) goes through ``masked``.
+as written and percent-decoded. A message shows a setting as ``public_url`` does (built
+from the parts that hold no secret, so never masked again), and only text that may
+quote it (a driver's or an endpoint's error) goes through ``quoted``: each secret
+masked, or, where one is too short or too common to mask without giving it away
+(``postgres`` in ``postgresql://...``, a one-letter password), a generic message.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Sequence
 from typing import NamedTuple
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -160,11 +164,30 @@ def in_credentials(text: str, value: str) -> bool:
     return value in rest.rpartition("@")[0].partition(":")[2]
 
 
+#: A secret shorter than this is not masked in a text that holds it: the text is not
+#: shown (``quoted``), as ``***`` in place of each "e" or "ab" would mangle the text
+#: and tell the secret.
+MASKABLE = 6
+
+
 def masked(text: str, hidden: tuple[str, ...] | list[str]) -> str:
     """``text`` with each of ``hidden`` (``secrets``: longest first) as ``***``."""
     for secret in hidden:
         text = text.replace(secret, "***")
     return text
+
+
+def quoted(text: str, hidden: Sequence[str], public: str, generic: str) -> str:
+    """A text that may quote a setting (a driver's message), as a message may show it:
+    with each of ``hidden`` (its secrets) masked; but ``generic`` (the kind of error,
+    in chunkd's words) where the text holds a secret that cannot be masked without
+    telling it: one under ``MASKABLE`` characters, or one that occurs in ``public``
+    (the setting's public form, as the password ``postgres`` in
+    ``postgresql://postgres@/postgres``: masked, the rest of the text would say it)."""
+    if any(secret in text and (len(secret) < MASKABLE or secret in public)
+           for secret in hidden):
+        return generic
+    return masked(text, list(hidden))
 
 
 def public_url(text: str) -> str:
@@ -178,15 +201,23 @@ def public_url(text: str) -> str:
                          and "'" not in written else f"{name}='...'"
                          for name, written, _ in pairs if not secret_name(name))
         shown = f"{shown} ..." if left.strip() else shown
-        return masked(shown.strip(), secrets(text))
+        return shown.strip()
     found = scheme(text)
     if not found:
         return text
     if not slashed(text):
         return f"{found}:..."
     parts = _parts(text)
-    user = f"{parts.user}@" if parts.user and found not in _SECRET_USER else ""
-    return masked(f"{text[:len(found)]}://{user}{parts.host}{parts.path}", secrets(text))
+    # Each part is shown only where it cannot be a piece of a secret: a user read across
+    # a "/", "?" or "#" (the last "@" in a query: ``db/rag?password=x@y``), a host and
+    # path after an "@" that a secret parameter's value holds, a part holding a "=" (a
+    # parameter, ``;password=x``, that ``secrets`` reads as one) are "...".
+    after_secret = any("@" in value for value in _query_secrets(text))
+    user = "..." if re.search(r"[/?#=&;]", parts.user) else parts.user
+    host = "..." if after_secret or "=" in parts.host else parts.host
+    path = "/..." if parts.path and (after_secret or "=" in parts.path) else parts.path
+    user = f"{user}@" if user and found not in _SECRET_USER else ""
+    return f"{text[:len(found)]}://{user}{host}{path}"
 
 
 def identity_url(url: str) -> str:
@@ -202,4 +233,4 @@ def identity_url(url: str) -> str:
     shown = public_url(url)
     if scheme(url) not in _SECRET_USER:
         shown = re.sub(r"^([^:]*://)[^@/]*@", r"\1", shown)
-    return masked(shown + ("?" + "&".join(kept) if kept else ""), secrets(url))
+    return shown + ("?" + "&".join(kept) if kept else "")

@@ -16,7 +16,7 @@ from command import chunkd_command
 from stores import collection_name, paragraphs, pgvector_rows, sync
 
 from chunkd.sinks.pgvector import STATEMENT_SECONDS, PgvectorSink
-from chunkd.urls import identity_url, masked, public_url, secrets
+from chunkd.urls import identity_url, masked, public_url, quoted, secrets
 
 PASSWORD = "S3cret-Pass"
 
@@ -209,3 +209,76 @@ def test_the_users_connection_options_are_kept(postgres, endpoint, tmp_path, req
     finally:
         sink.close()
     assert shown == (schema, f"{STATEMENT_SECONDS // 60}min")
+
+
+# --- a secret that masking would give away --------------------------------------------
+
+def test_quoted_text_holding_a_secret_too_short_or_too_common_is_not_shown():
+    """Masked, the password ``postgres`` of ``postgresql://postgres@/postgres`` or a
+    one-letter one would mangle the text and tell it: the text is not shown."""
+    public = public_url("postgresql://postgres:postgres@/postgres?host=/tmp/x")
+    assert public == "postgresql://postgres@/postgres"
+    assert quoted('database "postgres" does not exist', ("postgres",), public, "G") == "G"
+    assert quoted("connection refused", ("e",), "postgresql://rag@db/rag", "G") == "G"
+    assert quoted("no such host", ("e",), "postgresql://rag@db/rag", "G") == "no such host"
+    assert quoted(f"password {PASSWORD} refused", (PASSWORD,), "postgresql://rag@db/rag",
+                  "G") == "password *** refused"
+    # The setting's public form is built from parts that hold no secret: never masked.
+    assert public_url("postgresql://rag:e@db/rag?sslmode=require") == "postgresql://rag@db/rag"
+    assert identity_url("http://u:e@example.com/v1?deployment=large&key=e") \
+        == "http://example.com/v1?deployment=large"
+    # A part read across a secret's "@" or holding a "=" is not shown.
+    assert public_url("postgresql://db/rag?password=S3cr@et/x") == "postgresql://...@.../..."
+    assert public_url("postgresql://u@db/rag;password=S3cret") == "postgresql://u@db/..."
+
+
+def test_a_one_letter_password_never_mangles_a_settings_error(tmp_path):
+    done = run("sync", folder_of(tmp_path), "postgresql://rag:e@127.0.0.1:1/postgres"
+                                            "?sslmode=bogus")
+    assert done.returncode == 2
+    [line] = done.stderr.decode().splitlines()
+    assert line.endswith(": --sink postgresql://rag@127.0.0.1:1/postgres collection "
+                         "chunkd: sslmode=bogus: not one of disable, allow, prefer, require, "
+                         "verify-ca, verify-full"), line
+    assert "***" not in line
+
+
+def test_a_driver_message_holding_a_one_letter_password_is_not_shown(tmp_path):
+    """The store is down (a closed port): the driver's words hold many an "e"; the line
+    names the kind of error, never the words with each "e" masked."""
+    done = run("sync", folder_of(tmp_path), "postgresql://rag:e@127.0.0.1:1/postgres",
+               "--retries", "0")
+    assert done.returncode == 3, done.stderr
+    [line] = done.stderr.decode().splitlines()
+    assert line.startswith("chunkd: postgresql://rag@127.0.0.1:1/postgres collection chunkd: "
+                           "OperationalError: its message is not shown"), line
+    assert "***" not in line
+
+
+def test_an_endpoints_one_letter_secret_never_mangles_its_messages(tmp_path, endpoint):
+    """An endpoint's URL is shown as its public form: a query secret "e" masks nothing."""
+    url = f"{endpoint.url}/elsewhere?key=e"
+    done = subprocess.run(
+        [chunkd_command(), "sync", str(folder_of(tmp_path)), "--sink",
+         str(tmp_path / "lance"), "--embed-url", url, "--embed-model", "m"],
+        capture_output=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    text = done.stderr.decode()
+    assert f"{endpoint.url}/elsewhere/v1/embeddings: HTTP 404" in text, text
+    assert "***" not in text
+
+
+@pytest.mark.slow
+def test_the_summary_shows_the_store_as_its_public_form(postgres, endpoint, tmp_path,
+                                                         request):
+    """A password ``postgres``, as are the user and database (the test server trusts its
+    socket: any password does): the summary shows ``postgresql://postgres@/postgres``,
+    never ``***ql://***@/***``."""
+    url = postgres.url.replace("postgresql://postgres:@/", "postgresql://postgres:postgres@/")
+    assert ":postgres@/postgres?" in url
+    collection = collection_name(request)
+    done = sync(folder_of(tmp_path, seed=17), url, endpoint, "--collection", collection)
+    assert done.returncode == 0, done.stderr
+    assert f"; postgresql://postgres@/postgres collection {collection}".encode() \
+        in done.stderr, done.stderr
+    assert b"***" not in done.stderr

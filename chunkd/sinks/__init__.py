@@ -47,7 +47,11 @@ def open_sink(url: str, collection: str, origin: str) -> Sink:
     (pgvector, in langchain-postgres's tables), or a folder path (LanceDB, embedded);
     ``SettingsError`` if it is neither or its package is missing. Connects lazily: a
     store that is down fails on first use. A setting holding ``keyword=`` after white
-    space is never taken for a folder (its password would name one)."""
+    space is never taken for a folder (its password would name one). An empty
+    ``collection`` names none, in either store."""
+    if not collection:
+        raise SettingsError("--collection '': an empty name (leave the option out for the "
+                            f"default, {DEFAULT_COLLECTION})")
     keywords = conninfo(url)
     kind = "postgresql" if keywords else scheme(url)
     if kind and not keywords:

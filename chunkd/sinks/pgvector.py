@@ -43,7 +43,7 @@ import orjson
 from chunkd.errors import SettingsError
 from chunkd.sinks.base import (Change, StoreDown, StoreRefused, Stored, Unchecked, metadata,
                                row_digest, superseded)
-from chunkd.urls import conninfo, in_credentials, masked, public_url, secrets, slashed
+from chunkd.urls import conninfo, in_credentials, public_url, quoted, secrets, slashed
 
 if TYPE_CHECKING:
     import psycopg
@@ -87,10 +87,12 @@ COLUMNS = {"id": ("character varying", "text"), "collection_id": ("uuid",),
 #: What a source's rows hold as a reader sees them (ids, texts, metadata), in one
 #: digest computed by the store: written in the bookkeeping with the rows, so that a
 #: row changed behind chunkd's back makes its source stale (rewritten by the next
-#: write). ``{rows}``: the rows' selection, aliased ``e``.
+#: write). Every row counts, whatever its embedding: one without (NULL, which chunkd
+#: never writes: set or added behind its back) is marked in the digest, so that its
+#: source is stale. ``{rows}``: the rows' selection, aliased ``e``.
 ROWS_DIGEST = ("SELECT md5(string_agg(e.id || ' ' || md5(coalesce(e.document, '')) || ' ' "
-               "|| md5(e.cmetadata::text), ',' ORDER BY e.id)) FROM {embedding} e "
-               "WHERE {rows} AND e.embedding IS NOT NULL")
+               "|| md5(e.cmetadata::text) || CASE WHEN e.embedding IS NULL THEN ' null' "
+               "ELSE '' END, ',' ORDER BY e.id)) FROM {embedding} e WHERE {rows}")
 HNSW = ("CREATE INDEX IF NOT EXISTS chunkd_embedding_hnsw ON {embedding} "
         "USING hnsw (embedding vector_cosine_ops)")
 
@@ -133,9 +135,10 @@ class PgvectorSink:
             settings = conninfo_to_dict(url)
         except psycopg.Error as error:
             raise SettingsError(f"--sink {self._message(error)}") from None
-        problem = _misread(settings, lambda value: in_credentials(url, value))
-        if problem:
-            raise SettingsError(f"--sink {self.where}: {masked(problem, self.secrets)}")
+        problem = _misread(settings, lambda value: in_credentials(url, value) or any(
+            secret in value for secret in self.secrets))
+        if problem:  # (chunkd's words, and values that hold no secret)
+            raise SettingsError(f"--sink {self.where}: {problem}")
         # The user's options (the URL's, else libpq's PGOPTIONS, which an options=
         # given to the driver replaces), with chunkd's statement timeout before them:
         # a statement_timeout of the user's own is theirs to choose.
@@ -229,9 +232,15 @@ class PgvectorSink:
         return bool(_one(cursor))
 
     def _message(self, error: BaseException) -> str:
-        text = " ".join(str(error).split()) or type(error).__name__
-        # The driver may quote the URL it could not parse.
-        return f"{self.where}: {masked(text, self.secrets)}"
+        kind = type(error).__name__
+        sqlstate = getattr(error, "sqlstate", None)
+        kind += f" (SQLSTATE {sqlstate})" if sqlstate else ""
+        text = " ".join(str(error).split()) or kind
+        # The driver may quote the URL it could not parse: where a secret cannot be
+        # masked without telling it, its message is not shown.
+        return f"{self.where}: " + quoted(text, self.secrets, public_url(self.url),
+                                          f"{kind}: its message is not shown, as it "
+                                          "may quote the password")
 
     # --- the tables ------------------------------------------------------------------
 
@@ -306,9 +315,11 @@ class PgvectorSink:
             collection = self._collection(cursor, create=False)
             if collection is None or not self._exists(cursor, "embedding"):
                 return {}
+            # Every row of the origin, whatever its embedding: a row without one is a
+            # reader's row all the same (LangChain's filtered search returns it).
             cursor.execute(self._sql("SELECT cmetadata ->> 'source', id FROM {embedding} ")
-                           + "WHERE collection_id = %s AND cmetadata ->> 'origin' = %s "
-                           "AND embedding IS NOT NULL", (collection, self.origin))
+                           + "WHERE collection_id = %s AND cmetadata ->> 'origin' = %s",
+                           (collection, self.origin))
             found: dict[str, set[str]] = {}
             for source, row in cursor:
                 found.setdefault(source, set()).add(row)
@@ -316,6 +327,8 @@ class PgvectorSink:
         return self._run(read)
 
     def contents(self) -> dict[str, dict[str, str]]:
+        """Each source's rows' digests (``row_digest``), but a row without an embedding:
+        it holds nothing chunkd wrote (``--check`` says so)."""
         def read(cursor: psycopg.Cursor) -> dict[str, dict[str, str]]:
             collection = self._collection(cursor, create=False)
             if collection is None or not self._exists(cursor, "embedding"):
@@ -547,8 +560,8 @@ CHOICES = {
 def _misread(settings: dict[str, Any], secret: Callable[[str], bool]) -> str | None:
     """What of the connection's settings libpq would refuse before connecting (a port
     that is not one, a value not among a setting's choices), in a few words; None if
-    nothing. A value that may be a piece of the password (``secret``: a password with a
-    raw "/" ends the URL's credentials early for libpq) is not shown."""
+    nothing. A value that may hold the password or a piece of it (``secret``: a password
+    with a raw "/" ends the URL's credentials early for libpq) is not shown."""
     def given(name: str, variable: str) -> tuple[str, str] | None:
         if settings.get(name) not in (None, ""):
             return name, str(settings[name])
@@ -556,7 +569,7 @@ def _misread(settings: dict[str, Any], secret: Callable[[str], bool]) -> str | N
         return (variable, value) if value else None
 
     def said(name: str, value: str) -> str:
-        return (f"{name} (the part of the URL libpq reads as it, not shown: write a / in a "
+        return (f"{name} (its value not shown: it may hold the password; write a / in a "
                 "password as %2F)" if secret(value) else f"{name}={value}")
 
     port = given("port", "PGPORT")
