@@ -15,7 +15,8 @@ pytest.importorskip("selectolax")
 
 from command import chunkd_command
 
-from chunkd.documents.html import MAX_ATTRIBUTES, MAX_DEPTH, html_extracted, within_bounds
+from chunkd.documents.html import (MAX_ATTRIBUTES, MAX_DEPTH, MAX_SCANNED, html_extracted,
+                                   within_bounds)
 
 
 @pytest.mark.parametrize(("data", "text"), [
@@ -204,6 +205,17 @@ def test_ordinary_html_is_parsed_as_it_is():
         page = stream.read()
     repeated = page * 50
     assert repeated.count(b"<") > 2048 and within_bounds(repeated) is repeated
+
+
+def test_a_document_over_the_scanned_size_is_left_to_the_extractions_bounds():
+    """Past ``MAX_SCANNED`` the pass would cost more than the parse it guards (2.5 us a
+    tag): the document goes to Lexbor as it is, however deep, and the time and memory
+    bounds of the extraction hold it."""
+    deep = b"<div>" * (MAX_DEPTH * 4)
+    within = b"<!doctype html><html><body>" + deep + b"x" * (MAX_SCANNED - len(deep) - 27)
+    assert len(within) == MAX_SCANNED and within_bounds(within) is not within
+    over = within + b" "
+    assert within_bounds(over) is over
 
 
 def test_deep_html_through_the_command_keeps_its_text(tmp_path):
