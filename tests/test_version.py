@@ -19,11 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Packages that take long to import; ``--version`` must load none of them.
 HEAVY = ("torch", "sentence_transformers", "transformers", "pyarrow", "lancedb", "psycopg",
          "tree_sitter", "tokenizers", "tiktoken", "pypdfium2", "ray", "chunkd.filter")
+#: The children's environment: the compiled core unless a test asks for the twin (the
+#: twin's tier runs this module with ``CHUNKD_PUREPYTHON=1`` set for every test).
+CORE_UNFORCED = {name: value for name, value in os.environ.items()
+                 if name != "CHUNKD_PUREPYTHON"}
 
 
 def version(*args: str, env: dict[str, str] | None = None) -> list[str]:
     result = subprocess.run([chunkd_command(), *args], capture_output=True, timeout=60,
-                            env={**os.environ, **(env or {})})
+                            env={**CORE_UNFORCED, **(env or {})})
     assert result.returncode == 0, result.stderr
     assert result.stderr == b""
     return result.stdout.decode().splitlines()
@@ -98,7 +102,7 @@ sys.exit(main(["--version"]))
 
 def blocked_core(*modules: str) -> str:
     result = subprocess.run([sys.executable, "-c", BLOCK.format(blocked=set(modules))],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, env=CORE_UNFORCED)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout.splitlines()[1]
