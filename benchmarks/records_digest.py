@@ -183,8 +183,9 @@ def main() -> None:
         digests["filter ndjson"] = sha(chunkd("--input", "ndjson", "--chars", "500", stdin=ndjson))
         digests["filter html"] = sha(chunkd("--chars", "600", *(f"pages/{p.name}" for p in html),
                                             cwd=work))
-        digests["filter code"] = sha(chunkd("--strategy", "code", "--chars", "600", *map(str, code)))
-        digests["filter auto code"] = sha(chunkd("--strategy", "auto", *map(str, code)))
+        names = [p.name for p in code]  # records name their file as it was given
+        digests["filter code"] = sha(chunkd("--strategy", "code", "--chars", "600", *names, cwd=CODE))
+        digests["filter auto code"] = sha(chunkd("--strategy", "auto", *names, cwd=CODE))
         parquet = work / "chunks.parquet"
         chunkd("--format", "parquet", "--output", str(parquet), "--ids", *map(str, markdown[:40]))
         import pyarrow.parquet as pq
