@@ -155,7 +155,8 @@ def arrow_tables(texts: list[tuple[str, str]]) -> dict[str, str]:
 
     documents = pa.table({"id": [name for name, _ in texts], "text": [t for _, t in texts]})
     runs = {"arrow chars": {"chunk_size": 700}, "arrow tokens": {"chunk_size": 150, "unit": "tokens"},
-            "arrow markdown": {"strategy": "markdown", "chunk_size": 1000}}
+            "arrow markdown": {"strategy": "markdown", "chunk_size": 1000},
+            "arrow ids": {"chunk_size": 500, "ids": True, "count_tokens": True}}
     digests = {}
     for name, options in runs.items():
         table = chunk_table(documents, id_column="id", **options)  # type: ignore[arg-type]
