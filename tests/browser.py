@@ -11,7 +11,7 @@ import signal
 import subprocess
 import tempfile
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 
 #: Debian's Chromium (``apt-get install chromium``; ``.ci/run`` installs it).
 CHROMIUM = "/usr/bin/chromium"
@@ -43,8 +43,8 @@ class Serve:
                                         stdout=subprocess.PIPE, stderr=self.log,
                                         env=os.environ | {"PYTHONFAULTHANDLER": "1"},
                                         preexec_fn=_interruptible)
-        ready, _, _ = select.select([self.process.stdout], [], [], 60)
-        assert ready, "chunkd serve printed no address within 60 s"
+        ready, _, _ = select.select([self.process.stdout], [], [], HANG)
+        assert ready, f"chunkd serve printed no address within {HANG} s"
         self.banner = self.process.stdout.readline().decode()
         found = re.search(r"http://(\S+?):(\d+)/", self.banner)
         assert found, f"no address in {self.banner!r}: {self.stderr()}"
@@ -55,11 +55,11 @@ class Serve:
         """Stop it with ``signum``; its exit status and what it wrote on stderr."""
         self.process.send_signal(signum)
         try:
-            self.process.communicate(timeout=30)
+            self.process.communicate(timeout=HANG)
         except subprocess.TimeoutExpired:
             self.process.send_signal(signal.SIGABRT)
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=HANG)
             finally:
                 self.process.kill()
             raise AssertionError(f"chunkd serve did not stop within 30 s of signal "
@@ -81,7 +81,7 @@ class Serve:
 
 def request(server: Serve, method: str, path: str, body: bytes | None = None,
             headers: dict | None = None, host: str | None = None) -> tuple[int, dict, bytes]:
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=HANG)
     try:
         connection.putrequest(method, path, skip_host=True)
         if host is not None:

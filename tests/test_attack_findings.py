@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from watching import results
 
 pytestmark = pytest.mark.slow
@@ -76,7 +76,7 @@ def holder_of(pids: list[int], path: Path) -> int | None:
     return None
 
 
-def wait_until_a_worker_opens(watcher, path: Path, timeout: float = 60) -> int:
+def wait_until_a_worker_opens(watcher, path: Path, timeout: float = HANG) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pid = holder_of(descendants(watcher.process.pid), path)
@@ -114,9 +114,9 @@ def test_a_fifo_at_a_result_name_neither_hangs_the_daemon_nor_blocks_sigterm(inb
     os.mkfifo(inbox / "a.txt.chunks.json")
     (inbox / "b.txt").write_text("someone else's file", encoding="utf-8")
     watcher = watch(inbox, "--rescan", "1")
-    watcher.wait_for((inbox / "b.txt.chunks.json").exists, timeout=30,
+    watcher.wait_for((inbox / "b.txt.chunks.json").exists, timeout=HANG,
                      what="b.txt's result (the daemon hangs opening the FIFO)")
-    assert watcher.stop(timeout=20) == 0
+    assert watcher.stop(timeout=HANG) == 0
 
 
 def test_max_bytes_bounds_what_a_worker_reads_even_if_the_file_grows(inbox, watch):
@@ -132,7 +132,7 @@ def test_max_bytes_bounds_what_a_worker_reads_even_if_the_file_grows(inbox, watc
     worker = wait_until_a_worker_opens(watcher, target)
     os.truncate(target, 384 * MiB)
     error = inbox / "a.txt.error.json"
-    watcher.wait_for(error.exists, timeout=120, what="the error result of the grown file")
+    watcher.wait_for(error.exists, timeout=HANG, what="the error result of the grown file")
     peak = status_kib(worker, "VmHWM") // 1024
     assert peak < 200, f"a worker read far beyond --max-bytes: peak {peak} MB"
     assert watcher.stop() == 0
@@ -166,10 +166,10 @@ def test_files_merely_queued_when_a_worker_dies_are_not_blamed_for_it(inbox, wat
             f"Someone else's document {number}. " * 2000, encoding="utf-8")
     (inbox / "a-poison-crash.txt").write_text("Kills the worker that reads it.", encoding="utf-8")
     watcher = watch(inbox, "--workers", "1", "-v", faults={"crash_suffix": "crash.txt"})
-    watcher.wait_for((inbox / "a-poison-crash.txt.error.json").exists, timeout=90,
+    watcher.wait_for((inbox / "a-poison-crash.txt.error.json").exists, timeout=HANG,
                      what="the poison file's error result")
     watcher.wait_for(lambda: len(results(inbox)) + len(list(inbox.glob("innocent*.error.json")))
-                     >= 30, timeout=90, what="an outcome for every innocent file")
+                     >= 30, timeout=HANG, what="an outcome for every innocent file")
     blamed = sorted(p.name for p in inbox.glob("innocent*.error.json"))
     assert blamed == [], f"{len(blamed)} innocent files got an error result: {blamed[:3]}"
     assert watcher.stop() == 0
@@ -187,9 +187,9 @@ def test_a_file_handed_on_just_after_a_worker_died_goes_to_a_new_pool(inbox, wat
     watcher.wait_for(lambda: watcher.lines("chunking a-poison-crash.txt"),
                      what="the poison file handed to a worker")
     (inbox / "after.txt").write_text("Written just after the worker died.", encoding="utf-8")
-    watcher.wait_for((inbox / "after.txt.chunks.json").exists, timeout=60,
+    watcher.wait_for((inbox / "after.txt.chunks.json").exists, timeout=HANG,
                      what="the later file's result")
-    watcher.wait_for((inbox / "a-poison-crash.txt.error.json").exists, timeout=60,
+    watcher.wait_for((inbox / "a-poison-crash.txt.error.json").exists, timeout=HANG,
                      what="the poison file's error result")
     assert watcher.stop() == 0
 
@@ -209,7 +209,7 @@ def test_a_producer_holding_a_lock_on_the_inbox_cannot_keep_the_daemon_down(inbo
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)      # a producer's lock
         (inbox / "a.txt").write_text("a file", encoding="utf-8")
         watcher = watch(inbox)
-        watcher.wait_for((inbox / "a.txt.chunks.json").exists, timeout=30,
+        watcher.wait_for((inbox / "a.txt.chunks.json").exists, timeout=HANG,
                          what="a result despite a producer's lock on the folder")
         assert watcher.stop() == 0
     finally:
@@ -233,7 +233,7 @@ def test_a_subfolder_moved_out_of_the_inbox_mid_read_is_neither_resulted_nor_mov
     (inbox / "sub").rename(private / "sub")
     watcher.wait_for(lambda: watcher.lines("processed ") or watcher.lines("gone ")
                      or watcher.lines("changed ") or watcher.lines("skipped "),
-                     timeout=60, what="the outcome")
+                     timeout=HANG, what="the outcome")
     time.sleep(1)
     assert (private / "sub" / "a.txt").exists(), "a file outside the inbox was moved away"
     assert not list(done.rglob("a.txt"))
@@ -264,7 +264,7 @@ def test_a_file_replaced_while_its_old_result_is_written_gets_its_own_result(inb
             return orjson.loads((inbox / "a.txt.chunks.json").read_bytes())["size"] == len(new)
         except (OSError, ValueError):
             return False
-    watcher.wait_for(current, timeout=30, what="the new version's result (the old one stays)")
+    watcher.wait_for(current, timeout=HANG, what="the new version's result (the old one stays)")
     assert watcher.stop() == 0
 
 
@@ -293,7 +293,7 @@ def test_move_done_moves_only_the_file_that_was_chunked(tmp_path, watch):
             return result["size"] == len(new) and (done / "a.txt").read_bytes() == new
         except (OSError, ValueError):
             return False
-    watcher.wait_for(new_version_chunked_then_moved, timeout=60,
+    watcher.wait_for(new_version_chunked_then_moved, timeout=HANG,
                      what="the new version's result, then the new version moved")
     assert not target.exists()
     assert watcher.stop() == 0
@@ -354,10 +354,10 @@ def test_durations_that_are_not_finite_are_usage_errors(inbox):
         process = subprocess.Popen([chunkd_command(), "watch", str(inbox), *option],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            status = process.wait(timeout=8)
+            status = process.wait(timeout=HANG)
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGTERM)
-            process.wait(timeout=20)
+            process.wait(timeout=HANG)
             status = None
         assert status == 2, f"{' '.join(option)} was accepted"
 
@@ -408,14 +408,14 @@ def test_jobs_stream_an_input_of_unknown_size_instead_of_rendering_it_in_a_worke
             got.extend(data)
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(timeout=30)
+    reader.join(timeout=HANG)
     workers = descendants(process.pid)
     process.kill()  # as the OOM killer would: its workers must not outlive it
     process.wait()
     assert got.startswith(b'{"doc":"/dev/zero","index":0'), \
         f"no streamed output within 30 s: {bytes(got[:80])!r} {process.stderr.read()[-200:]!r}"
     assert workers
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     while any(os.path.exists(f"/proc/{pid}") and status_kib(pid, "VmRSS") for pid in workers):
         assert time.monotonic() < deadline, f"workers {workers} outlived the filter"
         time.sleep(0.05)
@@ -429,10 +429,10 @@ def test_a_closed_stderr_neither_loses_output_nor_mixes_messages_into_it(tmp_pat
     (tmp_path / "bad.txt").write_bytes(b"x\xff")
     (tmp_path / "a.txt").write_text("hello", encoding="utf-8")
     plain = subprocess.run(["sh", "-c", f"echo hello | '{chunkd_command()}' 2>&-"],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=HANG)
     assert ndjson(plain.stdout) == [{"index": 0, "start": 0, "end": 5, "length": 5, "text": "hello"}]
     mixed = subprocess.run(["sh", "-c", f"'{chunkd_command()}' -q bad.txt a.txt 2>&-"],
-                           capture_output=True, timeout=60, cwd=tmp_path)
+                           capture_output=True, timeout=HANG, cwd=tmp_path)
     assert not mixed.stdout.startswith(b"chunkd:"), mixed.stdout
     assert [r["doc"] for r in ndjson(mixed.stdout)] == ["a.txt"]
 
@@ -443,7 +443,7 @@ def test_a_closed_stdin_is_one_line_not_a_traceback():
     tracebacks (sys.stdin is None)."""
     for options in ("", "--input ndjson"):
         result = subprocess.run(["sh", "-c", f"'{chunkd_command()}' {options} <&-"],
-                                capture_output=True, timeout=60)
+                                capture_output=True, timeout=HANG)
         assert b"Traceback" not in result.stderr, result.stderr[-200:]
         assert result.stderr.startswith(b"chunkd: stdin"), result.stderr[-200:]
         assert result.returncode == 1

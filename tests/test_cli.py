@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from chunkd import split_text
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents, langchain_chunks
 
 ENGLISH = next(p for p in corpus_documents() if p.parent.name == "en-rustbook")
@@ -72,7 +72,7 @@ def test_a_plain_run_imports_only_what_it_uses(options):
     def run(*extra: str) -> tuple[list[dict], set[str]]:
         done = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", main,
                                *options, *extra], input=text.encode(), capture_output=True,
-                              timeout=300)
+                              timeout=HANG)
         assert done.returncode == 0, done.stderr[-2000:]
         imported = {line.rpartition(b"|")[2].strip().decode()
                     for line in done.stderr.splitlines() if line.startswith(b"import time:")}
@@ -214,7 +214,7 @@ def test_a_padded_heap_serves_blocks_again_without_faults():
             print(size, (faults() - before) / 50)
     """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG)
     assert done.returncode == 0, done.stderr
     per_block = dict(map(float, line.split()) for line in done.stdout.splitlines())
     assert len(per_block) == 3 and all(faults < 1 for faults in per_block.values()), per_block
@@ -344,7 +344,7 @@ def test_quiet_exit_when_the_reader_goes_away():
     text = ("A sentence that repeats. " * 40 + "\n\n") * 20_000  # about 20 MB
     pipeline = subprocess.run(
         f"set -o pipefail; '{chunkd_command()}' --chars 200 | head -1", shell=True, input=text.encode(),
-        capture_output=True, timeout=120, executable="/bin/bash")
+        capture_output=True, timeout=HANG, executable="/bin/bash")
     assert pipeline.returncode == 0
     assert pipeline.stderr == b""
     assert len(ndjson(pipeline.stdout)) == 1
@@ -398,7 +398,7 @@ def run_on_a_terminal(*args: str) -> tuple[int, bytes]:
         process.stdin.write(block)
         process.stdin.flush()
         time.sleep(0.05)
-    process.communicate(timeout=300)
+    process.communicate(timeout=HANG)
     seen = b""
     while True:
         try:
@@ -461,9 +461,9 @@ def test_the_pipes_it_streams_through_are_widened_and_the_records_unchanged(tmp_
     # The size is the pipe's, seen from either end: chunkd widened both.
     sizes["stdout"] = fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ)
     process.stdout.close()
-    assert process.wait(timeout=60) == 0
+    assert process.wait(timeout=HANG) == 0
     assert sizes == {"stdin": widened, "stdout": widened}
     with open(document, "rb") as stdin, open(tmp_path / "out", "wb") as stdout:
         subprocess.run([chunkd_command(), "--chars", "300"], stdin=stdin, stdout=stdout,
-                       check=True, timeout=60)
+                       check=True, timeout=HANG)
     assert out == (tmp_path / "out").read_bytes() and out.count(b"\n") > 10

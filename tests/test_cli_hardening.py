@@ -19,7 +19,7 @@ import msgpack
 import orjson
 import pytest
 
-from command import FIRST_PROCESS, chunkd_command, first_process_of, ndjson, run_chunkd
+from command import FIRST_PROCESS, HANG, chunkd_command, first_process_of, ndjson, run_chunkd
 from oracle import corpus_documents
 from watching import FAULTS
 
@@ -38,7 +38,7 @@ def test_file_names_that_are_not_utf8_are_chunked_and_written_losslessly(tmp_pat
     good.write_text("A plain name after it.", encoding="utf-8")
     missing = os.path.join(os.fsencode(tmp_path), b"gone\xff.txt")
     result = subprocess.run([chunkd_command(), "--jobs", jobs, bad, good, missing],
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=HANG)
     no_traceback(result)
     assert result.returncode == 1
     assert result.stderr.decode() == f"chunkd: {tmp_path}/gone\\xff.txt: No such file or directory\n"
@@ -99,7 +99,7 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_1(where, tmp_path):
     document.write_text("Some words to chunk. " * 10_000, encoding="utf-8")
     redirect = "> /dev/full" if where == "full" else ">&-"
     result = subprocess.run(f"'{chunkd_command()}' '{document}' {redirect}", shell=True,
-                            capture_output=True, timeout=60)
+                            capture_output=True, timeout=HANG)
     no_traceback(result)
     assert result.returncode == 1
     expected = ("chunkd: stdout: No space left on device\n" if where == "full"
@@ -153,7 +153,7 @@ print(outcomes)
 
 def test_the_kernel_refuses_misuse_without_crashing_the_interpreter():
     result = subprocess.run([sys.executable, "-c", KERNEL_ABUSE], capture_output=True,
-                            text=True, timeout=60)
+                            text=True, timeout=HANG)
     assert result.returncode == 0, (result.returncode, result.stderr)  # no SIGSEGV, SIGFPE
     assert eval(result.stdout) == ["TypeError", "TypeError", "ValueError", "ValueError",
                                    "ValueError", "TypeError", "ValueError", "ValueError",
@@ -181,7 +181,7 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
         paths.append(f"'{path}'")
     pipeline = subprocess.run(f"set -o pipefail; '{chunkd_command()}' --jobs 2 --chars 100 "
                               f"{' '.join(paths)} | head -1", shell=True, capture_output=True,
-                              timeout=120, executable="/bin/bash")
+                              timeout=HANG, executable="/bin/bash")
     assert (pipeline.returncode, pipeline.stderr) == (0, b"")
     assert orjson.loads(pipeline.stdout)["index"] == 0
 
@@ -199,7 +199,7 @@ def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, modul
                                                                    os.environ.get("PYTHONPATH")])),
                CHUNKD_FAULTS=orjson.dumps({"interrupt_importing": module}).decode())
     result = subprocess.run([chunkd_command(), *command], input=b"Some text.",
-                            capture_output=True, env=env, timeout=120)
+                            capture_output=True, env=env, timeout=HANG)
     assert (result.returncode, result.stderr, result.stdout) == (130, b"", b"")
 
 
@@ -211,7 +211,7 @@ def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, modul
 ])
 def test_a_usage_error_is_one_line(argv):
     result = subprocess.run([chunkd_command(), *argv], input=b"Some text.",
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=HANG)
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("chunkd"), lines
@@ -224,7 +224,7 @@ def test_max_bytes_out_of_range_is_a_usage_error(command, value):
     """Every command's --max-bytes takes 1 to 10^12 bytes: 2^64 made a traceback out of
     the extraction's JSON (a 64-bit number), in every command."""
     result = subprocess.run([chunkd_command(), *command, "--max-bytes", value], input=b"Text.",
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=HANG)
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and "argument --max-bytes: " in lines[0], lines
@@ -249,7 +249,7 @@ def with_jobs_crash(folder, names, suffix: str, once: str | None) -> subprocess.
                                                                    os.environ.get("PYTHONPATH")])),
                CHUNKD_FAULTS=orjson.dumps({"jobs_crash": {"suffix": suffix, "once": once}}).decode())
     return subprocess.run([chunkd_command(), "--jobs", "2", "--ids", *names], cwd=folder,
-                          capture_output=True, timeout=300, env=env)
+                          capture_output=True, timeout=HANG, env=env)
 
 
 @pytest.mark.parametrize("suffix", ["3.txt", "x.txt"])
@@ -295,13 +295,13 @@ def test_sigterm_ends_the_filter_as_a_containers_first_process(tmp_path, output)
     filter_process = first_process_of(starter)
     starter.stdin.write(b"some text to chunk. " * 1000)
     starter.stdin.flush()  # stdin stays open: the run is in the middle of its input
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline and output and not list(tmp_path.glob(".out.parquet.*")):
         time.sleep(0.05)
     assert not output or list(tmp_path.glob(".out.parquet.*")), "no hidden output file"
     time.sleep(0.5)  # past the start, into the input
     os.kill(filter_process, signal.SIGTERM)
-    assert starter.wait(timeout=5) == 128 + signal.SIGTERM
+    assert starter.wait(timeout=HANG) == 128 + signal.SIGTERM
     starter.stdin.close()
     assert starter.stderr.read() == b""
     assert list(tmp_path.iterdir()) == []
@@ -322,11 +322,11 @@ def on_a_terminal(command: list[str], typed: list[bytes]) -> tuple[int, bytes]:
     written = bytearray()
     try:
         for part in typed:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + HANG
             while not reading_the_terminal(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
             os.write(terminal, part)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             ended, status = os.waitpid(pid, os.WNOHANG)
             if select.select([terminal], [], [], 0.05)[0]:
@@ -392,7 +392,7 @@ def test_a_jobs_worker_killed_while_the_pool_is_idle_costs_nothing(tmp_path):
     reader.start()
     process.stdin.write(b"".join(lines[:3]))
     process.stdin.flush()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while b'"doc":"x2"' not in output and time.monotonic() < deadline:
         time.sleep(0.05)  # the first three are written: the pool is idle, waiting
     workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
@@ -401,7 +401,7 @@ def test_a_jobs_worker_killed_while_the_pool_is_idle_costs_nothing(tmp_path):
     time.sleep(0.5)  # the pool's own thread finds it broken
     process.stdin.write(b"".join(lines[3:]))
     process.stdin.close()
-    assert process.wait(timeout=60) == 0, process.stderr.read()
+    assert process.wait(timeout=HANG) == 0, process.stderr.read()
     reader.join()
     assert process.stderr.read() == b""
     assert bytes(output) == alone.stdout
@@ -423,12 +423,12 @@ def test_a_signal_that_ends_a_jobs_run_leaves_no_temporary_folder(tmp_path, numb
     process = subprocess.Popen([chunkd_command(), "--jobs", "2", *names * 20], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env=dict(os.environ, TMPDIR=str(temporary)))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while not list(temporary.glob("chunkd-jobs-*/*")) and time.monotonic() < deadline:
         time.sleep(0.01)  # an answer is waiting to be read: the run is under way
     assert list(temporary.glob("chunkd-jobs-*/*")), "no answer was ever written"
     process.send_signal(number)
-    assert process.wait(timeout=30) == -number
+    assert process.wait(timeout=HANG) == -number
     assert process.stderr.read() == b""
     assert list(temporary.iterdir()) == []
 
@@ -444,7 +444,7 @@ def test_a_full_tmpdir_costs_a_jobs_run_nothing(tmp_path):
     full = subprocess.run(
         ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs -o size=64k tmpfs "$0" && '
          'TMPDIR="$0" exec "$@"', str(tiny), chunkd_command(), "--jobs", "2", "--ids", *names],
-        cwd=tmp_path, capture_output=True, timeout=300)
+        cwd=tmp_path, capture_output=True, timeout=HANG)
     assert (full.returncode, full.stderr) == (0, b"")
     assert full.stdout == alone.stdout
 
@@ -465,6 +465,6 @@ def test_a_jobs_run_needs_no_temporary_folder(tmp_path):
          'mount -o remount,bind,ro "$1" || exit 99; shift; done; shift; exec "$@"',
          "sh", *sorted(folder for folder in folders if os.path.isdir(folder)), "--",
          chunkd_command(), "--jobs", "2", "--ids", *names],
-        cwd=tmp_path, capture_output=True, timeout=300)
+        cwd=tmp_path, capture_output=True, timeout=HANG)
     assert (read_only.returncode, read_only.stderr) == (0, b"")
     assert read_only.stdout == alone.stdout

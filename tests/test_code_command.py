@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from browser import Serve, request
-from command import chunkd_command, ndjson, records_with_jobs, run_chunkd
+from command import HANG, chunkd_command, ndjson, records_with_jobs, run_chunkd
 from watching import FAULTS, filter_chunks, results
 
 FILES = {
@@ -68,7 +68,7 @@ def test_missing_grammar_is_one_line_and_the_others_are_chunked(tmp_path):
     paths = written(tmp_path)
     for jobs in ("1", "2"):
         result = subprocess.run([chunkd_command(), "--strategy", "code", "--jobs", jobs, *paths],
-                                capture_output=True, env=_without("tree_sitter_go"), timeout=120)
+                                capture_output=True, env=_without("tree_sitter_go"), timeout=HANG)
         assert result.returncode == 1
         assert result.stderr.decode().splitlines() == [
             f"chunkd: {tmp_path / 'main.go'}: go needs its tree-sitter grammar: "
@@ -80,7 +80,7 @@ def test_missing_grammar_is_one_line_and_the_others_are_chunked(tmp_path):
 def test_missing_grammar_of_the_language_option_is_a_usage_error(tmp_path):
     result = subprocess.run([chunkd_command(), "--strategy", "code", "--language", "rust", "-"],
                             input=b"fn main() {}\n", capture_output=True,
-                            env=_without("tree_sitter_rust"), timeout=120)
+                            env=_without("tree_sitter_rust"), timeout=HANG)
     assert result.returncode == 2 and result.stdout == b""
     assert result.stderr.decode().splitlines() == [
         "chunkd: error: rust needs its tree-sitter grammar: "

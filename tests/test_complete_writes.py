@@ -20,7 +20,7 @@ import msgpack
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from chunkd.output import Output, OutputError
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
@@ -132,7 +132,7 @@ def run_unbuffered(path, out, *args: str, preexec_fn=None) -> subprocess.Complet
     """The installed chunkd with a raw stdout, as in container images, into ``out``."""
     with open(out, "wb") as stdout:
         return subprocess.run([chunkd_command(), *args, str(path)], stdout=stdout,
-                              stderr=subprocess.PIPE, timeout=300, preexec_fn=preexec_fn,
+                              stderr=subprocess.PIPE, timeout=HANG, preexec_fn=preexec_fn,
                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
 
@@ -165,7 +165,7 @@ def test_unbuffered_stdout_gets_every_record(tmp_path):
     for jobs in ("1", "2"):
         with open(tmp_path / "out", "wb") as stdout:
             raw = subprocess.run([chunkd_command(), "--chars", "100", "--jobs", jobs, *paths],
-                                 stdout=stdout, stderr=subprocess.PIPE, timeout=300,
+                                 stdout=stdout, stderr=subprocess.PIPE, timeout=HANG,
                                  env=dict(os.environ, PYTHONUNBUFFERED="1"))
         assert (raw.returncode, raw.stderr) == (0, b"")
         output = (tmp_path / "out").read_bytes()
@@ -189,7 +189,7 @@ def test_format_json_writes_a_large_document_in_bounded_memory(tmp_path):
             stream.write(line)
     result = subprocess.run([sys.executable, "-c", MEASURE, chunkd_command(), "--format",
                              "json", "--chars", "20", "--overlap", "0", "-q", str(path)],
-                            capture_output=True, timeout=300)
+                            capture_output=True, timeout=HANG)
     assert result.returncode == 0, result.stderr[-2000:]
     peak_mb = int(result.stderr.split()[-1])
     assert peak_mb < 100, f"peak RSS {peak_mb} MB"
@@ -224,7 +224,7 @@ def test_a_parquet_output_cut_short_is_an_error_and_leaves_nothing(tmp_path):
     out = tmp_path / "out" / "chunks.parquet"
     out.parent.mkdir()
     result = subprocess.run([chunkd_command(), "--format", "parquet", "--output", str(out),
-                             "--chars", "100", str(path)], capture_output=True, timeout=300,
+                             "--chars", "100", str(path)], capture_output=True, timeout=HANG,
                             preexec_fn=limit_file_size(100_000))
     assert (result.returncode, result.stderr) == (1, f"chunkd: {out}: File too large\n".encode())
     assert os.listdir(out.parent) == []
@@ -256,7 +256,7 @@ def test_format_json_whose_spool_fails_is_one_line_and_exit_1(tmp_path):
     spool = tmp_path / "spool"
     spool.mkdir()
     result = subprocess.run([chunkd_command(), "--format", "json", "--chars", "100",
-                             str(path)], capture_output=True, timeout=300,
+                             str(path)], capture_output=True, timeout=HANG,
                             preexec_fn=limit_file_size(200_000),
                             env=dict(os.environ, TMPDIR=str(spool)))
     assert (result.returncode, result.stderr) == (
@@ -284,7 +284,7 @@ def test_a_non_blocking_stdout_that_fills_up_is_waited_for(tmp_path, unbuffered)
     os.close(write_end)
     try:
         # Only once the pipe is full (the next write cannot go through) is it read.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         pending = bytearray(4)
         while process.poll() is None:
             fcntl.ioctl(read_end, termios.FIONREAD, pending)
@@ -294,7 +294,7 @@ def test_a_non_blocking_stdout_that_fills_up_is_waited_for(tmp_path, unbuffered)
             time.sleep(0.01)
         with open(read_end, "rb") as pipe:
             output = pipe.read()
-        assert (process.wait(timeout=60), process.stderr.read()) == (0, b"")
+        assert (process.wait(timeout=HANG), process.stderr.read()) == (0, b"")
     finally:
         if process.poll() is None:
             process.kill()

@@ -5,6 +5,7 @@ asserts the core's invariants (setup.py, ``CHUNKD_DEBUG_BUILD``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -29,36 +30,141 @@ KERNEL_TESTS = [str(ROOT / "tests" / name) for name in (
     # the code walk, with tree-sitter's runtime's own assertions on
     "test_code_walk.py")]
 
+#: The fast-tier tests that run again on the twin: those whose outcome goes through the
+#: splitting core (``chunkd.core`` picks it for the strategies, the units, the readers
+#: and the record writers), in process or through the filter. Not the daemon, web,
+#: store, endpoint, evaluation or CLI-hardening tests (the core they reach is the same;
+#: what they check is not), nor those that take both cores or ``chunkd._code`` directly
+#: (test_pure_windows.py, test_cores.py, test_code_walk.py: one run covers both).
+TWIN_TESTS = [str(ROOT / "tests" / name) for name in (
+    # the strategies against LangChain and their own oracles
+    "test_corpus.py", "test_markdown.py", "test_parents.py", "test_dropin.py",
+    "test_windows.py", "test_windows_command.py", "test_heading_bounds.py",
+    "test_separator_options.py", "test_byte_order_mark.py", "test_properties.py",
+    "test_code.py", "test_code_command.py", "test_tables.py", "test_semantic.py",
+    "test_model_window.py",
+    # the units
+    "test_tiktoken_encodings.py", "test_huggingface_units.py", "test_tokenizer_equivalence.py",
+    "test_tokenizer_front_ends.py", "test_tokenizer_option.py",
+    # the records: offsets, ids, fields, writers, readers
+    "test_chunk_ids.py", "test_child_offsets.py", "test_record_fields.py", "test_json_lines.py",
+    "test_utf8_decoding.py", "test_arrow.py", "test_parquet.py", "test_embed_prefix.py",
+    "test_document_source.py",
+    # the filter and the integrations built on the splitters
+    "test_cli.py", "test_version.py", "test_langchain_embeddings.py", "test_llamaindex.py",
+    "test_haystack.py")]
 
-def run_tests(env: dict[str, str], cwd: pathlib.Path, record: pathlib.Path,
+#: The variables a test process of pytest-xdist carries, which a child pytest must not.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                   "PYTEST_CURRENT_TEST")
+
+
+def run_tests(env: dict[str, str], cwd: pathlib.Path, tmp_path: pathlib.Path,
               *arguments: str) -> dict:
     """Run pytest on ``arguments`` in a child with ``env``, from ``cwd`` (first on its
-    path); return which core it ran on (conftest.py writes it down), after checking
-    that every test passed."""
-    env = dict(env, CHUNKD_TEST_CORE_RECORD=str(record))
+    path), on both cores (pytest-xdist) with its own temporary folders; return which core
+    it ran on (conftest.py writes it down in every process that ran tests, all of which
+    must agree), after checking that every test passed."""
+    records = tmp_path / "cores"
+    records.mkdir()
+    env = {name: value for name, value in env.items() if name not in XDIST_VARIABLES}
+    env["CHUNKD_TEST_CORE_RECORD"] = str(records)
+    # The timeout bounds a hang, not the time it takes on a busy machine.
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                             "-n", "2", "--basetemp", str(tmp_path / "basetemp"),
                              "--rootdir", str(ROOT), *arguments], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=1800)
+                            capture_output=True, text=True, timeout=3600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    return json.loads(record.read_text(encoding="utf-8"))
+    ran = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(records.iterdir())]
+    assert len(ran) == 2, ran   # one a worker
+    assert all(facts == ran[0] for facts in ran), ran
+    return ran[0]
+
+
+def compile_sources(root: pathlib.Path) -> str:
+    """The SHA-256 of what a build of the compiled modules reads: setup.py and every
+    source under ``chunkd/`` that is not Python, generated C or a built module, with
+    the Python and Cython that build them."""
+    import Cython
+
+    digest = hashlib.sha256(f"{sys.version}\n{Cython.__version__}\n".encode())
+    paths = [root / "setup.py"] + sorted(
+        path for path in (root / "chunkd").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+        and path.suffix not in (".py", ".pyc", ".pyi", ".so")
+        and not (path.suffix == ".c" and path.with_suffix(".pyx").exists()))
+    for path in paths:
+        digest.update(f"{path.relative_to(root)}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+#: Where the debug build is kept, by the hash of its sources: built once for them.
+DEBUG_CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") \
+    / "chunkd" / "debug-build"
+
+
+def debug_modules(copy: pathlib.Path) -> None:
+    """Put the debug build's compiled modules into ``copy`` (a copy of the sources):
+    from the cache when these sources were built before, else built there (and kept)."""
+    cached = DEBUG_CACHE / compile_sources(copy)
+    if not cached.is_dir():
+        build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"],
+                               cwd=copy, env=dict(os.environ, CHUNKD_DEBUG_BUILD="1"),
+                               capture_output=True, text=True, timeout=3600)
+        assert build.returncode == 0, build.stderr[-4000:]
+        staging = DEBUG_CACHE / f"{cached.name}.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        for module in (copy / "chunkd").rglob("*.so"):
+            target = staging / module.relative_to(copy)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(module, target)
+        try:
+            staging.rename(cached)
+        except OSError:  # another run kept the same build first
+            shutil.rmtree(staging, ignore_errors=True)
+        return
+    for module in cached.rglob("*.so"):
+        shutil.copy2(module, copy / module.relative_to(cached))
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cores")
 def test_the_kernel_level_tests_pass_on_the_debug_build(tmp_path):
     copy = tmp_path / "debug"
     shutil.copytree(ROOT / "chunkd", copy / "chunkd",
                     ignore=shutil.ignore_patterns("*.so", "_*.c", "__pycache__"))
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
-    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"],
-                           cwd=copy, env=dict(os.environ, CHUNKD_DEBUG_BUILD="1"),
-                           capture_output=True, text=True, timeout=900)
-    assert build.returncode == 0, build.stderr[-4000:]
+    debug_modules(copy)
     # Run from the copy: ``python -m`` puts it first on the path, before the project.
     env = {name: value for name, value in os.environ.items() if name != "CHUNKD_PUREPYTHON"}
-    ran = run_tests(env, copy, tmp_path / "core.json", "-m", "not slow", *KERNEL_TESTS)
+    ran = run_tests(env, copy, tmp_path, "-m", "not slow", *KERNEL_TESTS)
     assert ran == {"implementation": "compiled", "debug_build": True,
                    "package": str(copy / "chunkd")}
+
+
+def test_the_debug_builds_cache_is_keyed_by_every_compiled_source(tmp_path):
+    """A change to any source the build compiles (a .pyx, the vendored runtime's C,
+    setup.py) is a new key; the Python modules, generated C and built modules are not."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "chunkd", copy / "chunkd",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copy(ROOT / "setup.py", copy / "setup.py")
+    key = compile_sources(copy)
+    assert key == compile_sources(copy)
+    pyx = min((copy / "chunkd").rglob("*.pyx"))
+    for changed in (pyx.with_suffix(".py"), pyx.with_suffix(".c"),
+                    pyx.with_name(pyx.stem + ".cpython-x.so")):
+        changed.write_text("# not a build input\n")
+        assert compile_sources(copy) == key, changed
+    for changed in [copy / "setup.py", pyx, min((copy / "chunkd").rglob("*.pxd")),
+                    min((copy / "chunkd").rglob("_vendor/**/*.c"))]:
+        before = changed.read_bytes()
+        changed.write_bytes(before + b"\n")
+        assert compile_sources(copy) != key, changed
+        changed.write_bytes(before)
+    assert compile_sources(copy) == key
 
 
 @pytest.mark.parametrize("unit,size,overlap", [("chars", 1000, 100), ("chars", 200, 0),
@@ -156,7 +262,16 @@ def test_the_twin_gives_the_compiled_records_on_the_corpus(options):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cores")
 def test_the_fast_tier_passes_on_the_pure_python_core(tmp_path):
-    ran = run_tests(dict(os.environ, CHUNKD_PUREPYTHON="1"), ROOT, tmp_path / "core.json",
-                    "-m", "not slow")
+    """The fast tier's tests that go through the splitting core (``TWIN_TESTS``), again
+    with ``CHUNKD_PUREPYTHON=1``."""
+    ran = run_tests(dict(os.environ, CHUNKD_PUREPYTHON="1"), ROOT, tmp_path,
+                    "-m", "not slow", *TWIN_TESTS)
     assert ran == {"implementation": "python", "package": str(ROOT / "chunkd")}
+
+
+def test_the_twins_tier_names_test_modules_that_exist():
+    """A module moved or renamed is not left out of the twin's tier unnoticed."""
+    for path in {*TWIN_TESTS, *KERNEL_TESTS}:
+        assert pathlib.Path(path).is_file(), path

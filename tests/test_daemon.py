@@ -18,7 +18,7 @@ import msgpack
 import orjson
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 from oracle import corpus_documents
 from watching import filter_chunks, filter_documents, notify_socket, results
 
@@ -74,7 +74,7 @@ def assert_results_equal_the_filter(inbox, names, *options: str) -> None:
 def test_a_burst_of_1000_files_is_processed_once_each(inbox, watch):
     watcher = watch(inbox, "--chars", "200", "--rescan", "1", "-v")
     texts = make_burst(inbox, 1000)
-    watcher.wait_for(lambda: len(results(inbox)) == 1000, timeout=180, what="1000 results")
+    watcher.wait_for(lambda: len(results(inbox)) == 1000, timeout=HANG, what="1000 results")
     watcher.rescans_pass(2)
     assert sorted(watcher.processed()) == sorted(texts)
     assert_results_equal_the_filter(inbox, texts, "--chars", "200")
@@ -84,12 +84,12 @@ def test_a_burst_of_1000_files_is_processed_once_each(inbox, watch):
 def test_kill_9_mid_burst_then_restart_loses_nothing_and_redoes_nothing(inbox, watch):
     first = watch(inbox, "--chars", "200")
     texts = make_burst(inbox, 1000)
-    first.wait_for(lambda: len(results(inbox)) >= 100, timeout=120, what="100 results")
+    first.wait_for(lambda: len(results(inbox)) >= 100, timeout=HANG, what="100 results")
     first.kill()
     done_before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
                    for p in inbox.glob("*.chunks.json")}
     second = watch(inbox, "--chars", "200", "--rescan", "1", "-v")
-    second.wait_for(lambda: len(results(inbox)) == 1000, timeout=180, what="all results")
+    second.wait_for(lambda: len(results(inbox)) == 1000, timeout=HANG, what="all results")
     second.rescans_pass(1)
     assert not [p for p in inbox.iterdir() if p.name.endswith(".chunkd-tmp")]
     redone = set(second.processed())
@@ -180,20 +180,21 @@ def test_output_dir_msgpack_and_recursive(inbox, tmp_path, watch):
 
 def test_sigterm_abandons_the_file_in_hand_and_exits_0_promptly(inbox, watch):
     (inbox / "big.md").write_bytes(b"Words of a long file. " * 200_000)  # 17 blocks
-    # Each block read 0.5 s late: the file is still in hand seconds after it starts.
-    watcher = watch(inbox, "--tokens", "16", "--verbose", faults={"slow_blocks": 0.5})
+    # Each block read 3 s late: the file is still in hand 50 s after it starts.
+    watcher = watch(inbox, "--tokens", "16", "--verbose", faults={"slow_blocks": 3})
     watcher.wait_for(lambda: watcher.lines("chunking big.md"), what="work on the big file")
     time.sleep(0.5)
     assert not (inbox / "big.md.chunks.json").exists()
     started = time.monotonic()
-    assert watcher.stop(timeout=10) == 0
-    assert time.monotonic() - started < 5
+    assert watcher.stop(timeout=HANG) == 0
+    # Well before the file could have been finished, with room for a loaded machine.
+    assert time.monotonic() - started < 30
     assert [p.name for p in inbox.iterdir() if p.name != ".chunkd-lock"] == ["big.md"]
 
 
 def test_unusable_inbox_fails_fast_with_a_clear_message(tmp_path):
     result = subprocess.run([chunkd_command(), "watch", str(tmp_path / "nope")],
-                            capture_output=True, timeout=30)
+                            capture_output=True, timeout=HANG)
     assert result.returncode == 2
     assert result.stderr.decode().strip() == \
         f"chunkd watch: inbox {tmp_path / 'nope'} does not exist or is not a folder"
@@ -213,7 +214,7 @@ def test_sd_notify_ready_status_watchdog_stopping_on_an_abstract_socket(inbox, w
         watcher.process.send_signal(signal.SIGTERM)
         while not any("STOPPING=1" in m for m in messages):
             messages.append(listener.recv(4096).decode())
-        assert watcher.process.wait(timeout=10) == 0
+        assert watcher.process.wait(timeout=HANG) == 0
     finally:
         listener.close()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 from watching import Watcher, results
 
 pytestmark = pytest.mark.slow
@@ -145,7 +145,7 @@ def test_a_crash_between_a_change_and_its_line_is_repaired_at_start(inbox, tmp_p
                         faults={"kill_before_journal": event})
         watcher.started()
         change()
-        watcher.process.wait(timeout=60)   # killed before its line: the journal lags
+        watcher.process.wait(timeout=HANG)   # killed before its line: the journal lags
         assert watcher.process.returncode == -9
         watcher.kill()
         assert not up_to_date(inbox, journal)
@@ -208,7 +208,7 @@ def test_random_adds_edits_renames_deletions_and_kill_9_lose_nothing(inbox, tmp_
             if step % 8 == 7:                                   # kill -9, then restart
                 watcher.kill()
                 watcher = start()
-        watcher.wait_for(lambda: up_to_date(inbox, journal), timeout=120, what="the end state")
+        watcher.wait_for(lambda: up_to_date(inbox, journal), timeout=HANG, what="the end state")
         lines = journal_lines(journal)
         check_sequence(lines)
         for result in results(inbox).values():
@@ -242,7 +242,7 @@ def test_the_example_consumer_in_the_docs_keeps_a_store_in_step(inbox, tmp_path,
 
     def consume() -> dict[str, set[str]]:
         run = subprocess.run([sys.executable, str(tmp_path / "consumer.py"), str(journal),
-                              str(store)], capture_output=True, timeout=60)
+                              str(store)], capture_output=True, timeout=HANG)
         assert run.returncode == 0, run.stderr
         return {json.loads(source): set(ids)
                 for source, ids in orjson.loads(store.read_bytes())["ids"].items() if ids}
@@ -321,7 +321,7 @@ def refused_at_start(inbox: Path, journal: Path) -> str:
                                 "--journal", str(journal)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        stdout, stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=HANG)
     finally:
         process.kill()
         process.wait()
@@ -400,7 +400,7 @@ def test_a_journal_that_is_not_a_regular_file_is_refused(inbox, tmp_path):
     journal = tmp_path / "journal.fifo"
     os.mkfifo(journal)
     run = subprocess.run([chunkd_command(), "watch", str(inbox), *OPTIONS, "--journal",
-                          str(journal)], capture_output=True, timeout=30)
+                          str(journal)], capture_output=True, timeout=HANG)
     assert run.returncode == 2, run.stderr
     assert run.stderr.decode().splitlines() == [
         f"chunkd watch: the journal {journal} is not a regular file; name another"]

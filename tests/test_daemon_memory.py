@@ -15,7 +15,7 @@ import msgpack
 import orjson
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ sys.exit(status)"""
 SIZE = 8 * 2**20
 
 
-def wait_for(condition, what: str, timeout: float = 120) -> None:
+def wait_for(condition, what: str, timeout: float = HANG) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -65,7 +65,7 @@ def test_a_file_near_max_bytes_in_small_chunks_is_chunked_in_bounded_memory(tmp_
         source.rename(inbox / "big.txt")
         wait_for(lambda: logged("processed big.txt"), "the file to be processed")
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=HANG) == 0
     finally:
         if process.poll() is None:
             process.kill()

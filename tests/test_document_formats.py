@@ -14,6 +14,8 @@ import time
 import orjson
 import pytest
 
+from command import HANG
+
 from chunkd import filter as chunkd_filter
 from chunkd.documents import (FORMATS, Extracted, Format, Limits, default_include, detect,
                               extract, kinds, labels, register, worker)
@@ -229,7 +231,7 @@ def test_a_thread_that_a_library_starts_in_the_worker_says_nothing_when_it_fails
     import sys
 
     done = subprocess.run([sys.executable, "-c", THREAD_IN_EVERY_FORK], capture_output=True,
-                          timeout=60)
+                          timeout=HANG)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"one paragraph\n", b"")
 
 

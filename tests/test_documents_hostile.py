@@ -16,7 +16,7 @@ import zipfile
 import orjson
 import pytest
 
-from command import chunkd_command, run_chunkd
+from command import HANG, chunkd_command, run_chunkd
 from document_files import encrypted_pdf, made_documents
 from watching import FAULTS, results
 
@@ -216,7 +216,7 @@ def test_a_pipe_is_told_by_its_name_and_none_of_it_is_lost(made, tmp_path):
         writer = threading.Thread(target=pipe.write_bytes, args=(data,))
         writer.start()
         done = subprocess.run([chunkd_command(), "extract", str(pipe)], capture_output=True,
-                              timeout=120)
+                              timeout=HANG)
         writer.join()
         assert done.returncode == 0, done.stderr
         expected = source if name.endswith(".md") else \
@@ -295,7 +295,7 @@ def test_a_text_too_large_to_encode_is_said_to_outgrow_the_memory_bound(made, tm
                PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
                                                          os.environ.get("PYTHONPATH")])))
     done = subprocess.run([chunkd_command(), "--chars", "500", str(page), str(made[1].pdf)],
-                          capture_output=True, env=env, timeout=120)
+                          capture_output=True, env=env, timeout=HANG)
     assert (done.returncode, done.stderr.decode()) == (1, f"chunkd: {page}: extracting its "
                                                           "text needs more than the 2 GiB of "
                                                           "memory it may take\n")
@@ -386,7 +386,7 @@ def test_ctrl_c_ends_the_filter_at_once_while_a_document_is_extracted(tmp_path, 
         # The extraction worker (beneath a --jobs worker, with --jobs 2) busy for a
         # while: the deep file's, not good.html's (milliseconds).
         depth = 2 if jobs == "1" else 3
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             seen = depths(process.pid)
             extracting = [pid for pid, level in seen.items() if level == depth]
@@ -401,14 +401,14 @@ def test_ctrl_c_ends_the_filter_at_once_while_a_document_is_extracted(tmp_path, 
             os.killpg(process.pid, signal.SIGINT)
         else:
             process.send_signal(signal.SIGINT)
-        status = process.wait(timeout=30)
+        status = process.wait(timeout=HANG)
         elapsed = time.monotonic() - interrupted
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     assert (status, process.stderr.read()) == (130, b"")
-    assert elapsed < 2, elapsed
+    assert elapsed < 10, elapsed  # not the extraction's own end
     # Each process was reaped by its parent before that ended: none is left, not
     # even a zombie for the system to collect.
     assert [pid for pid in seen if os.path.exists(f"/proc/{pid}")] == []

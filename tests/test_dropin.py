@@ -27,7 +27,7 @@ from langchain_text_splitters import TextSplitter
 import chunkd
 from chunkd.langchain import CharacterTextSplitter, RecursiveCharacterTextSplitter
 from chunkd.strategies.languages import LANGUAGE_SEPARATORS
-from command import install_command, run_chunkd
+from command import HANG, install_command, run_chunkd
 from cores import Kernel, Twin, chunks_of, kernel_unit, twin_unit
 from oracle import CORPUS, corpus_documents, cut_in_pieces, random_cuts, token_length
 from reference import Splitter as Reference
@@ -499,7 +499,7 @@ def test_the_extra_is_needed_and_named():
             "try:\n    import chunkd.langchain\n"
             "except ImportError as error:\n    print(error)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=HANG)
     assert result.stdout.strip().endswith(install_command("langchain")), result.stderr
 
 

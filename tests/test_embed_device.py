@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 from embedding import model_folder
 
 
@@ -23,7 +23,7 @@ def test_a_device_the_model_cannot_use_fails_before_any_worker(tmp_path):
     # No machine has a hundredth CUDA device: refused with or without a GPU.
     result = subprocess.run([chunkd_command(), "--strategy", "semantic", "--embed",
                              model_folder(), "--embed-device", "cuda:99", "--jobs", "2",
-                             *map(str, fifos)], capture_output=True, timeout=300,
+                             *map(str, fifos)], capture_output=True, timeout=HANG,
                             stdin=subprocess.DEVNULL)
     assert (result.returncode, result.stdout) == (2, b""), result.stderr.decode()[-2000:]
     [line] = result.stderr.decode().splitlines()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy
 import pytest
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from embedding import CountingEndpoint, hashed_vectors
 from watching import Watcher, results
 
@@ -211,7 +211,7 @@ def test_a_new_cache_is_private_whatever_the_umask(tmp_path: Path) -> None:
     with CountingEndpoint() as server:
         runs = [subprocess.run(["sh", "-c", 'umask 002 && exec "$@"', "sh", chunkd_command(),
                                 *options(server, cache), str(tmp_path / "doc.txt")],
-                               capture_output=True, timeout=120) for _ in range(2)]
+                               capture_output=True, timeout=HANG) for _ in range(2)]
         assert [(run.returncode, run.stderr) for run in runs] == [(0, b"")] * 2
         assert server.texts == [TEXT]
     assert_the_models(ndjson(runs[1].stdout))
@@ -223,7 +223,7 @@ def test_a_new_cache_is_private_whatever_the_umask(tmp_path: Path) -> None:
 def in_a_mount_namespace(script: str, *arguments: str) -> subprocess.CompletedProcess:
     """``script`` (sh) in a mount namespace of the test's own: its mounts go with it."""
     return subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", *arguments],
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=HANG)
 
 
 def test_a_cache_on_a_read_only_filesystem_is_all_misses(tmp_path: Path) -> None:
@@ -397,7 +397,7 @@ def test_a_folder_swapped_in_while_the_cache_opens_serves_nothing(tmp_path: Path
         server.calls.clear()
         run = subprocess.run(
             [chunkd_command(), *options(server, cache), str(tmp_path / "doc.txt")],
-            capture_output=True, timeout=120, env=dict(
+            capture_output=True, timeout=HANG, env=dict(
                 os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
                     str(hook), os.environ.get("PYTHONPATH")])),
                 SWAP_FOLDER=str(cache), SWAP_PLANTED=str(planted), SWAP_LOG=str(log),

@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from memory import MEASURE
 from test_embed_url import KEY, TEXT, Endpoint, Handler, hashed, quick
 from watching import results
@@ -33,6 +33,9 @@ from chunkd.errors import SettingsError
 #: A drip: a byte every DRIP_GAP seconds for DRIP_FOR seconds, then the rest at once (a
 #: client whose timeout bounds each read only gets its answer after DRIP_FOR).
 DRIP_GAP, DRIP_FOR = 0.1, 8.0
+#: Seconds of a timed claim's allowance for a loaded machine (a test process waiting for
+#: a core): well under what the claims tell apart (a drip's DRIP_FOR, a call's 60 s).
+SLACK = 6.0
 #: The bytes of a huge answer (the issue's 300 MB).
 HUGE = 300 << 20
 #: What an echo of the key or the URL's password would contain.
@@ -266,7 +269,7 @@ def test_a_drip_times_out_as_a_whole_call(hostile):
     took = time.monotonic() - started
     assert one_line(error.value) == f"{called(hostile)}: no answer after 5 tries (last: timed out)"
     # /info and 5 tries of 0.5 s each, the client's waits (0.01 s doubled) between them
-    assert hostile.served["drip"] == 6 and took < 6 * 0.5 + 1.5
+    assert hostile.served["drip"] == 6 and took < 6 * 0.5 + SLACK
 
 
 def test_silence_times_out(hostile):
@@ -274,7 +277,7 @@ def test_silence_times_out(hostile):
     started = time.monotonic()
     with pytest.raises(EmbedError, match=r"no answer after 5 tries \(last: timed out\)$"):
         quick(hostile.url, timeout=0.3).embed(["a"])
-    assert time.monotonic() - started < 6 * 0.3 + 1.5
+    assert time.monotonic() - started < 6 * 0.3 + SLACK
 
 
 @pytest.mark.parametrize("mode, size", [("huge", "over {limit:,} bytes"),
@@ -325,7 +328,7 @@ def test_retry_after_is_capped(hostile, mode):
     with pytest.raises(EmbedError) as error:
         client.embed(["a"])
     assert one_line(error.value) == f"{called(hostile)}: no answer after 5 tries (last: HTTP 429)"
-    assert time.monotonic() - started < 4 * 0.2 + 1.5
+    assert time.monotonic() - started < 4 * 0.2 + SLACK
 
 
 def posts(endpoint: Hostile) -> int:
@@ -464,7 +467,7 @@ def test_over_tls_a_drip_times_out_as_a_whole_call(tls, keyed):
     with pytest.raises(EmbedError) as error:
         quick(url, timeout=0.5).embed(["c"])
     assert one_line(error.value) == f"{url}/v1/embeddings: no answer after 5 tries (last: timed out)"
-    assert time.monotonic() - started < 6 * 0.5 + 1.5
+    assert time.monotonic() - started < 6 * 0.5 + SLACK
 
 
 def test_over_tls_an_untrusted_certificate_gets_no_key(tls, keyed, monkeypatch):
@@ -558,7 +561,7 @@ def test_through_the_filter_a_huge_answer_keeps_memory_bounded(hostile, keyed):
     process = subprocess.run(
         [sys.executable, "-c", MEASURE, chunkd_command(), "--strategy", "semantic",
          "--embed-url", hostile.url, "--embed-model", "toy-model"],
-        input=TEXT.encode(), capture_output=True, timeout=300)
+        input=TEXT.encode(), capture_output=True, timeout=HANG)
     *lines, peak_mb = process.stderr.decode().splitlines()
     assert process.returncode == 1 and process.stdout == b""
     assert "an answer of over " in clean("\n".join(lines).encode())
@@ -594,7 +597,7 @@ def test_a_bad_port_fails_at_once_through_the_filter():
                         "--embed-model", "m", input=TEXT.encode())
     assert result.returncode == 2
     assert "--embed-url http://127.0.0.1:99999: not a valid URL" in clean(result.stderr)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30
 
 
 @pytest.mark.slow
@@ -608,14 +611,14 @@ def test_the_filter_stops_at_once_while_a_call_hangs(hostile, stop, status):
         env={**os.environ, "CHUNKD_EMBED_TIMEOUT": "60"})
     process.stdin.write(TEXT.encode())
     process.stdin.close()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while not hostile.served and time.monotonic() < deadline:
         time.sleep(0.02)
     assert hostile.served
     stopped = time.monotonic()
     process.send_signal(stop)
-    process.wait(timeout=30)
-    assert time.monotonic() - stopped < 5
+    process.wait(timeout=HANG)
+    assert time.monotonic() - stopped < 30  # not the call's 60 s, on a loaded machine too
     assert process.returncode == status
     assert b"Traceback" not in process.stderr.read()
 
@@ -652,8 +655,10 @@ def test_sigterm_stops_the_daemon_within_seconds_while_a_call_hangs_and_nothing_
     (inbox / "doc.txt").write_text(TEXT, encoding="utf-8")
     watcher.wait_for(lambda: hostile.served, what="a call in flight")
     stopped = time.monotonic()
-    assert watcher.stop(timeout=30) == 0
-    assert time.monotonic() - stopped < 3 + 4  # the grace, then the workers are killed
+    assert watcher.stop(timeout=HANG) == 0
+    # The grace (3 s), then the workers are killed: not the call's 60 s, with room for a
+    # loaded machine.
+    assert time.monotonic() - stopped < 3 + 4 + SLACK
     assert not results(inbox)
     hostile.mode = None  # the endpoint heals; the next start chunks the file
     watcher = watched(hostile, inbox, watch, CHUNKD_EMBED_TIMEOUT="60")
@@ -683,7 +688,7 @@ def test_the_daemon_under_hostile_answers_loses_nothing_and_shows_no_secret(
         watcher.wait_for(lambda: watcher.lines(f"failed {mode}.txt: embedding failed: "),
                          what=f"{mode} failed")
     hostile.markers = {}
-    watcher.wait_for(lambda: set(texts) <= set(results(inbox)), timeout=90,
+    watcher.wait_for(lambda: set(texts) <= set(results(inbox)), timeout=HANG,
                      what="every result")
     made = results(inbox)
     for name, text in texts.items():

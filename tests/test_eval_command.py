@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ElementTree
 import orjson
 import pytest
 
-from command import chunkd_command, install_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, install_command, ndjson, run_chunkd
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 DOCS = [str(EVAL / "docs" / "state_of_the_union.md"), str(EVAL / "docs" / "chatlogs.md")]
@@ -362,12 +362,12 @@ def test_missing_extra_is_named_with_its_install_command(tmp_path):
     (tmp_path / "bm25s.py").write_text('raise ImportError("No module named \'bm25s\'")\n')
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     result = subprocess.run([chunkd_command(), "eval", *DOCS, "--questions", QUESTIONS],
-                            capture_output=True, env=env, timeout=120)
+                            capture_output=True, env=env, timeout=HANG)
     assert result.returncode == 2
     assert result.stderr.decode() == ("chunkd eval: needs the eval extra (bm25s is not "
                                       f"installed): {install_command('eval')}\n")
     helped = subprocess.run([chunkd_command(), "eval", "--help"], capture_output=True,
-                            env=env, timeout=120)
+                            env=env, timeout=HANG)
     assert helped.returncode == 0
     assert install_command("eval").encode() in b" ".join(helped.stdout.split())
     assert b"--overlap 0,15%." in b" ".join(helped.stdout.split())  # no "%%"
@@ -400,7 +400,7 @@ def test_stdout_that_cannot_be_written():
     with open("/dev/full", "wb") as full:
         result = subprocess.run([chunkd_command(), "eval", *DOCS, "--questions", QUESTIONS,
                                  "--chars", "1000"], stdout=full, stderr=subprocess.PIPE,
-                                timeout=120)
+                                timeout=HANG)
     assert result.returncode == 1
     assert result.stderr == b"chunkd eval: stdout: No space left on device\n"
 
@@ -477,7 +477,7 @@ def test_the_readme_example_prints_what_docs_eval_shows():
     env = {**os.environ, "PATH": os.path.dirname(chunkd_command()) + os.pathsep
            + os.environ["PATH"]}
     result = subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True,
-                            timeout=300)
+                            timeout=HANG)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode("utf-8") == shown
 

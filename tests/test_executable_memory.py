@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 from embedding import model_folder
 
 PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
@@ -52,7 +52,7 @@ def test_a_model_that_cannot_run_is_one_line_and_exit_2(mdwe, tmp_path, command)
     args = [str(inbox) if arg == "INBOX" else arg for arg in command]
     result = subprocess.run([chunkd_command(), *args, "--strategy", "semantic", "--embed",
                              model_folder(), *([] if command else [str(fifo)])],
-                            capture_output=True, timeout=300, preexec_fn=deny_write_execute,
+                            capture_output=True, timeout=HANG, preexec_fn=deny_write_execute,
                             stdin=subprocess.DEVNULL)
     assert (result.returncode, result.stdout) == (2, b""), result.stderr.decode()[-2000:]
     [line] = result.stderr.decode().splitlines()
@@ -67,7 +67,7 @@ def test_without_the_switch_the_same_command_chunks():
     """What fails above is the switch alone."""
     result = subprocess.run([chunkd_command(), "--strategy", "semantic", "--embed",
                              model_folder()], input=b"One sentence here. Another one.",
-                            capture_output=True, timeout=300)
+                            capture_output=True, timeout=HANG)
     assert (result.returncode, result.stderr) == (0, b"")
     [record] = [json.loads(line) for line in result.stdout.splitlines()]
     assert record["text"] == "One sentence here. Another one."

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import chunkd
 import windows_reference as reference
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents, token_length
 from markdown_checks import check_embedded, check_markdown, unit_length
 from memory import MEASURE, STREAM_BYTES, stream_through_chunkd
@@ -56,9 +56,9 @@ def measured_run(args: list[str]) -> tuple[bytes, int]:
         if len(output) > OUTPUT_CAP:
             process.kill()
             process.stdout.close()       # chunkd, left alone, ends at the closed pipe
-            process.wait(timeout=60)
+            process.wait(timeout=HANG)
             pytest.fail(f"more than {OUTPUT_CAP} bytes of output for chunkd {' '.join(args)}")
-    status = process.wait(timeout=300)
+    status = process.wait(timeout=HANG)
     assert status == 0, process.stderr.read()[-2000:]
     return bytes(output), int(process.stderr.read().split()[-1])
 

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("selectolax")
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 
 from chunkd.documents.html import (MAX_ATTRIBUTES, MAX_DEPTH, MAX_SCANNED, html_extracted,
                                    within_bounds)
@@ -234,7 +234,7 @@ def test_deep_html_through_the_command_keeps_its_text(tmp_path):
     # The time limit guards against a hang only (each takes about a second).
     result = subprocess.run([chunkd_command(), "-q", "--format", "json", "--chars", "100000",
                              "--extract-timeout", "30", "deep.html", "bold.html", "select.html",
-                             "small.html"], capture_output=True, timeout=300, cwd=tmp_path)
+                             "small.html"], capture_output=True, timeout=HANG, cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, b"")
     texts = {record["doc"]: record["text"] for record in map(orjson.loads,
                                                              result.stdout.splitlines())}
@@ -261,7 +261,7 @@ def test_wide_html_through_the_command_keeps_its_text(tmp_path):
     # The time limit guards against a hang only (each takes a second or two).
     result = subprocess.run([chunkd_command(), "-q", "--format", "json", "--chars", "1000000",
                              "--extract-timeout", "30", *pages], capture_output=True,
-                            timeout=300, cwd=tmp_path)
+                            timeout=HANG, cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, b"")
     texts = {record["doc"]: record["text"] for record in map(orjson.loads,
                                                              result.stdout.splitlines())}

@@ -13,7 +13,7 @@ import time
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from memory import peak_of
 
 # --- help ---------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_ndjson_records_follow_their_lines_while_the_pipe_stays_open(jobs):
         process.stdin.write(_line(15)[20:])
         process.stdin.close()
         rest = process.stdout.read()
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=HANG) == 0
     alone = run_chunkd(*OPTIONS, "--jobs", "1", input=complete + _line(15))
     assert bytes(seen) + rest == alone.stdout
 
@@ -199,7 +199,7 @@ def test_ndjson_from_a_pipe_cut_anywhere_gives_the_records_of_one_process():
             assert _read_records(process, seen, expected.count(b"\n")) == ndjson(expected)
         process.stdin.close()
         rest = process.stdout.read()
-        assert process.wait(timeout=60) == 1  # the broken line
+        assert process.wait(timeout=HANG) == 1  # the broken line
     assert rest == b""
     assert bytes(seen) == run_chunkd(*OPTIONS, "--jobs", "1", input=data).stdout
 
@@ -223,7 +223,7 @@ def test_a_long_ndjson_line_from_a_pipe_costs_what_it_costs_from_a_file(tmp_path
         writer = threading.Thread(target=write)
         writer.start()
         peaks[megabytes] = peak_of(["--input", "ndjson", "--jobs", "2", str(fifo)])
-        writer.join(timeout=60)
+        writer.join(timeout=HANG)
         del line
     assert peaks[40] - peaks[10] < 3.5 * 30, peaks
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from command import HANG
+
 pytestmark = pytest.mark.network
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +45,7 @@ def no_compiler_build(tmp_path_factory) -> tuple[str, Path]:
     env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"}
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v",
                             "--wheel-dir", str(work / "wheel"), str(source)],
-                           capture_output=True, text=True, env=env, timeout=240)
+                           capture_output=True, text=True, env=env, timeout=HANG)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     [wheel] = (work / "wheel").glob("chunkd-*.whl")
     return build.stdout + build.stderr, wheel

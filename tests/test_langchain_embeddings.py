@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from command import HANG
+
 #: Run with LangChain's text splitters made unimportable (None in sys.modules); the
 #: embeddings are a plain object with LangChain's method, two topics far apart.
 SCRIPT = r"""
@@ -33,7 +35,7 @@ except ImportError:
 
 def test_semantic_with_langchain_embeddings_needs_no_text_splitters():
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=HANG)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "The cat sat. The cat slept. The cat purred. The cat ate.|"

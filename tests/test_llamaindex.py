@@ -27,7 +27,7 @@ from llama_index.core.vector_stores import SimpleVectorStore
 
 from chunkd import SettingsError
 from chunkd.llamaindex import ChunkdNodeParser, EmbedChangedNodes
-from command import chunkd_command, ndjson
+from command import HANG, chunkd_command, ndjson
 from oracle import corpus_documents
 
 CORPUS = corpus_documents()
@@ -54,7 +54,7 @@ def test_ids_and_offsets_are_the_command_lines(tmp_path):
     source = CORPUS[3]
     (tmp_path / "notes.md").write_bytes(source.read_bytes())
     result = subprocess.run([chunkd_command(), "--ids", "--chars", "300", "--overlap", "30",
-                             "notes.md"], cwd=tmp_path, capture_output=True, timeout=120)
+                             "notes.md"], cwd=tmp_path, capture_output=True, timeout=HANG)
     assert result.returncode == 0, result.stderr
     records = ndjson(result.stdout)
     document = Document(text=source.read_text(encoding="utf-8"), doc_id="notes.md")

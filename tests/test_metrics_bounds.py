@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from command import HANG
 from stores import CHUNKING, expected_chunks, paragraphs
 
 pytestmark = pytest.mark.slow
@@ -47,7 +48,7 @@ def threads(pid: int) -> int:
 
 
 def page(port: int) -> tuple[int, str]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=HANG) as answer:
         return answer.status, answer.read().decode()
 
 

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 from tokenizer_files import minilm_folder
 
 #: Deep enough for Python's JSON decoder to give up (its recursion limit).
@@ -111,7 +111,7 @@ def test_a_malformed_model_folder_is_one_line_and_exit_2(tmp_path, front_end, op
         args = FRONT_ENDS[front_end](str(fifo), option, str(folder))
         if front_end == "eval":
             args = eval_args(args)
-        result = subprocess.run([chunkd_command(), *args], capture_output=True, timeout=120,
+        result = subprocess.run([chunkd_command(), *args], capture_output=True, timeout=HANG,
                                 stdin=subprocess.DEVNULL)
         assert (result.returncode, result.stdout) == (2, b""), (case, result.stderr)
         [line] = result.stderr.decode().splitlines()
@@ -128,7 +128,7 @@ def test_the_unbroken_folder_loads(tmp_path):
     for args in (["--tokenizer", str(folder), "--tokens", "100"],
                  ["--strategy", "semantic", "--embed", str(folder)]):
         result = subprocess.run([chunkd_command(), *args], input=b"One sentence. Another.",
-                                capture_output=True, timeout=300)
+                                capture_output=True, timeout=HANG)
         assert (result.returncode, result.stderr) == (0, b""), args
         assert json.loads(result.stdout.splitlines()[0])["text"].startswith("One sentence.")
 
@@ -174,7 +174,7 @@ def test_a_model_folder_file_that_cannot_be_hashed_is_one_line_and_exit_2(tmp_pa
     prog = "chunkd" if command == "filter" else f"chunkd {command}"
     result = subprocess.run([chunkd_command(), *EMBEDDING_COMMANDS[command](tmp_path),
                              "--embed", str(folder)],
-                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+                            capture_output=True, timeout=HANG, stdin=subprocess.DEVNULL)
     assert (result.returncode, result.stdout) == (2, b""), result.stderr
     assert result.stderr.decode().splitlines() == [
         f"{prog}: error: --embed {folder}: {says}"]
@@ -187,7 +187,7 @@ def test_a_fifo_for_a_json_file_of_the_folder_is_one_line_and_exit_2(tmp_path):
     folder = _case(tmp_path / "model", {"config.json": None})
     os.mkfifo(folder / "config.json")
     result = subprocess.run([chunkd_command(), "--vectors", "--embed", str(folder)],
-                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+                            capture_output=True, timeout=HANG, stdin=subprocess.DEVNULL)
     assert (result.returncode, result.stdout) == (2, b""), result.stderr
     assert result.stderr.decode().splitlines() == [
         f"chunkd: error: --embed {folder}: {folder}/config.json: cannot read it: "

@@ -12,10 +12,10 @@ import re
 import threading
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import Serve, launch
-from command import ndjson, run_chunkd
+from browser import Serve
+from command import HANG, ndjson, run_chunkd
 from oracle import corpus_documents
 from tokenizer_files import MINILM_IDENTITY, O200K_FILE, minilm_folder
 
@@ -36,14 +36,6 @@ READ_SEGMENTS = """view => [...view.querySelectorAll('.seg')].map(span =>
     [Number(span.dataset.start), Number(span.dataset.end),
      [...span.classList].find(name => ['c0', 'c1', 'overlap', 'gap'].includes(name)),
      span.textContent])"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -529,7 +521,7 @@ def test_a_10_mb_document_stays_light(page, server, tmp_path):
     choose(page, "recursive", "chars", "300", "")
     page.set_input_files("#file", str(tmp_path / "big.md"))  # opening a file splits it
     expect(page.locator("#action-status")).to_contain_text(
-        f"{number(len(records))} chunks, shown in", timeout=60_000)
+        f"{number(len(records))} chunks, shown in", timeout=HANG * 1000)
 
     def light() -> None:  # only what is in sight is in the page
         assert page.locator(".row").count() < 60

@@ -19,10 +19,10 @@ from playwright.sync_api import expect
 
 import chunkd
 from browser import Serve
-from command import ndjson, run_chunkd
-from embedding import model_folder
+from command import HANG, ndjson, run_chunkd
+from embedding import model_folder, oracle_model
 from oracle import corpus_documents
-from test_page import browser, page  # noqa: F401  (the page tests' browser and page)
+from test_page import page  # noqa: F401  (the page tests' page, on conftest.py's browser)
 
 from chunkd.settings import settings_from_flags
 from chunkd.strategies.semantic import BREAKPOINTS
@@ -45,14 +45,13 @@ def reference(text):
     """The sentences (chunkd's ``sentences`` units, the strategy's contract), and the
     distances between their windows (one neighbour on each side) from the model's own
     embeddings."""
-    from sentence_transformers import SentenceTransformer
 
     sentences = [(chunk.start, chunk.end) for chunk in
                  chunkd.split_text(text, 1, 0, strategy="sentences")]
     last = len(sentences) - 1
     windows = [text[sentences[max(0, i - 1)][0]:sentences[min(last, i + 1)][1]]
                for i in range(len(sentences))]
-    model = SentenceTransformer(model_folder(), device="cpu")
+    model = oracle_model()
     vectors = model.encode(windows, batch_size=32, show_progress_bar=False).astype(numpy.float64)
     vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
     distances = 1 - (vectors[:-1] * vectors[1:]).sum(axis=1)
@@ -192,7 +191,7 @@ def test_the_served_page_draws_the_curve_the_strategy_cut_by(page, text, referen
         page.fill("#size", TOKENS)
         page.click("#split")
         # The model embeds on a CPU shared with other tests: seconds, not milliseconds.
-        expect(page.locator("#action-status")).to_contain_text("chunks, shown in", timeout=120_000)
+        expect(page.locator("#action-status")).to_contain_text("chunks, shown in", timeout=HANG * 1000)
         drawn = check_drawn(page, text, reference, records)
 
         # Hovering a point gives its numbers; clicking it selects the chunk that holds

@@ -11,10 +11,10 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from command import ndjson, run_chunkd
+from command import HANG, ndjson, run_chunkd
 from document_files import heading_paths, made_documents, poppler_pages, source_headings
 from test_documents import pdf_pages_check
-from test_page import (browser, check_segments, choose, details, expected_row,  # noqa: F401
+from test_page import (check_segments, choose, details, expected_row,  # noqa: F401
                        number, open_server_page, page, server, shown_rows, shown_segments)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -62,7 +62,7 @@ def test_a_pdf_opened_on_the_page_shows_its_chunks_and_their_pages(page, server,
     choose(page, "recursive", "chars", "500", "")
     page.set_input_files("#file", str(tmp_path / "report.pdf"))  # opening a file splits it
     expect(page.locator("#action-status")).to_contain_text(
-        f"{number(len(records))} chunks, shown in", timeout=60_000)
+        f"{number(len(records))} chunks, shown in", timeout=HANG * 1000)
 
     assert shown_rows(page) == [expected_row(record, "chars") for record in records]
     check_segments(shown_segments(page), text, records)  # the extracted text, chunk by chunk

@@ -14,7 +14,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import Serve
-from test_page import browser, open_server_page, page, paste  # noqa: F401  (the page tests')
+from command import HANG
+from test_page import open_server_page, page, paste  # noqa: F401  (the page tests')
 from test_serve_progress import semantic_server, sentences, slow_endpoint  # noqa: F401
 from tokenizer_files import MINILM_SHA256, minilm_folder
 
@@ -62,7 +63,7 @@ def test_a_long_split_shows_the_sentences_embedded_so_far(page, slow_endpoint):
         before = embedded(slow_endpoint)
         page.click("#split")
         expect(page.locator("#action-status")).to_contain_text("chunks, shown in",
-                                                               timeout=60_000)
+                                                               timeout=HANG * 1000)
         statuses, busy = page.evaluate("[window.statuses, window.busy]")
     assert embedded(slow_endpoint) - before == 48
     # A screen reader hears the outcome, not each tick: the line is busy meanwhile.
@@ -91,12 +92,12 @@ def test_a_replaced_split_leaves_no_stale_progress(page, slow_endpoint):
         page.click("#split")
         status = page.locator("#action-status")
         expect(status).to_contain_text(re.compile(r"Embedding: [\d,]+ of 400 sentences"),
-                                       timeout=30_000)
+                                       timeout=HANG * 1000)
         page.select_option("#strategy", "recursive")
         since = page.evaluate("window.statuses.length")
         page.keyboard.press("Control+Enter")  # the Split button waits for the split
-        expect(status).to_contain_text("chunks, shown in", timeout=30_000)
-        deadline = time.monotonic() + 10
+        expect(status).to_contain_text("chunks, shown in", timeout=HANG * 1000)
+        deadline = time.monotonic() + HANG
         while "its page went away" not in serve.stderr():
             assert time.monotonic() < deadline, serve.stderr()
             time.sleep(0.05)

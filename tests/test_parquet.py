@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from command import chunkd_command, install_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, install_command, ndjson, run_chunkd
 from oracle import langchain_chunks
 from tables import corpus_rows, filter_records, write_corpus_parquet
 
@@ -340,7 +340,7 @@ def test_a_pipe_is_refused_at_once_and_a_closed_stdout_does_not_matter(tmp_path)
     out = tmp_path / "out.parquet"
     result = subprocess.run([chunkd_command(), "--input", "parquet", str(fifo), str(source),
                              "--format", "parquet", "--output", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=HANG,
                             preexec_fn=lambda: os.close(1))  # stdout closed: not needed
     assert result.returncode == 1
     assert result.stderr.decode() == (f"chunkd: {fifo}: not a regular file (Parquet is read "
@@ -360,12 +360,12 @@ def test_a_signal_ends_a_run_waiting_for_its_fifos_reader(tmp_path, number):
     process = subprocess.Popen([chunkd_command(), "--format", "parquet", "--output", str(fifo),
                                 str(text)], stderr=subprocess.PIPE, start_new_session=True)
     wchan = f"/proc/{process.pid}/wchan"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline and open(wchan).read() != "wait_for_partner":
         time.sleep(0.05)   # the kernel's name for a FIFO's open waiting for the other end
     assert open(wchan).read() == "wait_for_partner", "it never waited for the reader"
     os.killpg(process.pid, number)   # as a terminal's Ctrl-C reaches the process group
-    assert process.wait(timeout=10) == (130 if number == signal.SIGINT else -number)
+    assert process.wait(timeout=HANG) == (130 if number == signal.SIGINT else -number)
     assert process.stderr.read() == b""
 
 
@@ -375,7 +375,7 @@ def test_parquet_to_stdout_that_is_a_pipe(tmp_path):
     text = tmp_path / "a.txt"
     text.write_text("some text to chunk")
     done = subprocess.run([chunkd_command(), "--format", "parquet", "--output", "/dev/stdout",
-                           str(text)], capture_output=True, timeout=60)
+                           str(text)], capture_output=True, timeout=HANG)
     assert (done.returncode, done.stderr) == (0, b"")
     assert pq.read_table(pa.BufferReader(done.stdout)).to_pylist()[0]["text"] == \
         "some text to chunk"
@@ -389,12 +389,12 @@ def test_a_run_killed_by_a_signal_leaves_no_hidden_file(tmp_path, number):
                                stderr=subprocess.PIPE)
     process.stdin.write(b"some text to chunk. " * 1000)
     process.stdin.flush()  # stdin stays open: the run is in the middle of its input
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while not leftovers(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert leftovers(tmp_path), "the hidden output file never appeared"
     process.send_signal(number)
-    assert process.wait(timeout=60) == -number
+    assert process.wait(timeout=HANG) == -number
     process.stdin.close()
     assert process.stderr.read() == b""
     assert leftovers(tmp_path) == [] and not out.exists()
@@ -411,14 +411,14 @@ def test_a_run_under_nohup_goes_on_after_a_hangup(tmp_path):
                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     process.stdin.write(b"some text to chunk. " * 1000)
     process.stdin.flush()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while not leftovers(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert leftovers(tmp_path), "the hidden output file never appeared"
     process.send_signal(signal.SIGHUP)
     process.stdin.write(b"more text. " * 1000)
     process.stdin.close()
-    assert process.wait(timeout=60) == 0
+    assert process.wait(timeout=HANG) == 0
     assert process.stderr.read() == b""
     assert leftovers(tmp_path) == []
     assert "".join(row["text"] for row in read_rows(out)).endswith("more text.")

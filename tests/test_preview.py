@@ -12,7 +12,7 @@ import subprocess
 import numpy
 import pytest
 
-from command import chunkd_command, run_chunkd
+from command import HANG, chunkd_command, run_chunkd
 from oracle import corpus_documents
 
 DOCUMENT = next(p for p in corpus_documents() if p.parent.name == "zh-vuedocs")
@@ -141,10 +141,10 @@ def test_stdout_that_fails_is_one_line_and_a_closed_pipe_ends_quietly(tmp_path):
     command = [chunkd_command(), "preview", "doc.md"]
     with open("/dev/full", "wb") as full:
         result = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, cwd=tmp_path,
-                                timeout=60)
+                                timeout=HANG)
     assert result.returncode == 1
     assert result.stderr == b"chunkd preview: stdout: No space left on device\n"
     reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               cwd=tmp_path)
     reader.stdout.close()  # the reader goes away before the page is written
-    assert reader.wait(timeout=60) == 0 and reader.stderr.read() == b""
+    assert reader.wait(timeout=HANG) == 0 and reader.stderr.read() == b""

@@ -10,7 +10,7 @@ import re
 import subprocess
 
 from chunkd.progress import Progress
-from command import chunkd_command
+from command import HANG, chunkd_command
 
 
 class Terminal(io.StringIO):
@@ -65,7 +65,7 @@ def on_terminal(*args: str, stdin=None) -> str:
             break
         seen += data
     os.close(master)
-    assert process.wait(timeout=120) == 0, seen
+    assert process.wait(timeout=HANG) == 0, seen
     return seen.decode()
 
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from browser import Serve, request
-from command import chunkd_command, run_chunkd
+from command import HANG, chunkd_command, run_chunkd
 from oracle import corpus_documents
 
 DOCUMENT = next(p for p in corpus_documents() if p.parent.name == "en-policy")
@@ -97,7 +97,7 @@ def test_an_oversized_body_gets_a_clear_error(server):
 
 def test_a_huge_declared_body_is_answered_at_once(server):
     """The refusal does not wait for 10 GB that will never come."""
-    connection = socket.create_connection((server.host, server.port), timeout=30)
+    connection = socket.create_connection((server.host, server.port), timeout=HANG)
     with connection:
         connection.sendall(f"POST /api/split?chars=10 HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
                            f"Content-Length: {10 * 2**30}\r\n\r\n".encode() + b"x" * 1000)
@@ -272,7 +272,7 @@ def test_a_busy_port_is_a_clear_error():
         busy.listen()
         port = busy.getsockname()[1]
         result = subprocess.run([chunkd_command(), "serve", "--port", str(port)],
-                                capture_output=True, timeout=60)
+                                capture_output=True, timeout=HANG)
     assert result.returncode == 2
     assert result.stderr.decode() == (f"chunkd serve: cannot listen on 127.0.0.1 port {port}: "
                                       "Address already in use\n")

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from browser import Serve
-from command import chunkd_command
+from command import HANG, chunkd_command
 from browser import request
 
 #: A regular expression that backtracks for ever on a run of a's with no b.
@@ -288,7 +288,7 @@ def test_stdout_that_cannot_be_written_is_one_line_and_status_1(stdout, reason):
         os.close(reader)
     try:
         result = subprocess.run([chunkd_command(), "serve", "--port", "0"], stdout=target,
-                                stderr=subprocess.PIPE, timeout=60)
+                                stderr=subprocess.PIPE, timeout=HANG)
     finally:
         os.close(target)
     assert (result.returncode, result.stderr) == (1, f"chunkd serve: stdout: {reason}\n".encode())
@@ -407,7 +407,7 @@ def test_sigterm_stops_it_at_once_with_connections_stalled():
 
 def test_serve_with_stdout_closed_says_so_and_exits_1():
     result = subprocess.run([chunkd_command(), "serve", "--port", "0"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, timeout=60, preexec_fn=lambda: os.close(1))
+                            stderr=subprocess.PIPE, timeout=HANG, preexec_fn=lambda: os.close(1))
     assert result.returncode == 1
     assert result.stderr == (b"chunkd serve: stdout: not open (Bad file descriptor): nobody "
                              b"would learn the address\n")

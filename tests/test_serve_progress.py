@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from browser import Serve, request
+from command import HANG
 from test_embed_url import Endpoint
 
 from chunkd.serve import PROGRESS_INTERVAL
@@ -37,7 +38,7 @@ def sentences(count: int, seed: str = "") -> str:
 
 def streamed_split(server: Serve, query: str, body: bytes) -> tuple[list[dict], dict, float]:
     """The progress lines of a streamed split, its last line, and how long it took."""
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=120)
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=HANG)
     began = time.monotonic()
     try:
         connection.request("POST", f"/api/split?{query}", body=body, headers=STREAMED)
@@ -151,7 +152,7 @@ def test_a_client_that_goes_away_stops_its_split(slow_endpoint):
                         30, "the server idle")
         for attempt in range(5):
             before = len(slow_endpoint.requests)
-            connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
+            connection = http.client.HTTPConnection(server.host, server.port, timeout=HANG)
             connection.request("POST", "/api/split", body=sentences(400, f"{attempt}-").encode(),
                                headers=STREAMED)
             answer = connection.getresponse()

@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from command import chunkd_command
+from command import HANG, chunkd_command
 from stores import collection_name, embedded_texts, paragraphs, pgvector_rows, sync
 
 #: The first seed of this module's texts (each test's differ: a chunk id is unique across
@@ -138,7 +138,7 @@ def test_an_empty_collection_is_a_usage_error_for_either_store(tmp_path, sink, c
         [chunkd_command(), command, str(folder), "--collection", "", "--embed-url",
          "http://127.0.0.1:1", "--embed-model", "m", *(["--sink", url] if command == "sync"
                                                        else [])],
-        capture_output=True, timeout=60,
+        capture_output=True, timeout=HANG,
         env={**os.environ, "CHUNKD_SINK_URL": url})
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.decode().splitlines()

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 
 import pytest
-from command import chunkd_command
+from command import HANG, chunkd_command
 from stores import collection_name, paragraphs, pgvector_rows, sync
 
 from chunkd.sinks.pgvector import STATEMENT_SECONDS, PgvectorSink
@@ -30,7 +30,7 @@ def folder_of(tmp_path, seed: int = 7):
 
 
 def run(command: str, folder, url: str, *options: str, env: dict | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess:
+        timeout: float = HANG) -> subprocess.CompletedProcess:
     """``chunkd sync`` given ``--sink URL``, or ``chunkd watch`` given it by the
     environment; the endpoint is a closed port (a usage error comes before any call)."""
     given = ["--sink", url] if command == "sync" else []
@@ -92,14 +92,15 @@ def test_a_url_without_slashes_is_a_usage_error_that_hides_the_password(tmp_path
 ])
 @pytest.mark.parametrize("command", ["sync", "watch"])
 def test_a_setting_libpq_refuses_is_a_usage_error_at_once(tmp_path, url, command):
-    """Not a store that is down: no retries (18 s of them, then exit 3, before)."""
+    """Not a store that is down: no retries (for sync, a minute of them with --retries 8;
+    for watch, 18 s, then exit 3, before)."""
     started = time.monotonic()
-    done = run(command, folder_of(tmp_path), url, *(["--retries", "5"] if command == "sync"
+    done = run(command, folder_of(tmp_path), url, *(["--retries", "8"] if command == "sync"
                                                     else []))
     assert done.returncode == 2
     line = one_line(done)
     assert "--sink " in line and ("not one of" in line or "port" in line), line
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30
 
 
 def test_a_bad_setting_from_libpqs_environment_is_a_usage_error_too(tmp_path):
@@ -261,7 +262,7 @@ def test_an_endpoints_one_letter_secret_never_mangles_its_messages(tmp_path, end
     done = subprocess.run(
         [chunkd_command(), "sync", str(folder_of(tmp_path)), "--sink",
          str(tmp_path / "lance"), "--embed-url", url, "--embed-model", "m"],
-        capture_output=True, timeout=60)
+        capture_output=True, timeout=HANG)
     assert done.returncode == 1, done.stderr
     text = done.stderr.decode()
     assert f"{endpoint.url}/elsewhere/v1/embeddings: HTTP 404" in text, text

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from command import chunkd_command
+from command import HANG, chunkd_command
 
 pytestmark = pytest.mark.systemd
 
@@ -29,7 +29,7 @@ def test_systemd_analyze_verify_is_clean(unit, tmp_path):
     if name != unit:
         target.symlink_to(tmp_path / unit)
     result = subprocess.run(["systemd-analyze", "verify", str(target)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=HANG)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
@@ -38,7 +38,7 @@ def test_security_exposure_is_safe(unit, tmp_path):
     source = UNITS / unit.replace("@inbox.", "@.")
     (tmp_path / unit).symlink_to(source)
     result = subprocess.run(["systemd-analyze", "security", "--offline=true", str(tmp_path / unit)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=HANG)
     score = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\w+)", result.stdout)
     assert score, result.stdout + result.stderr
     assert float(score.group(1)) <= 1.0 and score.group(2) == "SAFE"
@@ -73,10 +73,10 @@ def verified_and_rated(target) -> subprocess.CompletedProcess:
     """``systemd-analyze verify`` finds nothing to say of the unit with its drop-in; its
     ``security`` report."""
     verified = subprocess.run(["systemd-analyze", "verify", str(target)],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=HANG)
     assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
     return subprocess.run(["systemd-analyze", "security", "--offline=true", str(target)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG)
 
 
 @pytest.mark.parametrize("unit", ["chunkd.service", "chunkd@inbox.service"])

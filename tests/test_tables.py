@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import chunkd
 import windows_reference as reference
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from memory import STREAM_BYTES, stream_through_chunkd
 from document_files import soffice
 from markdown_checks import (MAX_CHARS, check_markdown, section_texts, table_spans,
@@ -328,7 +328,7 @@ def test_the_twin_gives_the_compiled_tables(documents, tmp_path):
             result = subprocess.run(
                 [chunkd_command(), "--strategy", "markdown", *unit, "--embed-text",
                  documents["md"], documents["html"], str(generated)],
-                capture_output=True, timeout=300, env=dict(os.environ, CHUNKD_PUREPYTHON=flag))
+                capture_output=True, timeout=HANG, env=dict(os.environ, CHUNKD_PUREPYTHON=flag))
             assert result.returncode == 0, result.stderr
             outputs.add(result.stdout)
         assert len(outputs) == 1 and outputs.pop().count(b'"embed_text"') > 40

@@ -14,7 +14,7 @@ import subprocess
 import orjson
 import pytest
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 from oracle import corpus_documents
 from tokenizer_files import (MINILM_IDENTITY, O200K_FILE, O200K_SHA256, cased_wordpiece,
                              huggingface_langchain, minilm_count, minilm_folder,
@@ -181,7 +181,7 @@ def test_a_bad_tokenizer_is_one_line_and_exit_2_before_any_input(tmp_path, front
     prog = "chunkd" if front_end == "filter" else f"chunkd {front_end}"
     for case, (spec, says) in bad_tokenizers(tmp_path).items():
         result = subprocess.run([chunkd_command(), *FRONT_ENDS[front_end](str(fifo), spec)],
-                                capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+                                capture_output=True, timeout=HANG, stdin=subprocess.DEVNULL)
         assert (result.returncode, result.stdout) == (2, b""), (case, result.stderr)
         [line] = result.stderr.decode().splitlines()
         assert line.startswith(f"{prog}: error: --tokenizer {spec}: "), (case, line)

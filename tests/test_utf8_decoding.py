@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from command import HANG
+
 from chunkd import _utf8, readers
 from chunkd.readers import InputError, decode_blocks
 
@@ -119,7 +121,7 @@ def test_a_large_input_takes_no_more_memory_than_its_text():
               "assert end == len(data) and text == data.decode()\n"
               "print(grown * 1024 / (2 * len(text)))\n")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG)
     assert ran.returncode == 0, ran.stderr
     assert float(ran.stdout) < 1.3  # the two-byte text itself, 105 MB, and little more
 

@@ -19,8 +19,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from command import chunkd_command, ndjson, run_chunkd
-from embedding import CountingEndpoint, hashed_vectors, model_folder
+from command import HANG, chunkd_command, ndjson, run_chunkd
+from embedding import CountingEndpoint, hashed_vectors, model_folder, oracle_model
 
 import chunkd
 from chunkd.embedding_cache import DATABASE, DiskCache, DiskCached, entry_key
@@ -158,7 +158,7 @@ def test_two_processes_sharing_the_cache_agree(tmp_path):
         command = [chunkd_command(), *endpoint_options(endpoint, tmp_path / "cache"), *paths]
         runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 for _ in range(3)]
-        outputs = [run.communicate(timeout=120) for run in runs]
+        outputs = [run.communicate(timeout=HANG) for run in runs]
     assert all(run.returncode == 0 for run in runs), outputs
     assert outputs[0][0] == outputs[1][0] == outputs[2][0]
     for record, vector in zip(ndjson(outputs[0][0]), vectors_of(ndjson(outputs[0][0]))):
@@ -275,14 +275,13 @@ def test_settings_that_cannot_embed_are_usage_errors(arguments, message):
 # --- the real model ----------------------------------------------------------------------
 
 def test_minilm_vectors_are_sentence_transformers(tmp_path, minilm):
-    from sentence_transformers import SentenceTransformer
 
     paths = documents(tmp_path, 3)
     run = run_chunkd("--tokens", "50", "--overlap", "0", "--vectors", "--embed", minilm[0],
                      "--embed-cache", str(tmp_path / "cache"), *paths)
     assert run.returncode == 0, run.stderr
     records = ndjson(run.stdout)
-    oracle = SentenceTransformer(minilm[0], device="cpu").encode(
+    oracle = oracle_model().encode(
         [record["text"] for record in records], convert_to_numpy=True)
     vectors = numpy.array([record["vector"] for record in records], dtype=numpy.float32)
     assert vectors.shape == (len(records), 384)
@@ -295,7 +294,6 @@ def test_minilm_vectors_are_sentence_transformers(tmp_path, minilm):
 def test_minilm_vectors_fit_its_window_by_default(tmp_path, minilm):
     """Counted in the model's own tokens, at most its window less its special tokens (as
     its own tokenizer counts them, with them); a size in code points is refused."""
-    from sentence_transformers import SentenceTransformer
     from transformers import AutoTokenizer
 
     path = tmp_path / "long.md"
@@ -304,7 +302,7 @@ def test_minilm_vectors_fit_its_window_by_default(tmp_path, minilm):
     assert run.returncode == 0, run.stderr
     tokenizer = AutoTokenizer.from_pretrained(minilm[0])
     counts = [len(tokenizer(record["text"])["input_ids"]) for record in ndjson(run.stdout)]
-    window = SentenceTransformer(minilm[0], device="cpu").max_seq_length
+    window = oracle_model().max_seq_length
     assert window == 256 and window - 10 <= max(counts) <= window
     refused = run_chunkd("--vectors", "--embed", minilm[0], "--chars", "500", str(path))
     assert refused.returncode == 2 and refused.stdout == b""
@@ -325,7 +323,6 @@ def test_float32_unless_asked(minilm):
 
 def test_arrow_table_of_vectors(minilm):
     import pyarrow as pa
-    from sentence_transformers import SentenceTransformer
 
     from chunkd.arrow import Chunker
 
@@ -335,7 +332,7 @@ def test_arrow_table_of_vectors(minilm):
     chunks = chunker(table)
     assert chunks.schema.field("vector").type == pa.list_(pa.float32(), 384)
     assert chunker.schema(table.schema) == chunks.schema
-    oracle = SentenceTransformer(minilm[0], device="cpu").encode(
+    oracle = oracle_model().encode(
         chunks.column("text").to_pylist(), convert_to_numpy=True)
     assert numpy.allclose(numpy.array(chunks.column("vector").to_pylist()), oracle, atol=1e-5)
     empty = chunker(table.slice(1, 1))
@@ -410,7 +407,7 @@ def in_processes(context, count: int, target, *args) -> list:
     children = [context.Process(target=target, args=(*args, queue)) for _ in range(count)]
     for child in children:
         child.start()
-    answers = [queue.get(timeout=120) for _ in children]
+    answers = [queue.get(timeout=HANG) for _ in children]
     for child in children:
         child.join(60)
     return answers

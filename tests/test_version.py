@@ -13,7 +13,7 @@ from pathlib import Path
 
 import chunkd
 from chunkd import about
-from command import chunkd_command, run_chunkd
+from command import HANG, chunkd_command, run_chunkd
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Packages that take long to import; ``--version`` must load none of them.
@@ -26,7 +26,7 @@ CORE_UNFORCED = {name: value for name, value in os.environ.items()
 
 
 def version(*args: str, env: dict[str, str] | None = None) -> list[str]:
-    result = subprocess.run([chunkd_command(), *args], capture_output=True, timeout=60,
+    result = subprocess.run([chunkd_command(), *args], capture_output=True, timeout=HANG,
                             env={**CORE_UNFORCED, **(env or {})})
     assert result.returncode == 0, result.stderr
     assert result.stderr == b""
@@ -80,7 +80,7 @@ def test_it_imports_no_heavy_package():
     probe = ("import sys; from chunkd.cli import main; main(['--version']); "
              f"print(sorted(name for name in {HEAVY!r} if name in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=HANG)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
 
@@ -102,7 +102,7 @@ sys.exit(main(["--version"]))
 
 def blocked_core(*modules: str) -> str:
     result = subprocess.run([sys.executable, "-c", BLOCK.format(blocked=set(modules))],
-                            capture_output=True, text=True, timeout=60, env=CORE_UNFORCED)
+                            capture_output=True, text=True, timeout=HANG, env=CORE_UNFORCED)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout.splitlines()[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from command import chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd
 
 SETTLE = "0.5"
 FAULTS = pathlib.Path(__file__).resolve().parent / "faults"
@@ -66,7 +66,7 @@ class Watcher:
         self.wait_for(lambda: len(self.lines("rescanned (periodic)")) >= seen + count,
                       what=f"{count} rescans")
 
-    def stop(self, timeout: float = 20) -> int:
+    def stop(self, timeout: float = HANG) -> int:
         self.process.send_signal(signal.SIGTERM)
         status = self.process.wait(timeout=timeout)
         self.log_file.close()

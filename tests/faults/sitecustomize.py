@@ -35,6 +35,8 @@ and in each of its worker processes. Faults:
 - "jobs_crash": ``{"suffix": ..., "once": PATH or null}``; a filter's ``--jobs`` worker
   dies (SIGKILL) when it is given a document whose name ends so, as when the OOM killer
   picks it; with "once", only while PATH does not exist (it is created then).
+- "retry_first": seconds; the daemon's first wait before it tries a failed file again
+  (``RETRY_FIRST``, 5 s), doubling as ever: the same sequence of tries, sooner.
 """
 
 import errno
@@ -241,3 +243,8 @@ if faults.get("jobs_crash"):
         return real_render(batch, *args)
 
     chunkd.filter.render_batch = crashing_render
+
+if faults.get("retry_first"):
+    import chunkd.daemon
+
+    chunkd.daemon.RETRY_FIRST = float(faults["retry_first"])
