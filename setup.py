@@ -16,16 +16,16 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.errors import CCompilerError, ExecError, PlatformError
 
-# Computed here once rather than at every run that counts tokens (chunkd/pretoken_classes.py).
-classes = runpy.run_path(str(Path(__file__).parent / "chunkd" / "pretoken_classes.py"))
-(Path(__file__).parent / "chunkd" / classes["FILE"]).write_bytes(classes["build"]())
-(Path(__file__).parent / "chunkd" / classes["CATEGORIES_FILE"]).write_bytes(
-    classes["build_categories"]())
+# Computed here once rather than at every run that counts tokens (chunkd/kernel/pretoken_classes.py).
+KERNEL = Path(__file__).parent / "chunkd" / "kernel"
+classes = runpy.run_path(str(KERNEL / "pretoken_classes.py"))
+(KERNEL / classes["FILE"]).write_bytes(classes["build"]())
+(KERNEL / classes["CATEGORIES_FILE"]).write_bytes(classes["build_categories"]())
 
 
 class OptionalBuildExt(build_ext):
     """Each compiled module is built if it can be: where none can (no C compiler),
-    chunkd still installs and runs the modules' pure-Python twin (chunkd.core), as
+    chunkd still installs and runs the modules' pure-Python twin (chunkd.kernel.chosen), as
     msgpack's setup.py does; one line says so."""
 
     def run(self) -> None:
@@ -44,12 +44,12 @@ class OptionalBuildExt(build_ext):
 
 
 #: The compiled modules: the streaming core, the two kernels built on it, the kept
-#: counts' hot path (chunkd/units/kept.py), the NDJSON writer's (chunkd/writers.py) and
-#: UTF-8 decoding's (chunkd/readers.py).
+#: counts' hot path (chunkd/units/kept.py), the NDJSON writer's (chunkd/outputs/writers.py) and
+#: UTF-8 decoding's (chunkd/inputs/readers.py).
 MODULES = ("_core", "_kernel", "_windows", "_kept", "_records", "_utf8")
-#: The code strategy's walk (chunkd/_code.pyx), built with tree-sitter's C runtime,
-#: vendored (chunkd/_vendor/tree_sitter: lib.c includes the rest).
-TREE_SITTER = "chunkd/_vendor/tree_sitter"
+#: The code strategy's walk (chunkd/kernel/_code.pyx), built with tree-sitter's C runtime,
+#: vendored (chunkd/kernel/_vendor/tree_sitter: lib.c includes the rest).
+TREE_SITTER = "chunkd/kernel/_vendor/tree_sitter"
 
 DEBUG = os.environ.get("CHUNKD_DEBUG_BUILD") == "1"
 if DEBUG:
@@ -61,10 +61,10 @@ else:
 
 setup(
     ext_modules=cythonize(
-        [Extension(f"chunkd.{name}", [f"chunkd/{name}.pyx"], extra_compile_args=compile_args,
+        [Extension(f"chunkd.kernel.{name}", [f"chunkd/kernel/{name}.pyx"], extra_compile_args=compile_args,
                    define_macros=macros) for name in MODULES]
         # The runtime's symbols hidden: the tree-sitter package's module holds its own copy.
-        + [Extension("chunkd._code", ["chunkd/_code.pyx"], depends=[f"{TREE_SITTER}/src/lib.c"],
+        + [Extension("chunkd.kernel._code", ["chunkd/kernel/_code.pyx"], depends=[f"{TREE_SITTER}/src/lib.c"],
                      include_dirs=[f"{TREE_SITTER}/include", f"{TREE_SITTER}/src"],
                      extra_compile_args=[*compile_args, "-std=c11", "-fvisibility=hidden"],
                      define_macros=[*macros, ("_DEFAULT_SOURCE", None)])],

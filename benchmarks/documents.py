@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from document_files import made_documents  # noqa: E402
 
 import chunkd  # noqa: E402
-from chunkd.documents import Limits, extract  # noqa: E402
+from chunkd.inputs import Limits, extract  # noqa: E402
 
 SIZE, OVERLAP = 1000, 100
 # A peer that would download a model fails instead of reaching the network.

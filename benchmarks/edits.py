@@ -128,8 +128,8 @@ def daemon_latency(documents: list[pathlib.Path]) -> list[float]:
 def bytes_per_id(count: int = 500_000) -> tuple[float, float]:
     """Bytes per distinct chunk text in ``ChunkIds``' count, and per id in the set of a
     replaced result's ids (``Inbox.previous_ids``), as tracemalloc counts them."""
-    from chunkd.chunk import Chunk
-    from chunkd.ids import ChunkIds
+    from chunkd.model.chunk import Chunk
+    from chunkd.model.ids import ChunkIds
 
     tracemalloc.start()
     identify = ChunkIds("a.md")

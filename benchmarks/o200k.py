@@ -51,7 +51,7 @@ elif mode == "chunkd":
 else:
     import run
     from langchain_text_splitters import RecursiveCharacterTextSplitter
-    from chunkd.splitting import SEPARATORS
+    from chunkd.kernel.splitting import SEPARATORS
     run.o200k_encoding()  # in tiktoken's registry, from the shared file
     splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
         encoding_name="o200k_base", chunk_size=size, chunk_overlap=overlap,

@@ -63,7 +63,7 @@ ENGLISH = ("en-policy", "en-rustbook")
 # The child of --eval: chunkd's own command line, with the model's loading and calls timed.
 TIMED_EVAL = """
 import sys, time
-from chunkd import embeddings
+from chunkd.embeddings import models as embeddings
 from chunkd.cli import main
 
 Model = embeddings.SentenceTransformerEmbedder
@@ -159,7 +159,7 @@ def chunkd_batched(texts: list[str], **options) -> int:
     """chunkd's chunks of ``texts`` as the command cuts them: the windows of about
     ``AHEAD_CHARS`` of documents embedded together, then each document cut."""
     import chunkd
-    from chunkd.filter import AHEAD_CHARS
+    from chunkd.cli.filter import AHEAD_CHARS
     from chunkd.settings import Settings
     from chunkd.strategies.semantic import embed_ahead
 
@@ -180,10 +180,10 @@ def vectors_batched(texts: list[str], model) -> int:
     import io
 
     import chunkd
-    from chunkd.embedder import batch_size
+    from chunkd.embeddings.selection import batch_size
     from chunkd.settings import Settings
-    from chunkd.vectors import VectorWriter
-    from chunkd.writers import make_writer
+    from chunkd.outputs.vectors import VectorWriter
+    from chunkd.outputs.writers import make_writer
 
     settings = Settings.from_keywords(256, 0, unit="tokens", vectors=True, embed=model)
     writer = VectorWriter(make_writer("ndjson", io.BytesIO(), False, {}), model,
@@ -214,7 +214,7 @@ def compare(args: argparse.Namespace, folder: str) -> None:
     from langchain_experimental.text_splitter import SemanticChunker
 
     import chunkd
-    from chunkd.embeddings import BATCH, Cached, SentenceTransformerEmbedder
+    from chunkd.embeddings.models import BATCH, Cached, SentenceTransformerEmbedder
     from chunkd.options import MAX_SIZE
 
     device = args.device
@@ -292,8 +292,8 @@ def compare(args: argparse.Namespace, folder: str) -> None:
 def command(args: argparse.Namespace, folder: str, paths: list[pathlib.Path],
             load_seconds: float) -> None:
     """The ``chunkd`` command against the same work in process, and where time goes."""
-    import chunkd.filter
-    from chunkd.embeddings import load, model
+    import chunkd.cli.filter
+    from chunkd.embeddings.models import load, model
 
     options = ["--strategy", "semantic", "--embed", folder, "--embed-device", args.device,
                "--quiet"]
@@ -310,8 +310,8 @@ def command(args: argparse.Namespace, folder: str, paths: list[pathlib.Path],
             return time.perf_counter() - started
 
         python = timed("pass")
-        imports = timed("import chunkd.filter")
-        with_torch = timed("import chunkd.filter, sentence_transformers")
+        imports = timed("import chunkd.cli.filter")
+        with_torch = timed("import chunkd.cli.filter, sentence_transformers")
         empty_started = time.perf_counter()
         subprocess.run([executable, *options], stdin=subprocess.DEVNULL, stdout=null,
                        check=True)
@@ -326,13 +326,13 @@ def command(args: argparse.Namespace, folder: str, paths: list[pathlib.Path],
         sys.stdout = sink
         try:
             started = time.perf_counter()
-            chunkd.filter.main([*options, "--jobs", "1", *files])
+            chunkd.cli.filter.main([*options, "--jobs", "1", *files])
             in_process = time.perf_counter() - started
         finally:
             sys.stdout = saved
     print("## The `chunkd` command against the same work in process\n")
     print(f"`chunkd --strategy semantic --embed M --embed-device {args.device} FILES > "
-          f"/dev/null`: {wall:.2f} s; the same `chunkd.filter.main` in this process, the "
+          f"/dev/null`: {wall:.2f} s; the same `chunkd.cli.filter.main` in this process, the "
           f"model loaded: {in_process:.2f} s ({wall / in_process:.2f} times). Where the "
           f"difference ({wall - in_process:.2f} s) goes: Python starting {python:.2f} s, "
           f"importing chunkd's filter {imports - python:.2f} s more, sentence-transformers "
@@ -346,7 +346,7 @@ def dtypes(folder: str, device: str, texts: list[str]) -> None:
     """float16 and bfloat16 against float32: time, and the cuts that move."""
     import torch
 
-    from chunkd.embeddings import Cached, SentenceTransformerEmbedder
+    from chunkd.embeddings.models import Cached, SentenceTransformerEmbedder
 
     print("## Half precision (`--embed-dtype`)\n")
     print("| dtype | seconds (default mode, one document at a time) | cuts | cuts moved "

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from chunkd.chunk import Chunk
+    from chunkd.model.chunk import Chunk
 
 __version__ = "0.4.0"
 __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError",
@@ -22,8 +22,8 @@ __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsE
 #: Names imported when first used, so that ``import chunkd.cli`` loads nothing heavy:
 #: the command line installs its signal handlers before the kernel and the tokenizer
 #: are imported (a Ctrl-C or a SIGHUP during start-up is then handled, not fatal).
-_FROM_MODULE = {"SEPARATORS": "chunkd.splitting", "Chunk": "chunkd.chunk",
-                "Parent": "chunkd.chunk", "Settings": "chunkd.settings",
+_FROM_MODULE = {"SEPARATORS": "chunkd.kernel.splitting", "Chunk": "chunkd.model.chunk",
+                "Parent": "chunkd.model.chunk", "Settings": "chunkd.settings",
                 "SettingsError": "chunkd.settings"}
 
 
@@ -50,12 +50,12 @@ class Splitter:
 
     The keywords are ``Settings``' (``unit``, ``strategy``, ``count_tokens``, ...);
     ``chunk_size`` and ``chunk_overlap`` default to the strategy's. With ``ids=True``
-    each chunk gets its id (``chunkd.ids``) in the document ``begin`` names (a document
+    each chunk gets its id (``chunkd.model.ids``) in the document ``begin`` names (a document
     without a name if it was not called)."""
 
     def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None,
                  **options) -> None:
-        from chunkd.ids import ChunkIds
+        from chunkd.model.ids import ChunkIds
         from chunkd.settings import Settings
         from chunkd.strategies import build
 

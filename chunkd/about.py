@@ -60,21 +60,21 @@ def version_report() -> str:
 
 
 def core_in_use() -> str:
-    """``compiled`` or ``pure Python``, as chunkd.core picks, with why the twin runs,
+    """``compiled`` or ``pure Python``, as chunkd.kernel.chosen picks, with why the twin runs,
     and the compiled modules, if any, that fall back to theirs: each is imported, as a
     run would, so that a module built but unloadable (a shared library missing) shows."""
     if os.environ.get("CHUNKD_PUREPYTHON") == "1":
         return "pure Python (CHUNKD_PUREPYTHON=1)"
-    try:  # what chunkd.core imports to pick the compiled core, without its notice on stderr
-        from chunkd import _core, _kernel
+    try:  # what chunkd.kernel.chosen imports to pick the compiled core, without its notice on stderr
+        from chunkd.kernel import _core, _kernel
     except ImportError as error:
         return f"pure Python (the compiled core does not load: {error})"
     unloadable = []
     for name in ("_windows", "_code", "_kept", "_records", "_utf8"):
         try:
-            importlib.import_module(f"chunkd.{name}")
+            importlib.import_module(f"chunkd.kernel.{name}")
         except ImportError:
-            unloadable.append(f"chunkd.{name}")
+            unloadable.append(f"chunkd.kernel.{name}")
     build = " (debug build)" if _core.DEBUG_BUILD else ""
     if unloadable:
         return f"compiled{build}; in Python: {', '.join(unloadable)}"

@@ -14,13 +14,13 @@ A table of chunks has one row per chunk, with the columns of the filter's record
 their order: ``doc`` (the id column's values), the other columns of the input (every
 column but the text and the id, repeated on each chunk of their document), ``index``,
 ``start``, ``end``, ``length``, the optional fields the settings' records carry
-(``Settings.record_fields()``, typed as ``chunkd.chunk.RECORD_FIELDS`` declares them),
+(``Settings.record_fields()``, typed as ``chunkd.model.chunk.RECORD_FIELDS`` declares them),
 and ``text``. Its schema depends only on the input's schema and the settings, so it is the same for every batch, an empty one included. A null text, like
 an empty one, has no chunks.
 
 With ``documents=True`` a binary text column holds files: each value is a PDF, HTML or
 DOCX document as its content (then the id's extension) says, extracted as the filter
-extracts it (``chunkd.documents``), or else UTF-8 text; the table then has a ``pages``
+extracts it (``chunkd.inputs``), or else UTF-8 text; the table then has a ``pages``
 column (a PDF's chunks' first and last page, null for the others).
 """
 
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, cast
 
-from chunkd.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
-from chunkd.embedder import VECTORS, embedder
-from chunkd.ids import ChunkIds
+from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.embeddings.selection import VECTORS, embedder
+from chunkd.model.ids import ChunkIds
 from chunkd.settings import Settings
 from chunkd.strategies import Source, begin, build
-from chunkd.vectors import embedded
+from chunkd.outputs.vectors import embedded
 
 try:
     import pyarrow as pa
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 RESERVED = ("doc", "index", "start", "end", "length", *OPTIONAL_FIELDS, "text")
 
 _INT, _STRING = pa.int64(), pa.string()
-#: The Arrow type of each chunk field (``chunkd.chunk.Chunk``) in a table of chunks:
-#: the optional ones as ``chunkd.chunk.RECORD_FIELDS`` declares them.
+#: The Arrow type of each chunk field (``chunkd.model.chunk.Chunk``) in a table of chunks:
+#: the optional ones as ``chunkd.model.chunk.RECORD_FIELDS`` declares them.
 FIELD_TYPES: dict[str, pa.DataType] = {
     "index": _INT, "start": _INT, "end": _INT, "length": _INT, "text": _STRING,
     **{field.name: field.arrow_type(pa) for field in RECORD_FIELDS},
@@ -273,8 +273,8 @@ class Chunker:
 
     def _document(self, data: bytes, name: object, row: int) -> tuple[str, Source]:
         """A file's text and what is known of it (``documents=True``)."""
-        from chunkd.documents import Limits, extract_source
-        from chunkd.readers import InputError
+        from chunkd.inputs import Limits, extract_source
+        from chunkd.inputs.readers import InputError
 
         try:
             document = extract_source(data, name, f"row {row} of the batch", Limits())

@@ -13,7 +13,7 @@ split_idx_start:split_idx_start + len(content)]``, always), ``page_number`` (the
 its first character that is not white space, counting form feeds, as Haystack's
 splitters do) and ``last_page`` where the source has form feeds, and chunkd's fields
 (``chunkd.integration.metadata``). Its ``id`` is the chunk's ``chunk_id``
-(``chunkd.ids``) in the document that the source's ``meta["file_path"]`` names (the
+(``chunkd.model.ids``) in the document that the source's ``meta["file_path"]`` names (the
 field Haystack's converters fill; ``name_field``), else its ``id``: the same in every
 run, and kept by every chunk whose text an edit did not touch, so that a
 ``DocumentWriter`` with ``DuplicatePolicy.OVERWRITE`` replaces only what changed. With

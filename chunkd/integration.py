@@ -2,9 +2,9 @@
 one document's chunks with their ids and pages, and chunkd's fields as flat metadata.
 
 A framework's document is a whole text with a name; its chunks are the filter's, with
-``chunk_id`` always set (``chunkd.ids``, scoped by the name given) and ``pages`` where
+``chunk_id`` always set (``chunkd.model.ids``, scoped by the name given) and ``pages`` where
 the text has form feeds (page ``k`` starts after the ``k - 1``-th ``"\\f"``, as a PDF's
-text from ``chunkd.documents`` does and as Haystack's converters write it).
+text from ``chunkd.inputs`` does and as Haystack's converters write it).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chunkd.chunk import Chunk, Parent
-from chunkd.embedder import VECTORS
-from chunkd.ids import ChunkIds
+from chunkd.model.chunk import Chunk, Parent
+from chunkd.embeddings.selection import VECTORS
+from chunkd.model.ids import ChunkIds
 from chunkd.settings import Settings, SettingsError
 from chunkd.strategies import Source, begin, build
 from chunkd.strategies.recursive import KEEP
@@ -86,7 +86,7 @@ def page_starts(text: str) -> tuple[int, ...] | None:
 
 def parent_ids(chunks: list[Chunk], doc: object) -> dict[int, str]:
     """Each parent's id, by its index: the id the parent's text has as a chunk of the
-    parent settings alone (``chunkd.ids`` over the parents, in order)."""
+    parent settings alone (``chunkd.model.ids`` over the parents, in order)."""
     identify = ChunkIds(doc)
     ids: dict[int, str] = {}
     for chunk in chunks:

@@ -7,7 +7,7 @@
 LangChain's take and subclass them (``isinstance`` checks pass, ``from_language``,
 ``get_separators_for_language`` and the rest are LangChain's own); ``split_text``,
 ``create_documents``, ``split_documents`` and ``transform_documents`` return the same
-chunks, computed by chunkd's kernel (``chunkd.core``): ``len`` and cl100k_base tokens
+chunks, computed by chunkd's kernel (``chunkd.kernel.chosen``): ``len`` and cl100k_base tokens
 (``from_tiktoken_encoder(encoding_name="cl100k_base")``, counted offline) at compiled
 speed; tiktoken's other encodings (``encoding_name="o200k_base"``, when tiktoken's cache
 holds it) and fast Hugging Face tokenizers (``from_huggingface_tokenizer``) as chunkd's
@@ -35,9 +35,9 @@ except ImportError as error:  # the optional extra is missing
     raise ImportError("chunkd.langchain needs LangChain's text splitters: "
                       "pip install 'langchain-text-splitters>=1.1,<1.2'") from error
 
-from chunkd.chunk import Chunk
-from chunkd.embeddings import LangChainEmbedder
-from chunkd.errors import SettingsError
+from chunkd.model.chunk import Chunk
+from chunkd.embeddings.models import LangChainEmbedder
+from chunkd.model.errors import SettingsError
 from chunkd.units import LengthUnit
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class _Kernel(_Splitter):
             else:
                 _put_back(key, splitter)
                 return chunks
-        from chunkd.core import PythonRecursiveSplitter
+        from chunkd.kernel.chosen import PythonRecursiveSplitter
         from chunkd.units import FunctionUnit
 
         splitter = PythonRecursiveSplitter(
@@ -208,7 +208,7 @@ class _Kernel(_Splitter):
         merges and the separators it joins them with, never on a whole chunk: a chunk
         can hold what the function refuses, a disallowed special token that the
         separators cut, ``"x<|endoftext|>y"`` split on ``"|"``)."""
-        from chunkd.core import RecursiveSplitter
+        from chunkd.kernel.chosen import RecursiveSplitter
         from chunkd.units import FunctionUnit, resolve
 
         length_unit = (resolve(unit) if isinstance(unit, str) else

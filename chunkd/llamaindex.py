@@ -8,7 +8,7 @@ ids that survive edits.
 The settings are ``chunkd.arrow.Chunker``'s keywords (``chunk_size``, ``chunk_overlap``,
 ``unit``, ``strategy``, ``parent_size``, ``count_tokens``, ...). Each node's
 ``text == source.text[start_char_idx:end_char_idx]``; its ``id_`` is the chunk's
-``chunk_id`` (``chunkd.ids``) in a document named by the source's ``id_`` (its
+``chunk_id`` (``chunkd.model.ids``) in a document named by the source's ``id_`` (its
 ``doc_id``): unique per document, the same in every run, and kept by every chunk whose
 text an edit did not touch. Nodes have ``SOURCE``, ``PREVIOUS`` and ``NEXT``
 relationships; with ``parent_size`` the parents come too, each before its children,

@@ -21,7 +21,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, NoReturn, TypeVar, overload
 
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 
 if TYPE_CHECKING:
     from chunkd.settings import Draft, Settings
@@ -109,7 +109,7 @@ class Option(Generic[T]):
         #: others (``{option}`` its spelling, ``{strategy}`` the strategy).
         applies: Callable[[type[Strategy]], bool] | None = None,
         refusal: str = "",
-        #: The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) records carry
+        #: The optional chunk fields (``chunkd.model.chunk.OPTIONAL_FIELDS``) records carry
         #: when it is set (differs from its default).
         fields: tuple[str, ...] = (),
         #: When it is set, how it makes the chunker: from the settings and ``inner``,

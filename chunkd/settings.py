@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from chunkd.errors import SettingsError as SettingsError  # reached from here too
+from chunkd.model.errors import SettingsError as SettingsError  # reached from here too
 
 from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice, number_value,
                             overlap_value, percent_of, switch, whole)
@@ -30,7 +30,7 @@ from chunkd.strategies import REGISTRY, Strategy, strategy_class
 from chunkd.units import measure, resolve, window
 
 if TYPE_CHECKING:
-    from chunkd.units.base import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 T = TypeVar("T")
 ERRORS = ("strict", "replace")
@@ -191,7 +191,7 @@ def model_window(values: Mapping[str, Any]) -> int | None:
     """The window of the model the chunks are for, in the tokenizer's tokens:
     ``--embed-window``, else the smaller of the tokenizer's model's (``chunk_limit``)
     and the one the ``--embed-url`` endpoint reports (``served_window``), else None."""
-    from chunkd.embedder import served_window
+    from chunkd.embeddings.selection import served_window
 
     given = values.get("embed_window")
     if given is not None:
@@ -385,7 +385,7 @@ class Settings:
         False, "add tokens", check=switch, fields=("tokens",), flags=(
             Flag("--count-tokens", "add each chunk's exact token count (of --tokenizer) as "
                                    "\"tokens\""),))
-    #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.ids``), for vector-store upserts.
+    #: Add ``chunk_id``, each chunk's stable UUID (``chunkd.model.ids``), for vector-store upserts.
     ids = Option[bool](
         False, "add chunk_id", check=switch, fields=("chunk_id",), flags=(
             Flag("--ids", "add \"chunk_id\": each chunk's stable UUID, from its document and "
@@ -501,8 +501,8 @@ class Settings:
         return {"tokenizer": tokenizer_identity(self.tokenizer)}
 
     def record_fields(self) -> tuple[str, ...]:
-        """The optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records carry."""
-        from chunkd.chunk import OPTIONAL_FIELDS
+        """The optional chunk fields (``chunkd.model.chunk.OPTIONAL_FIELDS``) its records carry."""
+        from chunkd.model.chunk import OPTIONAL_FIELDS
 
         extra = set(strategy_class(self.strategy).fields)
         for option in options():

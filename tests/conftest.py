@@ -120,14 +120,14 @@ def pytest_sessionfinish(session):
     import json
 
     import chunkd
-    import chunkd.core
+    import chunkd.kernel.chosen
 
-    facts = {"implementation": chunkd.core.IMPLEMENTATION,
+    facts = {"implementation": chunkd.kernel.chosen.IMPLEMENTATION,
              "package": os.path.dirname(os.path.abspath(chunkd.__file__))}
-    if chunkd.core.IMPLEMENTATION == "compiled":
-        import chunkd._core
+    if chunkd.kernel.chosen.IMPLEMENTATION == "compiled":
+        import chunkd.kernel._core
 
-        facts["debug_build"] = chunkd._core.DEBUG_BUILD
+        facts["debug_build"] = chunkd.kernel._core.DEBUG_BUILD
     name = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(record, f"{name}.json"), "w", encoding="utf-8") as stream:
         json.dump(facts, stream)
@@ -139,10 +139,10 @@ def minilm():
     through chunkd (which keeps one copy a process): its folder and the loaded model."""
     from embedding import model_folder
 
-    import chunkd.embeddings
+    import chunkd.embeddings.models
 
     folder = model_folder()
-    return folder, chunkd.embeddings.model(folder)
+    return folder, chunkd.embeddings.models.model(folder)
 
 
 @pytest.fixture(scope="session")

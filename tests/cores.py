@@ -1,14 +1,14 @@
 """Both splitting cores side by side: the compiled modules and their pure-Python twin
-(``chunkd._pure``), with the length units each runs on. ``chunkd.core`` picks one for
+(``chunkd.kernel.twin``), with the length units each runs on. ``chunkd.kernel.chosen`` picks one for
 the product; the tests compare the two directly."""
 
 from __future__ import annotations
 
 import functools
 
-from chunkd import _kernel, pretoken_classes
-from chunkd._pure import recursive as twin
-from chunkd._pure import tokens as twin_tokens
+from chunkd.kernel import _kernel, pretoken_classes
+from chunkd.kernel.twin import recursive as twin
+from chunkd.kernel.twin import tokens as twin_tokens
 from chunkd.units import CHARS, LengthUnit, resolve
 from chunkd.units.cl100k import encoding
 from oracle import PlainTokens

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import chunkd.arrow
 from chunkd.arrow import Chunker, chunk_table, to_arrow
-from chunkd.chunk import Chunk, Parent
+from chunkd.model.chunk import Chunk, Parent
 from chunkd.settings import SettingsError
 from chunkd.strategies import REGISTRY, Strategy
 from command import install_command

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import chunkd
 import windows_reference as reference
-from chunkd._windows import SectionScanner
+from chunkd.kernel._windows import SectionScanner
 from command import ndjson, run_chunkd
 from markdown_checks import check_markdown
 from window_checks import SETTINGS, check, cut, documents

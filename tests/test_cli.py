@@ -34,8 +34,8 @@ def test_stdin_tokens_matches_langchain():
 #: options that name a model are declared without it).
 NOT_AT_START = {"tempfile", "importlib.resources", "tiktoken", "base64", "textwrap", "glob",
                 "queue", "shutil", "bz2", "lzma", "signal", "importlib.util",
-                "chunkd._windows", "chunkd._pure.windows", "chunkd._code", "select",
-                "chunkd.embeddings"}
+                "chunkd.kernel._windows", "chunkd.kernel.twin.windows", "chunkd.kernel._code", "select",
+                "chunkd.embeddings.models"}
 #: And in code points: what an embeddings endpoint and token files alone use (pathlib
 #: imports fnmatch), and the zlib that the token counter's tables are stored in.
 NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "fnmatch", "zlib"}
@@ -45,7 +45,7 @@ NOT_AT_START_CHARS = {"urllib.parse", "pathlib", "fnmatch", "zlib"}
 #: no class that start-up makes was a dataclass); the twin's recursive splitter; and
 #: threading, which the embedders use and the twin's ``regex`` package imports.
 NOT_AT_START_COMPILED = {"orjson", "uuid", "json", "dataclasses", "inspect",
-                         "chunkd._pure.recursive", "threading"}
+                         "chunkd.kernel.twin.recursive", "threading"}
 
 
 @pytest.mark.parametrize("options", [("--chars", "300"), ("--tokens", "100")])
@@ -61,7 +61,7 @@ def test_a_plain_run_imports_only_what_it_uses(options):
     import sysconfig
 
     import chunkd
-    from chunkd.core import IMPLEMENTATION
+    from chunkd.kernel.chosen import IMPLEMENTATION
 
     text = ENGLISH.read_text(encoding="utf-8")[:20000]
     unused = NOT_AT_START | (NOT_AT_START_COMPILED if IMPLEMENTATION == "compiled" else set())
@@ -81,7 +81,7 @@ def test_a_plain_run_imports_only_what_it_uses(options):
     records, imported = run()
     size = int(options[1])
     assert [r["text"] for r in records] == langchain_chunks(text, size, size // 10, options[0][2:])
-    assert "chunkd.readers" in imported and not unused & imported
+    assert "chunkd.inputs.readers" in imported and not unused & imported
     records, imported = run("--ids")
     assert all(len(r["chunk_id"]) == 36 for r in records)
     assert {"hashlib", "orjson"} <= imported
@@ -156,7 +156,7 @@ def test_the_command_pads_its_heap_and_a_caller_gets_the_same_records(tmp_path):
     import os
     import sys
 
-    from chunkd.core import pad_heap
+    from chunkd.kernel.chosen import pad_heap
 
     if pad_heap is None:
         pytest.skip("the twin runs: no compiled core to pad the heap with")
@@ -194,13 +194,13 @@ def test_a_padded_heap_serves_blocks_again_without_faults():
     the allocator's settings are the whole process's."""
     import sys
 
-    from chunkd.core import pad_heap
+    from chunkd.kernel.chosen import pad_heap
 
     if pad_heap is None:
         pytest.skip("the twin runs: no compiled core to pad the heap with")
     program = """if True:
         import resource, sys
-        from chunkd.core import pad_heap
+        from chunkd.kernel.chosen import pad_heap
         assert pad_heap(16 << 20)
         faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for size in (130 << 10, 200 << 10, 250 << 10):

@@ -127,7 +127,7 @@ def test_impossible_settings_are_usage_errors(args, message):
 
 
 KERNEL_ABUSE = """
-import chunkd._kernel as k
+import chunkd.kernel._kernel as k
 outcomes = []
 for attempt in (
     lambda: k.RecursiveSplitter.__new__(k.RecursiveSplitter).feed("x"),
@@ -187,9 +187,9 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
 
 
 @pytest.mark.parametrize("command, module", [
-    ([], "chunkd.filter"),                       # the filter's own modules
-    ([], "chunkd.core"),                         # the splitting core, imported by them
-    (["preview", "-"], "chunkd.preview"),        # a subcommand's
+    ([], "chunkd.cli.filter"),                       # the filter's own modules
+    ([], "chunkd.kernel.chosen"),                         # the splitting core, imported by them
+    (["preview", "-"], "chunkd.web.preview"),        # a subcommand's
     (["eval", "-", "--questions", "-"], "chunkd.evaluate.command"),
 ])
 def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, module):

@@ -1,8 +1,8 @@
-"""The code strategy's compiled walk (``chunkd._code``) against its twin and oracle, the
+"""The code strategy's compiled walk (``chunkd.kernel._code``) against its twin and oracle, the
 Python ``Document`` of chunkd.strategies.code: every field of every record equal, on
 the standard library, npm's JavaScript, every grammar's sources and hypothesis-made
 code; a grammar of an ABI version the vendored runtime does not read falls back to the
-Python path. The walk is taken from ``chunkd._code`` itself, so that these run on
+Python path. The walk is taken from ``chunkd.kernel._code`` itself, so that these run on
 either core (``CHUNKD_PUREPYTHON=1`` makes the product use the twin alone)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkd import _code
+from chunkd.kernel import _code
 from chunkd.strategies import code
 from code_checks import stdlib_sources
 from test_code import SOURCES, code_chunks, python_blocks
@@ -232,7 +232,7 @@ def test_other_abi_version_falls_back(version, monkeypatch):
 
     module = importlib.import_module(python.module)
     monkeypatch.setattr(module, python.function, lambda: capsule)
-    monkeypatch.setattr(code.core, "CodeWalk", _code.CodeWalk)
+    monkeypatch.setattr(code.chosen, "CodeWalk", _code.CodeWalk)
     code.code_walk.cache_clear()
     try:
         assert code.code_walk(python) is None

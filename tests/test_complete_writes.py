@@ -21,10 +21,10 @@ import orjson
 import pytest
 
 from command import HANG, chunkd_command, ndjson, run_chunkd
-from chunkd.output import Output, OutputError
+from chunkd.processes.stdio import Output, OutputError
 from chunkd.settings import CommandParser, add_settings_options, parse_with_settings
 from chunkd.strategies import build
-from chunkd.writers import BATCH_BYTES, make_writer
+from chunkd.outputs.writers import BATCH_BYTES, make_writer
 
 FORMATS = ["ndjson", "json", "msgpack"]
 

@@ -31,10 +31,10 @@ KERNEL_TESTS = [str(ROOT / "tests" / name) for name in (
     "test_code_walk.py")]
 
 #: The fast-tier tests that run again on the twin: those whose outcome goes through the
-#: splitting core (``chunkd.core`` picks it for the strategies, the units, the readers
+#: splitting core (``chunkd.kernel.chosen`` picks it for the strategies, the units, the readers
 #: and the record writers), in process or through the filter. Not the daemon, web,
 #: store, endpoint, evaluation or CLI-hardening tests (the core they reach is the same;
-#: what they check is not), nor those that take both cores or ``chunkd._code`` directly
+#: what they check is not), nor those that take both cores or ``chunkd.kernel._code`` directly
 #: (test_pure_windows.py, test_cores.py, test_code_walk.py: one run covers both).
 TWIN_TESTS = [str(ROOT / "tests" / name) for name in (
     # the strategies against LangChain and their own oracles
@@ -197,12 +197,12 @@ def test_the_twin_splits_the_corpus_as_the_kernel_does_in_o200k_tokens():
 
 # --- the pure-Python core ---------------------------------------------------------------
 
-CORE_OF = "import chunkd.core; print(chunkd.core.IMPLEMENTATION)"
+CORE_OF = "import chunkd.kernel.chosen; print(chunkd.kernel.chosen.IMPLEMENTATION)"
 
 
 def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
     """As on a machine without a C compiler: the compiled modules cannot be imported."""
-    hide = "import sys; sys.modules['chunkd._kernel'] = None; "
+    hide = "import sys; sys.modules['chunkd.kernel._kernel'] = None; "
     missing = subprocess.run([sys.executable, "-c", hide + CORE_OF], capture_output=True,
                              text=True, timeout=60, env={
                                  k: v for k, v in os.environ.items() if k != "CHUNKD_PUREPYTHON"})
@@ -218,14 +218,14 @@ def test_a_missing_compiled_core_is_said_once_and_the_twin_runs():
 def test_a_missing_window_module_alone_is_said_once_and_the_twins_windows_run():
     """The window strategies' module is imported when first used: where it alone cannot
     be, the twin's windows run, said once, and the rest of the core stays compiled."""
-    hide = "import sys; sys.modules['chunkd._windows'] = None; "
-    used = ("import chunkd.core as core; "
+    hide = "import sys; sys.modules['chunkd.kernel._windows'] = None; "
+    used = ("import chunkd.kernel.chosen as core; "
             "print(core.IMPLEMENTATION, core.SectionScanner.__module__, "
             "core.cut_heading.__module__, core.RecursiveSplitter.__module__)")
     missing = subprocess.run([sys.executable, "-c", hide + used], capture_output=True,
                              text=True, timeout=60, env={
                                  k: v for k, v in os.environ.items() if k != "CHUNKD_PUREPYTHON"})
-    assert missing.stdout == "compiled chunkd._pure.windows chunkd._pure.windows chunkd._kernel\n"
+    assert missing.stdout == "compiled chunkd.kernel.twin.windows chunkd.kernel.twin.windows chunkd.kernel._kernel\n"
     assert missing.stderr.startswith("chunkd: the window strategies' compiled module is not "
                                      "built (")
     assert missing.stderr.count("\n") == 1

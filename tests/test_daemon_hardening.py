@@ -472,7 +472,7 @@ def test_a_made_folder_that_cannot_take_its_parents_permissions_leaks_no_descrip
     giving each its parent's permissions; where that fails (another user's folder put
     there between the mkdir and the open: EPERM), the error goes on and every
     descriptor opened on the way is closed."""
-    from chunkd.readers import open_subfolder
+    from chunkd.inputs.readers import open_subfolder
 
     base = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
 

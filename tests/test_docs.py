@@ -1,5 +1,5 @@
 """The documentation holds together: every relative link and ``#anchor`` in README.md
-and docs/*.md resolves, and docs/options.md is what ``python -m chunkd.docs`` generates
+and docs/*.md resolves, and docs/options.md is what ``python -m chunkd.cli.docs`` generates
 from the commands' parsers today."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from chunkd import docs
+from chunkd.cli import docs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

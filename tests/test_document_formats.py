@@ -16,10 +16,10 @@ import pytest
 
 from command import HANG
 
-from chunkd import filter as chunkd_filter
-from chunkd.documents import (FORMATS, Extracted, Format, Limits, default_include, detect,
+from chunkd.cli import filter as chunkd_filter
+from chunkd.inputs import (FORMATS, Extracted, Format, Limits, default_include, detect,
                               extract, kinds, labels, register, worker)
-from chunkd.readers import InputError
+from chunkd.inputs.readers import InputError
 
 TOY_HEAD = b"TOY1\n"
 
@@ -206,7 +206,7 @@ def test_a_forked_process_starts_its_own_worker(faults):
 #: loop's), on a descriptor of its own that the worker closes: the thread fails.
 THREAD_IN_EVERY_FORK = """
 import os, sys, threading, time
-from chunkd.documents import Limits, extract
+from chunkd.inputs import Limits, extract
 
 def poll(fd):
     while True:
@@ -247,7 +247,7 @@ def test_docx_paragraph_text_is_python_docx_s_on_every_paragraph_and_cell():
     from docx.enum.text import WD_BREAK
     from document_files import made_documents
 
-    from chunkd.documents.docx import paragraph_text
+    from chunkd.inputs.docx import paragraph_text
 
     made = docx.Document()
     paragraph = made.add_paragraph("one")

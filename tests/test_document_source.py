@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import chunkd
-from chunkd.chunk import Chunk
+from chunkd.model.chunk import Chunk
 from chunkd.strategies import REGISTRY, Source, Strategy
 
 NOT_TOLD = "(not told)"
@@ -53,7 +53,7 @@ def named(monkeypatch):
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_filter_tells_each_file_and_each_ndjson_line(named, tmp_path, capsysbinary, jobs):
-    from chunkd.filter import main
+    from chunkd.cli.filter import main
 
     paths = [tmp_path / "a.md", tmp_path / "b.py"]
     for path in paths:
@@ -88,7 +88,7 @@ def test_eval_and_the_daemon_tell_it(named, tmp_path):
     from chunkd.evaluate.evaluation import chunk_documents
     from chunkd.evaluate.grid import Point
     from chunkd.evaluate.questions import Documents
-    from chunkd.inbox import Inbox, InboxOptions
+    from chunkd.service.inbox import Inbox, InboxOptions
 
     documents = Documents()
     documents.add("first.md", "one", is_file=True)

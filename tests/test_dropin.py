@@ -1,5 +1,5 @@
 """chunkd.langchain against the real langchain-text-splitters, and the compiled kernel
-against its plain-Python twin (chunkd._pure.recursive), on every separator setting.
+against its plain-Python twin (chunkd.kernel.twin.recursive), on every separator setting.
 
 LangChain is the oracle for the chunk texts; ``reference.py`` (LangChain's algorithm
 carrying document offsets, nothing from chunkd) for where each chunk is.
@@ -266,7 +266,8 @@ def test_a_whole_number_length_function_runs_on_the_kernel_a_float_one_on_the_tw
     function is called only where LangChain calls it); a float estimate cannot be
     counted in the compiled kernel's whole numbers and goes to the twin (which runs
     both when it is the core), with LangChain's chunks still."""
-    from chunkd import core, langchain
+    from chunkd.kernel import chosen
+    from chunkd import langchain
     from chunkd.units import FunctionUnit
 
     text = "One two three. Four five six seven.\n\nEight nine ten eleven twelve."
@@ -278,11 +279,11 @@ def test_a_whole_number_length_function_runs_on_the_kernel_a_float_one_on_the_tw
         theirs = TheirRecursive(chunk_size=4, chunk_overlap=1, length_function=length)
         assert ours.split_text(text) == theirs.split_text(text)
         kept = list(langchain._built.__dict__.get("splitters", {}).values())
-        if core.IMPLEMENTATION == "compiled" and not whole_numbers:
+        if chosen.IMPLEMENTATION == "compiled" and not whole_numbers:
             assert not kept  # the kernel refused the count; an uncached twin ran
             continue
         [splitter] = kept
-        assert isinstance(splitter, core.RecursiveSplitter)
+        assert isinstance(splitter, chosen.RecursiveSplitter)
         assert isinstance(splitter.unit, FunctionUnit) and splitter.unit.length is length
         chunks = splitter.feed(text) + splitter.finish()
         assert [c.text for c in chunks] == theirs.split_text(text)

@@ -31,7 +31,7 @@ from tokenizer_files import minilm_folder
 from watching import results
 
 import chunkd
-from chunkd.embeddings import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, Limits,
+from chunkd.embeddings.models import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, Limits,
                                OpenAIEmbedder, batches, endpoint_url)
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
@@ -436,9 +436,9 @@ def test_concurrency_1_is_one_request_at_a_time(server):
 
 def test_the_vectors_are_the_same_whatever_the_concurrency(server):
     texts = numbered(50) + ["sea 3"] * 3  # a repeat: the cache by content keeps one
-    one = chunkd.embeddings.Cached(quick(server.url, concurrency=1, batch=7)).embed(texts)
+    one = chunkd.embeddings.models.Cached(quick(server.url, concurrency=1, batch=7)).embed(texts)
     asked = len(server.requests)
-    four = chunkd.embeddings.Cached(quick(server.url, concurrency=4, batch=7)).embed(texts)
+    four = chunkd.embeddings.models.Cached(quick(server.url, concurrency=4, batch=7)).embed(texts)
     assert one.tolist() == four.tolist() == hashed(texts)
     assert len(server.requests) == 2 * asked
     assert sum(len(body["input"]) for _, _, body in server.requests[:asked]) == 51
@@ -538,7 +538,7 @@ def test_settings_checks_remember_an_info_that_got_no_answer(server, monkeypatch
     checks them for every request): an ``/info`` that got no answer (a 503, or nothing
     within the timeout) is not asked again for ``UNANSWERED_INFO_KEPT`` seconds, then
     is (the server, now up, tells its window)."""
-    from chunkd import embeddings
+    from chunkd.embeddings import models as embeddings
     from chunkd.settings import settings_from_flags
 
     now = [1000.0]

@@ -23,7 +23,7 @@ from command import HANG, chunkd_command, ndjson, run_chunkd
 from embedding import CountingEndpoint, hashed_vectors
 from watching import Watcher, results
 
-from chunkd.embedding_cache import DATABASE
+from chunkd.embeddings.cache import DATABASE
 
 #: A user that is not the test's: a producer of the inbox.
 PRODUCER = 65534
@@ -328,7 +328,7 @@ def test_a_cache_on_a_full_filesystem_is_all_misses(tmp_path: Path) -> None:
 #: itself resolves a path's links to names again, so it can lose the same race.
 SWAP_HOOK = """
 import os, sqlite3
-import chunkd.embedding_cache as cache
+import chunkd.embeddings.cache as cache
 
 real, planted = os.environ["SWAP_FOLDER"], os.environ["SWAP_PLANTED"]
 moved = real + ".moved"

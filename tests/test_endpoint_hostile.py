@@ -26,9 +26,9 @@ from test_embed_url import KEY, TEXT, Endpoint, Handler, hashed, quick
 from watching import results
 
 import chunkd
-from chunkd.embeddings import (LONGEST_WAIT, EmbedError, FunctionEmbedder, Limits,
+from chunkd.embeddings.models import (LONGEST_WAIT, EmbedError, FunctionEmbedder, Limits,
                                OpenAIEmbedder, endpoint_url)
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 
 #: A drip: a byte every DRIP_GAP seconds for DRIP_FOR seconds, then the rest at once (a
 #: client whose timeout bounds each read only gets its answer after DRIP_FOR).
@@ -373,7 +373,7 @@ def test_a_call_given_up_for_another_calls_failure_leaves_the_next_its_tries(hos
 
 
 def test_the_default_cap_keeps_a_call_of_the_default_tries_within_a_minute():
-    from chunkd.embeddings import FIRST_WAIT, TRIES
+    from chunkd.embeddings.models import FIRST_WAIT, TRIES
 
     assert FIRST_WAIT * 2 ** (TRIES - 2) < LONGEST_WAIT <= FIRST_WAIT * 2 ** (TRIES - 2) + 5
     assert (TRIES - 1) * LONGEST_WAIT < 60

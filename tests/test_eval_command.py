@@ -418,7 +418,7 @@ class WordWindows:
         return []
 
     def finish(self) -> list:
-        from chunkd.chunk import Chunk
+        from chunkd.model.chunk import Chunk
 
         words = [match.span() for match in re.finditer(r"\S+", self.text)]
         chunks = []

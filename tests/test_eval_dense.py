@@ -16,7 +16,7 @@ import pytest
 import chunkd
 from span_metrics import plain_scores
 from chunkd.evaluate.retrieval import Hybrid
-from chunkd.embeddings import Cached, FunctionEmbedder
+from chunkd.embeddings.models import Cached, FunctionEmbedder
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 DOCS = [EVAL / "docs" / "state_of_the_union.md", EVAL / "docs" / "chatlogs.md"]

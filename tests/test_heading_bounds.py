@@ -266,7 +266,7 @@ def test_the_command_fits_tokens_on_the_corpus():
 
 
 def test_cut_heading_keeps_whole_clusters():
-    from chunkd._windows import cut_heading
+    from chunkd.kernel._windows import cut_heading
 
     assert cut_heading("ab" + "e\u0301" + "cd", 3) == "ab…"
     assert cut_heading("ab" + "e\u0301" + "cd", 4) == "abe\u0301…"
@@ -275,7 +275,7 @@ def test_cut_heading_keeps_whole_clusters():
 
 def test_a_splitter_resizes_only_between_documents():
     """The markdown strategy resizes one recursive splitter from section to section."""
-    from chunkd._kernel import RecursiveSplitter
+    from chunkd.kernel._kernel import RecursiveSplitter
 
     splitter = RecursiveSplitter(10, 2)
     splitter.resize(5, 1)

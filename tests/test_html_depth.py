@@ -15,7 +15,7 @@ pytest.importorskip("selectolax")
 
 from command import HANG, chunkd_command
 
-from chunkd.documents.html import (MAX_ATTRIBUTES, MAX_DEPTH, MAX_SCANNED, html_extracted,
+from chunkd.inputs.html import (MAX_ATTRIBUTES, MAX_DEPTH, MAX_SCANNED, html_extracted,
                                    within_bounds)
 
 
@@ -68,8 +68,8 @@ def test_deep_html_walk_reaches_each_node_once():
     quadratic in the depth of unclosed elements, see docs)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    from chunkd.documents.html import _Walk
-    from chunkd.documents.markdown import MarkdownText
+    from chunkd.inputs.html import _Walk
+    from chunkd.inputs.markdown import MarkdownText
 
     tree = LexborHTMLParser(b"<span><div>" * 20000 + b"deep")
     out = MarkdownText()
@@ -159,7 +159,7 @@ def test_attributes_are_bounded(data, monkeypatch):
     most, _ = attribute_counts(data)
     assert most <= MAX_ATTRIBUTES
     text = html_extracted(data).text
-    monkeypatch.setattr("chunkd.documents.html.within_bounds", lambda data: data)
+    monkeypatch.setattr("chunkd.inputs.html.within_bounds", lambda data: data)
     assert text == html_extracted(data).text and "x" in text  # as unbounded
 
 
@@ -176,7 +176,7 @@ def test_a_self_closing_tag_keeps_its_slash_when_its_attributes_are_dropped():
 def test_formatting_made_again_in_every_paragraph_stays_linear():
     """Each of the formatting elements left open is made again in every paragraph:
     within ``MAX_FORMATTING``, at most that many elements a paragraph."""
-    from chunkd.documents.html import MAX_FORMATTING
+    from chunkd.inputs.html import MAX_FORMATTING
 
     data = b"".join(b"<b id=%d><p>x" % number for number in range(N))
     _, elements = attribute_counts(data)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 from chunkd.units.huggingface import unit as huggingface_unit
 from chunkd.units.kept import KeptCounts
 from oracle import corpus_documents
@@ -375,9 +375,9 @@ def test_composing_normalizers_keep_groups_whole(tmp_path, normalizer):
        cuts=st.sampled_from([("", False), (string.punctuation, True), ("[,.", False),
                              ("", True)]))
 def test_compiled_piece_sum_is_its_twins(texts, limit, cuts):
-    """chunkd._kept's sums of kept pieces, and what it keeps, are the pure-Python
+    """chunkd.kernel._kept's sums of kept pieces, and what it keeps, are the pure-Python
     ``pieces_sum``'s, with and without finer cuts, also where the bound is passed."""
-    from chunkd._kept import piece_sum
+    from chunkd.kernel._kept import piece_sum
     from chunkd.units.kept import pieces_sum
 
     compiled, twin = KeptCounts(len, *cuts), KeptCounts(len, *cuts)

@@ -54,8 +54,8 @@ def no_compiler_build(tmp_path_factory) -> tuple[str, Path]:
 def test_the_build_says_once_that_it_compiled_nothing(no_compiler_build):
     log, wheel = no_compiler_build
     notices = [line.strip() for line in log.splitlines() if NOTICE in line]
-    assert notices == ["chunkd: chunkd._core, chunkd._kernel, chunkd._windows, chunkd._kept, "
-                       "chunkd._records, chunkd._utf8, chunkd._code not "
+    assert notices == ["chunkd: chunkd.kernel._core, chunkd.kernel._kernel, chunkd.kernel._windows, chunkd.kernel._kept, "
+                       "chunkd.kernel._records, chunkd.kernel._utf8, chunkd.kernel._code not "
                        "compiled (CompileError); chunkd runs its pure-Python twin, slower"]
 
 
@@ -66,4 +66,4 @@ def test_the_wheel_holds_the_twin_and_no_compiled_module(no_compiler_build):
     names = zipfile.ZipFile(wheel).namelist()
     assert not [name for name in names if name.endswith((".so", ".pyd"))]
     # The pre-tokenizer's table needs no compiler: it is built all the same.
-    assert {"chunkd/_pure/windows.py", "chunkd/_pretoken_classes.zlib"} <= set(names)
+    assert {"chunkd/kernel/twin/windows.py", "chunkd/_pretoken_classes.zlib"} <= set(names)

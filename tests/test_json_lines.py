@@ -1,4 +1,4 @@
-"""The compiled NDJSON writer (``chunkd._records``) against its twin, the writer's
+"""The compiled NDJSON writer (``chunkd.kernel._records``) against its twin, the writer's
 Python loop (``write_batches`` over ``_json_records``), and both against orjson as the
 oracle of each record: the same bytes, cut into the same writes."""
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkd import _records
-from chunkd.chunk import Chunk, Parent
-from chunkd.writers import Writer, _json_records, write_batches
+from chunkd.kernel import _records
+from chunkd.model.chunk import Chunk, Parent
+from chunkd.outputs.writers import Writer, _json_records, write_batches
 
 #: Text with every kind of byte the escaping treats apart: controls, quote, backslash,
 #: DEL, the JSON-unsafe separators U+2028/9, and characters of 2, 3 and 4 UTF-8 bytes.
@@ -37,7 +37,7 @@ def twin_writes(chunks: list[Chunk], opening: bytes, batch: int,
                 monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     writes: list[bytes] = []
     with monkeypatch.context() as patch:
-        patch.setattr("chunkd.writers.BATCH_BYTES", batch)
+        patch.setattr("chunkd.outputs.writers.BATCH_BYTES", batch)
         write_batches(writes.append, _json_records(chunks, opening, b"}\n"))
     return writes
 
@@ -117,10 +117,11 @@ def test_a_lone_surrogate_fails_as_in_the_twin():
 
 
 def test_the_writer_uses_the_compiled_loop_where_the_core_is_compiled():
-    from chunkd import core, writers
+    from chunkd.kernel import chosen
+    from chunkd.outputs import writers
 
     assert (writers.write_json_lines is _records.write_json_lines) == \
-        (core.IMPLEMENTATION == "compiled")
+        (chosen.IMPLEMENTATION == "compiled")
     out: list[bytes] = []
 
     class Stream:

@@ -415,7 +415,7 @@ class Lines:
         return []
 
     def finish(self) -> list:
-        from chunkd.chunk import Chunk
+        from chunkd.model.chunk import Chunk
 
         starts, at = [], 0
         for line in self.text.splitlines(keepends=True):
@@ -456,7 +456,7 @@ def lines_strategy():
 
 
 def test_a_new_window_strategy_needs_no_change_to_the_page(page, lines_strategy, tmp_path):
-    from chunkd.serve import PageServer
+    from chunkd.web.serve import PageServer
 
     server = PageServer("127.0.0.1", 0, {"strategy": None, "chars": None, "tokens": None,
                                          "size": None, "overlap": None, "errors": "strict"},

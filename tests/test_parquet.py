@@ -319,12 +319,12 @@ def test_every_text_type_gives_the_chunks_of_its_strings(tmp_path, kind):
 def test_without_proc_the_file_is_read_through_python(tmp_path, monkeypatch):
     """Where there is no /proc to open a file again by its number, Arrow reads it
     through the Python file chunkd opened."""
-    import chunkd.parquet
-    monkeypatch.setattr(chunkd.parquet, "PROC_DESCRIPTORS", None)
+    import chunkd.outputs.parquet
+    monkeypatch.setattr(chunkd.outputs.parquet, "PROC_DESCRIPTORS", None)
     path = os.path.join(os.fsencode(tmp_path), b"caf\xe9.parquet")
     with open(path, "wb") as stream:
         pq.write_table(pa.table({"id": ["a", "b"], "text": ["some text", "more"]}), stream)
-    files = chunkd.parquet.ParquetFiles(argparse.Namespace(
+    files = chunkd.outputs.parquet.ParquetFiles(argparse.Namespace(
         text_column=None, id_column=None, input="parquet", format="ndjson", output=None,
         files=[os.fsdecode(path)], max_bytes=1 << 20, extract_timeout=60.0),
         "strict")

@@ -1,4 +1,4 @@
-"""Regular expressions compiled where first used (``chunkd.patterns.deferred``): the
+"""Regular expressions compiled where first used (``chunkd.model.patterns.deferred``): the
 compiled expression's answers, compiled once, at the first use and not before."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chunkd.patterns import deferred
+from chunkd.model.patterns import deferred
 
 
 @given(st.text(alphabet="ab\n |\\`~-:x", max_size=40))

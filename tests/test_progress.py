@@ -9,7 +9,7 @@ import pty
 import re
 import subprocess
 
-from chunkd.progress import Progress
+from chunkd.outputs.progress import Progress
 from command import HANG, chunkd_command
 
 

@@ -1,5 +1,5 @@
-"""The pure-Python twin of the window strategies (chunkd._pure.windows) against the
-compiled module (chunkd._windows) and the plain reference (tests/windows_reference.py):
+"""The pure-Python twin of the window strategies (chunkd.kernel.twin.windows) against the
+compiled module (chunkd.kernel._windows) and the plain reference (tests/windows_reference.py):
 records equal field for field, whole and in pieces of any size (one code point at a
 time on some), on the shared corpus and on generated text; the section scanner's
 reports and ``settled`` offsets equal piece by piece; memory bounded on a stream."""
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import chunkd._pure.windows as twin
-import chunkd._windows as compiled
+import chunkd.kernel.twin.windows as twin
+import chunkd.kernel._windows as compiled
 import windows_reference as reference
 from chunkd.strategies.windows import grapheme_properties
 from oracle import corpus_documents, random_cuts

@@ -112,7 +112,7 @@ def test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worke
         """Each chunk row's process and how many models that process has loaded (run
         in the chunking task, which Ray fuses with it; defined here, so that Ray sends
         it by value: the workers cannot import the tests)."""
-        from chunkd.embeddings import model
+        from chunkd.embeddings.models import model
 
         rows = batch.num_rows
         return batch.append_column("pid", pa.array([os.getpid()] * rows, pa.int64())) \

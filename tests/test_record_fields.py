@@ -1,4 +1,4 @@
-"""A chunk's optional fields are declared once (``chunkd.chunk.RECORD_FIELDS``): the
+"""A chunk's optional fields are declared once (``chunkd.model.chunk.RECORD_FIELDS``): the
 ``Chunk`` attributes, every writer's keys and the Arrow columns follow the declaration."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import orjson
 import pyarrow as pa
 
 from chunkd.arrow import FIELD_TYPES, chunk_arrays
-from chunkd.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
-from chunkd.writers import make_writer
+from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.outputs.writers import make_writer
 
 #: A value of each declared field, by its Arrow type.
 SAMPLES = {"tokens": 3, "estimated_tokens": 4, "headings": ("A", "B"),

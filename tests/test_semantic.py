@@ -285,7 +285,7 @@ def test_a_callable_and_langchain_embeddings_are_models(minilm, oracle_embedding
 
 
 def test_the_model_is_the_upstream_one_and_its_identity_follows_its_files(minilm, tmp_path):
-    from chunkd.embeddings import identity
+    from chunkd.embeddings.models import identity
 
     folder, _ = minilm
     weights = Path(folder) / "model.safetensors"

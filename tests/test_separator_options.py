@@ -16,7 +16,7 @@ from reference import Splitter as Reference
 from watching import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PYTHON_SOURCE = ROOT / "chunkd" / "_pure" / "recursive.py"
+PYTHON_SOURCE = ROOT / "chunkd" / "kernel" / "twin" / "recursive.py"
 MARKDOWN = corpus_documents()[5]
 
 

@@ -136,7 +136,7 @@ def test_a_report_holds_the_filters_records(server, options):
 def test_options_the_page_has_no_control_for_apply_to_every_split():
     """``chunkd serve --language python --keep-separator none``: every split is the
     filter's with those options (the page offers strategies, sizes and overlaps)."""
-    body = (pathlib.Path(__file__).parent.parent / "chunkd" / "serve.py").read_bytes()
+    body = (pathlib.Path(__file__).parent.parent / "chunkd" / "web" / "serve.py").read_bytes()
     fixed = ("--language", "python", "--keep-separator", "none")
     with Serve(*fixed) as serve:
         status, report = split(serve, body, chars="300", overlap="0")

@@ -372,7 +372,7 @@ def test_headers_trickled_byte_by_byte_do_not_hold_a_connection_past_the_timeout
 
 
 def test_connections_beyond_the_bound_get_a_503_at_once():
-    from chunkd.serve import MAX_CONNECTIONS
+    from chunkd.web.serve import MAX_CONNECTIONS
 
     with Serve("--idle-timeout", "600") as serve:
         stalled = [socket.create_connection((serve.host, serve.port), timeout=PROMPTLY)

@@ -20,7 +20,7 @@ from browser import Serve, request
 from command import HANG
 from test_embed_url import Endpoint
 
-from chunkd.serve import PROGRESS_INTERVAL
+from chunkd.web.serve import PROGRESS_INTERVAL
 
 #: What the page sends to ask for progress.
 STREAMED = {"Accept": "application/x-ndjson"}
@@ -182,7 +182,7 @@ def test_a_client_that_goes_away_stops_its_split(slow_endpoint):
 def progress_of(model, texts: list[str]) -> list[tuple[int, int]]:
     """What ``embedding_progress`` is told while ``model`` embeds ``texts``, each
     change once."""
-    from chunkd.embeddings import embedding_progress
+    from chunkd.embeddings.models import embedding_progress
 
     told: list[tuple[int, int]] = []
     with embedding_progress(lambda done, total: told.append((done, total))):
@@ -191,7 +191,7 @@ def progress_of(model, texts: list[str]) -> list[tuple[int, int]]:
 
 
 def test_a_local_model_counts_each_batch_and_its_caches_what_they_hold(minilm, tmp_path):
-    from chunkd.embedder import embedder
+    from chunkd.embeddings.selection import embedder
 
     texts = sentences(100, "local-").split(". ")
     assert len(set(texts)) == 100
@@ -203,7 +203,7 @@ def test_a_local_model_counts_each_batch_and_its_caches_what_they_hold(minilm, t
     assert progress_of(model, texts + more + more[:3]) == [(0, 113), (103, 113), (113, 113)]
     # A cache on disk between the two: one count, its total the texts asked for; those
     # it has stored counted at once.
-    from chunkd.embeddings import Cached
+    from chunkd.embeddings.models import Cached
 
     stored = embedder({"embed": minilm[0], "embed_cache": str(tmp_path / "cache")})
     fresh = sentences(40, "disk-").split(". ")

@@ -15,8 +15,8 @@ import pytest
 from command import HANG, chunkd_command
 from stores import collection_name, paragraphs, pgvector_rows, sync
 
-from chunkd.sinks.pgvector import STATEMENT_SECONDS, PgvectorSink
-from chunkd.urls import identity_url, masked, public_url, quoted, secrets
+from chunkd.stores.pgvector import STATEMENT_SECONDS, PgvectorSink
+from chunkd.net.urls import identity_url, masked, public_url, quoted, secrets
 
 PASSWORD = "S3cret-Pass"
 

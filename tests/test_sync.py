@@ -23,7 +23,7 @@ from stores import (CHUNKING, assert_store_holds, collection_name, embedded_text
                     expected_chunks, lance_rows, paragraphs, pgvector_rows, sync)
 from test_embed_url import hashed
 
-from chunkd.sinks.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
+from chunkd.stores.base import BACKOFF_FIRST, BACKOFF_MOST, StoreDown, public_url, retrying
 
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "sample.md")
 
@@ -202,7 +202,7 @@ def test_no_two_files_share_a_source_whatever_their_names(tmp_path, endpoint):
     each applied once, current after, and ``--check`` agrees."""
     import base64
 
-    from chunkd.sync import store_name
+    from chunkd.service.sync import store_name
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -590,8 +590,8 @@ def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(pos
     does not try again at its next catch-up."""
     import psycopg
 
-    from chunkd.sinks.base import Change
-    from chunkd.sinks.pgvector import INDEX_LOCK_SECONDS, PgvectorSink
+    from chunkd.stores.base import Change
+    from chunkd.stores.pgvector import INDEX_LOCK_SECONDS, PgvectorSink
 
     with psycopg.connect(postgres.url, autocommit=True) as connection:
         connection.execute("CREATE DATABASE unindexed")
@@ -644,8 +644,8 @@ def test_a_first_change_refused_leaves_no_index_to_build(postgres):
     the next change needs (it once built one on a table rolled back: exit 3)."""
     import psycopg
 
-    from chunkd.sinks.base import Change, StoreRefused
-    from chunkd.sinks.pgvector import PgvectorSink
+    from chunkd.stores.base import Change, StoreRefused
+    from chunkd.stores.pgvector import PgvectorSink
 
     with psycopg.connect(postgres.url, autocommit=True) as connection:
         connection.execute("CREATE DATABASE refused_first")
@@ -1219,11 +1219,11 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
     bytes read, as the filter chunks them."""
     import hashlib
 
-    from chunkd.documents import Limits
-    from chunkd.readers import InputError
+    from chunkd.inputs import Limits
+    from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
     from chunkd.strategies import build
-    from chunkd.sync import chunk_file
+    from chunkd.service.sync import chunk_file
 
     settings = settings_from_flags({"chars": 40, "ids": True})
     outside, folder = tmp_path / "outside.md", tmp_path / "docs"
@@ -1251,11 +1251,11 @@ def test_a_folder_swapped_for_a_link_is_not_followed(tmp_path):
     guards only a path's last part) leads to nothing outside: the file is refused, to
     be hashed or chunked, even with --follow-symlinks (which follows a link to a file,
     never a folder's, as the daemon); the folder's other files are read."""
-    from chunkd.documents import Limits
-    from chunkd.readers import InputError
+    from chunkd.inputs import Limits
+    from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
     from chunkd.strategies import build
-    from chunkd.sync import chunk_file, file_sha256
+    from chunkd.service.sync import chunk_file, file_sha256
 
     settings = settings_from_flags({"chars": 40, "ids": True})
     outside, folder = tmp_path / "outside", tmp_path / "docs"
@@ -1292,9 +1292,9 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
     extraction: EAGAIN) is not, and stays what it is, so no file is removed for it."""
     import errno
 
-    import chunkd.sync
-    from chunkd.documents import Limits
-    from chunkd.readers import InputError
+    import chunkd.service.sync
+    from chunkd.inputs import Limits
+    from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
     from chunkd.strategies import build
 
@@ -1305,9 +1305,9 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
     def no_process(*args, **kwargs):
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(chunkd.sync, "extract_source", no_process)
+    monkeypatch.setattr(chunkd.service.sync, "extract_source", no_process)
     with pytest.raises(OSError) as raised:
-        chunkd.sync.chunk_file(str(tmp_path), "a.html", build(settings), settings,
+        chunkd.service.sync.chunk_file(str(tmp_path), "a.html", build(settings), settings,
                                Limits(1 << 20), False)
     assert not isinstance(raised.value, InputError)
 
@@ -1315,9 +1315,9 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
         raise OSError(errno.EIO, "Input/output error")
         yield b""
 
-    monkeypatch.setattr(chunkd.sync, "read_blocks", failing_read)
+    monkeypatch.setattr(chunkd.service.sync, "read_blocks", failing_read)
     with pytest.raises(InputError, match="a.html: read failed: Input/output error"):
-        chunkd.sync.file_sha256(str(tmp_path), "a.html", 1 << 20, False)
+        chunkd.service.sync.file_sha256(str(tmp_path), "a.html", 1 << 20, False)
 
 @pytest.mark.parametrize("password", ["S3cr/et", "S3cr#et", "S3cr?et"])
 def test_a_password_written_raw_with_a_delimiter_is_never_shown(tmp_path, password):

@@ -19,9 +19,9 @@ import tiktoken.load
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from chunkd import core, pretoken_classes
-from chunkd._pure import tokens as twin_tokens
-from chunkd.errors import SettingsError
+from chunkd.kernel import chosen, pretoken_classes
+from chunkd.kernel.twin import tokens as twin_tokens
+from chunkd.model.errors import SettingsError
 from chunkd.units import tiktoken_encodings
 from chunkd.units.tiktoken_encodings import file_unit, load
 from oracle import corpus_documents
@@ -59,7 +59,7 @@ def twin_counter(cache_entries: int = 1 << 16, bpe: bool = True) -> twin_tokens.
 
 @functools.lru_cache(maxsize=None)
 def compiled_counter(cache_entries: int = 1 << 16, bpe: bool = True):
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     enc = file_unit(str(O200K_FILE)).encoding
     return _kernel.TokenCounter(enc.encode_ordinary, pretoken_classes.table("o200k_base"),
@@ -155,7 +155,7 @@ def test_named_file_counts_as_tiktoken(unit, o200k, offline):
 def test_o200k_is_the_cores_token_counter(unit):
     """The unit that every front end gets is the core's counter, which the kernel runs
     directly, with o200k_base's pattern and its class table."""
-    assert type(unit) is core.TokenCounter
+    assert type(unit) is chosen.TokenCounter
     assert unit.pattern == "o200k_base"
     assert unit.encoding._pat_str == o200k_pattern().pattern
 
@@ -165,7 +165,7 @@ def test_loaded_from_tiktokens_cache(cache, monkeypatch, offline, o200k, encodin
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     unit = load(encoding)
     assert unit.name == encoding
-    assert type(unit) is core.TokenCounter and unit.pattern == "o200k_base"
+    assert type(unit) is chosen.TokenCounter and unit.pattern == "o200k_base"
     # o200k_harmony is counted by o200k_base's pre-tokenizer: it has its pattern.
     assert unit.encoding._pat_str == o200k._pat_str
     text = corpus_documents()[5].read_text(encoding="utf-8")
@@ -240,7 +240,7 @@ def test_both_cores_count_on_packed_ranks_read_in_place(o200k):
     token or lack a single byte are refused, by both alike."""
     import zlib
 
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     name = tiktoken_encodings.SHIPPED[O200K_SHA256][0]
     packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
@@ -262,7 +262,7 @@ def test_the_packed_ranks_unpack_alike_on_both_cores(o200k):
     tiktoken's; a packing that ends inside a token is refused by both."""
     import zlib
 
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     name = tiktoken_encodings.SHIPPED[O200K_SHA256][0]
     packed = zlib.decompress((Path(tiktoken_encodings.__file__).parent.parent / name).read_bytes())
@@ -351,7 +351,7 @@ def test_encodings_without_a_translated_pattern_count_with_tiktoken(o200k):
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])
 def test_a_pattern_not_translated_is_refused(core_name):
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     counter = _kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter
     with pytest.raises(ValueError, match="pattern must be one of cl100k_base, o200k_base, "
@@ -398,7 +398,7 @@ def test_pretokens_are_encoded_without_tiktoken(core_name, o200k):
     """With the ranks, tiktoken is called only for what the BPE here does not take: a
     pre-token over 256 bytes, or one that holds a lone surrogate (which tiktoken
     replaces)."""
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     enc = file_unit(str(O200K_FILE)).encoding
     asked: list[str] = []
@@ -433,7 +433,7 @@ def test_pretokens_are_encoded_without_tiktoken(core_name, o200k):
     ({**{bytes([b]): b for b in range(256)}, b"ab": 2**32 - 1}, ValueError,
      "ranks must map bytes to ids")])
 def test_bad_ranks_are_refused(core_name, ranks, error, message):
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
 
     make = _kernel.TokenCounter if core_name == "compiled" else twin_tokens.TokenCounter
     with pytest.raises(error, match=message):
@@ -563,13 +563,13 @@ def test_every_code_point_is_cut_as_tiktoken_cuts(unit, o200k):
 def cl100k_counter(core_name: str):
     """cl100k_base's counter on a core, built as ``chunkd.units.cl100k.unit`` builds it:
     with chunkd's packed copy of the ranks, read in place, so that it runs BPE itself."""
-    from chunkd import _kernel
+    from chunkd.kernel import _kernel
     from chunkd.units import cl100k
 
     ranks = tiktoken_encodings.shipped_ranks(cl100k.PUBLISHED_SHA256)
     assert ranks is not None
     core = _kernel if core_name == "compiled" else twin_tokens
-    return core.TokenCounter(cl100k.encoding().encode_ordinary, pretoken_classes.load(),
+    return chosen.TokenCounter(cl100k.encoding().encode_ordinary, pretoken_classes.load(),
                              ranks.longest, ranks=ranks.data)
 
 

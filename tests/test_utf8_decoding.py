@@ -1,5 +1,5 @@
-"""UTF-8 decoding's compiled fast path (``chunkd._utf8.decode_valid``) and the reader
-built on it (``chunkd.readers.decode_blocks``), against Python's own decoder as the
+"""UTF-8 decoding's compiled fast path (``chunkd.kernel._utf8.decode_valid``) and the reader
+built on it (``chunkd.inputs.readers.decode_blocks``), against Python's own decoder as the
 oracle: the same text, of the same kind, and the same error at the same byte, however
 the input is cut into blocks."""
 
@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from command import HANG
 
-from chunkd import _utf8, readers
-from chunkd.readers import InputError, decode_blocks
+from chunkd.kernel import _utf8
+
+from chunkd.inputs import readers
+from chunkd.inputs.readers import InputError, decode_blocks
 
 CORPUS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
@@ -113,7 +115,7 @@ def test_a_large_input_takes_no_more_memory_than_its_text():
     """A whole request's body decoded at once: its str, and nothing of its size beside
     it (room of two bytes a byte once took the peak to twice the text)."""
     script = ("import resource, sys\n"
-              "from chunkd._utf8 import decode_valid\n"
+              "from chunkd.kernel._utf8 import decode_valid\n"
               "data = ('x' * 99 + '語').encode() * (1 << 19)\n"
               "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
               "text, end = decode_valid(data, 0)\n"
@@ -136,6 +138,6 @@ def test_the_corpus_read_in_blocks_is_the_codecs_text():
 
 
 def test_the_readers_use_the_fast_path_where_the_core_is_compiled():
-    from chunkd.core import IMPLEMENTATION
+    from chunkd.kernel.chosen import IMPLEMENTATION
 
     assert (readers.decode_valid is _utf8.decode_valid) == (IMPLEMENTATION == "compiled")

@@ -23,9 +23,9 @@ from command import HANG, chunkd_command, ndjson, run_chunkd
 from embedding import CountingEndpoint, hashed_vectors, model_folder, oracle_model
 
 import chunkd
-from chunkd.embedding_cache import DATABASE, DiskCache, DiskCached, entry_key
-from chunkd.embeddings import FunctionEmbedder
-from chunkd.vectors import VectorWriter, with_vectors
+from chunkd.embeddings.cache import DATABASE, DiskCache, DiskCached, entry_key
+from chunkd.embeddings.models import FunctionEmbedder
+from chunkd.outputs.vectors import VectorWriter, with_vectors
 
 SENTENCES = [f"Sentence {number} tells of {word} and of nothing else at all."
              for number, word in enumerate(["rivers", "bread", "snow", "stars", "ropes",
@@ -312,7 +312,7 @@ def test_minilm_vectors_fit_its_window_by_default(tmp_path, minilm):
 def test_float32_unless_asked(minilm):
     import torch
 
-    from chunkd.embedder import embedder
+    from chunkd.embeddings.selection import embedder
     from chunkd.settings import Settings
 
     model = embedder(Settings(vectors=True, embed=minilm[0]))
@@ -361,7 +361,7 @@ def test_with_vectors_regroups_a_documents_chunks():
 
 
 def test_vector_writer_keeps_order_and_bounds_what_it_holds():
-    from chunkd.writers import make_writer
+    from chunkd.outputs.writers import make_writer
 
     out = io.BytesIO()
     calls: list[list[str]] = []

@@ -18,7 +18,7 @@ from command import HANG, chunkd_command, run_chunkd
 ROOT = Path(__file__).resolve().parent.parent
 #: Packages that take long to import; ``--version`` must load none of them.
 HEAVY = ("torch", "sentence_transformers", "transformers", "pyarrow", "lancedb", "psycopg",
-         "tree_sitter", "tokenizers", "tiktoken", "pypdfium2", "ray", "chunkd.filter")
+         "tree_sitter", "tokenizers", "tiktoken", "pypdfium2", "ray", "chunkd.cli.filter")
 #: The children's environment: the compiled core unless a test asks for the twin (the
 #: twin's tier runs this module with ``CHUNKD_PUREPYTHON=1`` set for every test).
 CORE_UNFORCED = {name: value for name, value in os.environ.items()
@@ -109,14 +109,14 @@ def blocked_core(*modules: str) -> str:
 
 
 def test_a_compiled_core_that_does_not_load_is_said_so():
-    assert blocked_core("chunkd._kernel") == (
-        "core: pure Python (the compiled core does not load: chunkd._kernel: libmissing.so: "
+    assert blocked_core("chunkd.kernel._kernel") == (
+        "core: pure Python (the compiled core does not load: chunkd.kernel._kernel: libmissing.so: "
         "cannot open shared object file)")
 
 
 def test_a_compiled_module_that_does_not_load_is_named():
-    assert blocked_core("chunkd._code", "chunkd._utf8") == (
-        "core: compiled; in Python: chunkd._code, chunkd._utf8")
+    assert blocked_core("chunkd.kernel._code", "chunkd.kernel._utf8") == (
+        "core: compiled; in Python: chunkd.kernel._code, chunkd.kernel._utf8")
 
 
 def test_the_code_parts_are_the_grammars_chunkd_reads():

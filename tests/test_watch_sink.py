@@ -22,7 +22,7 @@ from stores import (CHUNKING, assert_store_holds, collection_name, embedded_text
 from test_sync import socket_port
 from watching import Watcher
 
-from chunkd.sinks.base import BACKOFF_FIRST
+from chunkd.stores.base import BACKOFF_FIRST
 
 pytestmark = pytest.mark.slow
 
@@ -202,7 +202,7 @@ def test_a_full_disk_under_lancedb_then_room_again(watch, inbox, tmp_path, endpo
 
 
 def test_the_daemon_hears_what_the_stores_say(watch, inbox, tmp_path, endpoint):
-    """The stores log through a logger of their own (``chunkd.sinks``), which the
+    """The stores log through a logger of their own (``chunkd.stores``), which the
     daemon hears: a commit waiting for another writer's lock on the LanceDB table says
     so in its log, then goes on once the lock is free."""
     import fcntl

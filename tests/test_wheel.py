@@ -112,7 +112,7 @@ def test_the_installed_wheel_runs_the_compiled_core_without_a_compiler(built, in
     checkout = run(chunkd_command(), "--tokens", "120", SAMPLE, cwd=away)
     assert ours.stdout and ours.stdout == checkout.stdout
     assert ours.stderr == ""
-    where = run(installed / "python", "-c", "import chunkd._kernel as k; print(k.__file__)",
+    where = run(installed / "python", "-c", "import chunkd.kernel._kernel as k; print(k.__file__)",
                 cwd=away, env=env).stdout
     assert where.startswith(str(installed.parent / "lib"))
 
@@ -122,8 +122,8 @@ def test_the_wheel_holds_the_compiled_modules_and_the_licenses(built):
     for module in ("_core", "_kernel", "_windows", "_kept", "_records", "_utf8", "_code"):
         assert [name for name in names if name.startswith(f"chunkd/{module}.cpython-")]
     licenses = "chunkd-0.4.0.dist-info/licenses/"
-    assert {f"{licenses}LICENSE", f"{licenses}chunkd/_vendor/tree_sitter/LICENSE",
-            f"{licenses}chunkd/_vendor/tree_sitter/src/unicode/LICENSE"} <= names
+    assert {f"{licenses}LICENSE", f"{licenses}chunkd/kernel/_vendor/tree_sitter/LICENSE",
+            f"{licenses}chunkd/kernel/_vendor/tree_sitter/src/unicode/LICENSE"} <= names
     # The vendored C sources are the source distribution's alone.
     assert not [name for name in names if name.endswith((".c", ".h"))]
 
@@ -145,11 +145,11 @@ def test_the_source_distribution_holds_what_the_build_needs(built):
     with tarfile.open(built["sdist"]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"setup.py", "pyproject.toml", "MANIFEST.in", "LICENSE", "README.md", SAMPLE,
-            "chunkd/_core.pxd", "chunkd/_kernel.pyx", "chunkd/pretoken_classes.py",
+            "chunkd/kernel/_core.pxd", "chunkd/kernel/_kernel.pyx", "chunkd/kernel/pretoken_classes.py",
             "chunkd/o200k_base.ranks.zlib", "chunkd/cl100k_base.ranks.zlib",
-            "chunkd/_vendor/tree_sitter/src/lib.c",
-            "chunkd/_vendor/tree_sitter/include/tree_sitter/api.h",
-            "chunkd/_vendor/tree_sitter/src/unicode/LICENSE"} <= names
+            "chunkd/kernel/_vendor/tree_sitter/src/lib.c",
+            "chunkd/kernel/_vendor/tree_sitter/include/tree_sitter/api.h",
+            "chunkd/kernel/_vendor/tree_sitter/src/unicode/LICENSE"} <= names
     # The wheel was built from it: nothing the build needs is missing. The tests are
     # not in it (they run from a checkout, beside the shared corpus).
     assert not [name for name in names if name.startswith("tests/")]

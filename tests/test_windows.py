@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkd
-from chunkd._windows import (GraphemeWindows, SectionScanner, SectionWindows,
+from chunkd.kernel._windows import (GraphemeWindows, SectionScanner, SectionWindows,
                              SentenceWindows, WordWindows, _Windows)
 from oracle import corpus_documents, random_cuts
 import windows_reference as reference

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import chunkd
 import windows_reference as reference
-from chunkd._windows import SectionScanner
+from chunkd.kernel._windows import SectionScanner
 
 
 def chunk_dicts(chunks: list[chunkd.Chunk], strategy: str) -> list[dict]:

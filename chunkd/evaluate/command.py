@@ -18,10 +18,10 @@ import time
 from collections.abc import Sequence
 
 from chunkd.about import ReportVersion
-from chunkd.documents import add_document_options, check_limits, labels
-from chunkd.errors import EmbedError
-from chunkd.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
-from chunkd.progress import Progress
+from chunkd.inputs import add_document_options, check_limits, labels
+from chunkd.model.errors import EmbedError
+from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
+from chunkd.outputs.progress import Progress
 from chunkd.settings import (DEFAULT_TOKENIZER, CommandParser, SettingsError,
                              add_settings_options)
 
@@ -139,9 +139,9 @@ class Problems:
 def load_documents(args: argparse.Namespace, errors: str, problems: Problems):
     """The documents the arguments name, read whole (references are found in them);
     invalid UTF-8 as ``errors`` says."""
-    from chunkd.documents import Limits, document_source, file_opener
+    from chunkd.inputs import Limits, document_source, file_opener
     from chunkd.evaluate.questions import Documents
-    from chunkd.readers import InputError, Paused, documents
+    from chunkd.inputs.readers import InputError, Paused, documents
 
     library = Documents()
     # A document of a registered format is its extracted text: the offsets questions give refer
@@ -166,7 +166,7 @@ def load_questions(path: str, library, problems: Problems) -> list:
     """The questions whose references are found in their documents; the others are
     reported, one line each (one line a document for those on an unreadable one)."""
     from chunkd.evaluate.questions import QuestionError, Unreadable, read_questions
-    from chunkd.readers import display_name
+    from chunkd.inputs.readers import display_name
 
     resolved = []
     left_out: dict[str, int] = {}
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
     from chunkd.evaluate.evaluation import evaluate
     from chunkd.evaluate.grid import grid
     from chunkd.evaluate.retrieval import retriever
-    from chunkd.readers import display_name
+    from chunkd.inputs.readers import display_name
 
     try:
         count_in_the_model(args)
@@ -253,7 +253,7 @@ def count_in_the_model(args: argparse.Namespace) -> None:
     ``served_window``) less what
     ``--document-prefix`` takes, so that no chunk is cut short by the model unseen (a
     grid size over it is left out, and said)."""
-    from chunkd.embeddings import tokenizer_folder
+    from chunkd.embeddings.models import tokenizer_folder
     from chunkd.evaluate.retrieval import EMBEDDING
     from chunkd.settings import model_window
     from chunkd.units import resolve
@@ -280,7 +280,7 @@ def retriever_model(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
     if args.retriever not in EMBEDDING:
         return None
-    from chunkd.embedder import checked_model, one_model
+    from chunkd.embeddings.selection import checked_model, one_model
 
     try:
         one_model(vars(args), lambda name: "--" + name.replace("_", "-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from chunkd.chunk import Chunk
+from chunkd.model.chunk import Chunk
 from chunkd.evaluate.grid import Point
 from chunkd.evaluate.metrics import Retrieved, Scores, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved

@@ -23,7 +23,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from chunkd.embedder import MODEL_OPTIONS, takes_model
+from chunkd.embeddings.selection import MODEL_OPTIONS, takes_model
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
                              model_window, settings_from_flags)
 from chunkd.strategies import Strategy, strategy_class

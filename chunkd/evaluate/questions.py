@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import orjson
 
 from chunkd.evaluate.metrics import Span
-from chunkd.readers import display_name
+from chunkd.inputs.readers import display_name
 from chunkd.strategies.base import Source
 
 

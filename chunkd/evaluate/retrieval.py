@@ -3,7 +3,7 @@
 A retriever is built once per setting from the texts of all its chunks (of every
 document) and returns, for each question, the numbers of the best ``k`` chunks, best
 first: BM25 over words; dense, the cosine similarity of a model's embeddings
-(``chunkd.embeddings``: offline, each distinct text embedded once a process); hybrid,
+(``chunkd.embeddings.models``: offline, each distinct text embedded once a process); hybrid,
 the two rankings fused by reciprocal rank.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy
 
-    from chunkd.embeddings import Embedder
+    from chunkd.embeddings.models import Embedder
 
 
 class Retriever(Protocol):

@@ -18,8 +18,8 @@ from functools import partial
 from operator import add
 from typing import TYPE_CHECKING, Any
 
-from chunkd.chunk import Chunk, Parent
-from chunkd.errors import SettingsError
+from chunkd.model.chunk import Chunk, Parent
+from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, not_unicode, register_option
 from chunkd.strategies.base import (REGISTRY, Chunker, Source, Strategy, begin, register,
                                    strategy_class)
@@ -29,7 +29,7 @@ __all__ = ["REGISTRY", "Chunker", "Source", "Strategy", "begin", "build", "chunk
 
 if TYPE_CHECKING:
     from chunkd.strategies.base import Settings
-    from chunkd.units.base import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 
 def build(settings: Settings) -> Chunker:
@@ -205,7 +205,7 @@ class ParentChild:
     parent's text at the child settings, with document offsets and their parent.
     Children of overlapping parents are kept as they are (they may repeat text).
 
-    Both are recursive splitters (``chunkd.core.RecursiveSplitter``). A chunk joined
+    Both are recursive splitters (``chunkd.kernel.chosen.RecursiveSplitter``). A chunk joined
     with a dropped separator (``keep_separator`` False) is no slice of its source, so
     they record where its code points come from (``joined``): a child's offsets in its
     parent's text are mapped to the document through that, code point by code point."""

@@ -1,5 +1,5 @@
 """The auto strategy: a strategy chosen per document, for a mixed inbox. Markdown files,
-and documents whose text is Markdown-like (HTML, DOCX: ``chunkd.documents``), go to
+and documents whose text is Markdown-like (HTML, DOCX: ``chunkd.inputs``), go to
 the markdown strategy, code files to the ``code`` strategy when it is registered,
 everything else (text, PDF) to the recursive strategy; each at the same size and
 overlap. The choice is made at ``begin`` from the document's ``Source``: its media
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from chunkd.chunk import Chunk
+from chunkd.model.chunk import Chunk
 from chunkd.strategies.base import REGISTRY, Chunker, Source, Strategy, begin, register
 from chunkd.strategies.markdown import Markdown
 from chunkd.strategies.recursive import Recursive
@@ -27,7 +27,7 @@ def chosen(source: Source, code_files: tuple[str, ...]) -> str:
     if source.media_type == "text/markdown":
         return "markdown"
     if source.media_type is not None:
-        from chunkd.documents import markdown_like  # the formats' registry: only when asked
+        from chunkd.inputs import markdown_like  # the formats' registry: only when asked
 
         if markdown_like(source.media_type):
             return "markdown"

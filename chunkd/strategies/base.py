@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar
 
-from chunkd.chunk import Chunk
-from chunkd.errors import SettingsError
+from chunkd.model.chunk import Chunk
+from chunkd.model.errors import SettingsError
 
 if TYPE_CHECKING:
     from chunkd.options import Option
-    from chunkd.units.base import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ class Source(NamedTuple):
     """What a chunker learns of a document before its text (``begin``): its name as
     the records give it (any JSON value; None: unnamed, as stdin or the API's text),
     its media type when one is known (None: not known), and for a PDF the offset in its
-    text where each page starts (``chunkd.documents``: chunks then carry ``pages``)."""
+    text where each page starts (``chunkd.inputs``: chunks then carry ``pages``)."""
 
     name: Any = None
     media_type: str | None = None
@@ -110,7 +110,7 @@ class Strategy:
     #: Whether it cuts as the text streams, in memory bounded by its size; if not, it
     #: holds each document whole until ``finish``.
     streams: ClassVar[bool] = True
-    #: Optional chunk fields (``chunkd.chunk.OPTIONAL_FIELDS``) its records always carry.
+    #: Optional chunk fields (``chunkd.model.chunk.OPTIONAL_FIELDS``) its records always carry.
     fields: ClassVar[tuple[str, ...]] = ()
     #: Whether it has a parent/child mode (``parent_size``): children are this strategy's
     #: chunks of each of its chunks at the parent size.
@@ -132,7 +132,7 @@ class Strategy:
         disk: a spec for ``chunkd.units.resolve`` and the option that names the model.
         Sizes then count in its tokens, within its window, unless ``--tokenizer`` says
         otherwise. By default, the model ``--vectors`` embeds the chunks with."""
-        from chunkd.embedder import model_tokenizer
+        from chunkd.embeddings.selection import model_tokenizer
 
         return model_tokenizer(values) if values.get("vectors") else None
 

@@ -24,7 +24,7 @@ of the one before, at most the overlap and within the size); offsets are code po
 converted from tree-sitter's UTF-8 byte offsets.
 
 In the common case (sizes in code points, no ``embed_text`` prefix) the parse and the
-cut are compiled (``chunkd._code``, on tree-sitter's C runtime): ``Document`` here is
+cut are compiled (``chunkd.kernel._code``, on tree-sitter's C runtime): ``Document`` here is
 its twin, and what runs wherever the compiled walk does not (``code_walk``).
 """
 
@@ -38,11 +38,11 @@ from operator import itemgetter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeAlias
 
-from chunkd import core
-from chunkd.chunk import Chunk
-from chunkd.errors import SettingsError
+from chunkd.kernel import chosen
+from chunkd.model.chunk import Chunk
+from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
-from chunkd.patterns import deferred
+from chunkd.model.patterns import deferred
 from chunkd.strategies.base import Chunker, Source, Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
@@ -51,10 +51,10 @@ from chunkd.units import CHARS
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Query
 
-    from chunkd._code import CodeWalk
-    from chunkd.core import RecursiveSplitter
+    from chunkd.kernel._code import CodeWalk
+    from chunkd.kernel.chosen import RecursiveSplitter
     from chunkd.strategies.base import Settings
-    from chunkd.units.base import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 
 class Grammar:
@@ -189,10 +189,10 @@ def grammar_named(name: str | None, option: str | None) -> Grammar | None:
     if isinstance(name, str) and "." in name.rsplit("/", 1)[-1]:
         extension = BY_EXTENSION.get("." + name.rsplit(".", 1)[-1].lower())
     if option is not None:
-        chosen = GRAMMARS[BY_LANGUAGE_OPTION[option]]
-        if chosen.name == "typescript" and extension is not None and extension.name == "tsx":
+        picked = GRAMMARS[BY_LANGUAGE_OPTION[option]]
+        if picked.name == "typescript" and extension is not None and extension.name == "tsx":
             return extension
-        return chosen
+        return picked
     return extension
 
 
@@ -246,13 +246,13 @@ def code_walk(grammar: Grammar) -> CodeWalk | None:
     """The compiled walk for ``grammar``; None where the Python ``Document`` cuts
     alone: the twin asked for (``CHUNKD_PUREPYTHON=1``), the walk not built, or a
     grammar of an ABI version the vendored runtime does not read."""
-    if core.CodeWalk is None:
+    if chosen.CodeWalk is None:
         return None
     import importlib
 
     parser(grammar)   # installed (else GrammarMissing)
     language = getattr(importlib.import_module(grammar.module), grammar.function)()
-    return compiled_walk(core.CodeWalk, grammar, language)
+    return compiled_walk(chosen.CodeWalk, grammar, language)
 
 
 def compiled_walk(walk: type[CodeWalk], grammar: Grammar, language: object) -> CodeWalk | None:
@@ -473,7 +473,7 @@ class CodeSplitter:
 
     def _fail(self, what: str) -> NoReturn:
         """This document's ``InputError``, naming it; what it held is dropped."""
-        from chunkd.readers import InputError, display_name
+        from chunkd.inputs.readers import InputError, display_name
 
         where = display_name(self.source.name) if isinstance(self.source.name, str) \
             else "stdin" if self.source.name is None else str(self.source.name)
@@ -827,8 +827,8 @@ class Document:
         leaf = leaves.pop(self.grammar, None)   # back once it has finished the leaf
         size = max(1, size - self.prefix(start)[1])
         if leaf is None:
-            from chunkd.core import RecursiveSplitter
-            from chunkd.splitting import SEPARATORS
+            from chunkd.kernel.chosen import RecursiveSplitter
+            from chunkd.kernel.splitting import SEPARATORS
             from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 
             separators: list[str | re.Pattern[str]]

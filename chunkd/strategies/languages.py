@@ -5,7 +5,7 @@
 the tests check every list against LangChain's own. The separators are regular
 expressions, as ``from_language`` uses them (``is_separator_regex=True``); most are
 plain literals, which the kernel searches as text and streams (``literal_text`` in
-``chunkd.core``).
+``chunkd.kernel.chosen``).
 """
 
 from __future__ import annotations

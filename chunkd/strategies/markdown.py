@@ -5,7 +5,7 @@ outside fenced code, to the next one; the text before the first heading); each s
 text is split exactly as ``RecursiveCharacterTextSplitter`` splits it alone, never across
 a section boundary, and every chunk carries its section's heading path.
 
-It streams: the section scanner (``chunkd.core.SectionScanner``) reports a section as
+It streams: the section scanner (``chunkd.kernel.chosen.SectionScanner``) reports a section as
 soon as its heading line is complete and says up to where no new section can start
 (``settled``); text up to there goes at once to the current section's recursive
 splitter, so the only text held here is a line that may still turn out to be a heading,
@@ -28,15 +28,15 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from chunkd.chunk import Chunk
+from chunkd.model.chunk import Chunk
 from chunkd.options import Flag, Option, register_option, switch
-from chunkd.patterns import deferred
+from chunkd.model.patterns import deferred
 from chunkd.strategies.base import Chunker, Strategy, register
 from chunkd.strategies.recursive import Recursive
 from chunkd.units import CHARS
 
 if TYPE_CHECKING:
-    from chunkd.core import RecursiveSplitter
+    from chunkd.kernel.chosen import RecursiveSplitter
     from chunkd.strategies.base import Settings
 
 #: Between the heading path and the chunk's text in ``embed_text``.
@@ -113,7 +113,7 @@ class EmbedPrefix:
                 return prefix
         if not headings:
             return ""
-        from chunkd.core import cut_heading
+        from chunkd.kernel.chosen import cut_heading
 
         innermost = headings[-1]
         # Bisect on the code points kept: ``fits(cut(kept))`` holds, ``fits(cut(too_many))``
@@ -512,7 +512,7 @@ class MarkdownSplitter:
 
     def __init__(self, splitter: RecursiveSplitter | TableSplitter,
                  strip_headings: bool) -> None:
-        from chunkd.core import SectionScanner
+        from chunkd.kernel.chosen import SectionScanner
 
         self.scanner = SectionScanner()
         self.splitter = splitter

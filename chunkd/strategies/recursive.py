@@ -1,5 +1,5 @@
 """The recursive strategy: LangChain's RecursiveCharacterTextSplitter, compiled and
-streaming (``chunkd.core``), in code points or cl100k_base tokens."""
+streaming (``chunkd.kernel.chosen``), in code points or cl100k_base tokens."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, choice, not_unicode, register_option, shown, switch
 from chunkd.strategies.base import Chunker, Strategy, register
 
@@ -151,7 +151,7 @@ class Recursive(Strategy):
 
     @classmethod
     def check(cls, settings: Settings) -> None:
-        from chunkd.splitting import checked_arguments
+        from chunkd.kernel.splitting import checked_arguments
 
         try:
             checked_arguments(settings.chunk_size, settings.chunk_overlap, separators(settings),
@@ -161,7 +161,7 @@ class Recursive(Strategy):
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
-        from chunkd.core import RecursiveSplitter
+        from chunkd.kernel.chosen import RecursiveSplitter
 
         return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap,
                                  separators=separators(settings),
@@ -173,7 +173,7 @@ class Recursive(Strategy):
 def separators(settings: Settings) -> list[str | re.Pattern]:
     """The kernel's separators for ``settings``: literal strings, or compiled patterns
     when they are regular expressions (a ``language``'s always are)."""
-    from chunkd.splitting import SEPARATORS
+    from chunkd.kernel.splitting import SEPARATORS
     from chunkd.strategies.languages import LANGUAGE_SEPARATORS
 
     language, given = settings[LANGUAGE], settings[SEPARATOR_LIST]

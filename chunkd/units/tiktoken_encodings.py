@@ -11,7 +11,7 @@ special tokens, address and hash) run with a loader that reads only local files.
 
 Counting. ``count`` is ``len(encode_ordinary(text))``. For the encodings with
 o200k_base's pattern (``COUNTED``) the unit is chunkd's token counter
-(``chunkd.core.TokenCounter``, as for cl100k_base): the pattern hand translated over
+(``chunkd.kernel.chosen.TokenCounter``, as for cl100k_base): the pattern hand translated over
 chunkd's Unicode 16.0 class table (the version of tiktoken's Rust tables), each
 distinct pre-token encoded once and its count cached, which is exact because tiktoken
 runs BPE within a pre-token; the kernel runs it directly. The counter has the
@@ -36,12 +36,12 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from chunkd.errors import SettingsError
+from chunkd.model.errors import SettingsError
 
 if TYPE_CHECKING:
     import tiktoken
 
-    from chunkd.core import TokenCounter
+    from chunkd.kernel.chosen import TokenCounter
 
 #: Encodings that chunkd's token counter counts, and the pattern (a key of
 #: ``pretoken_classes.PATTERNS``) each cuts pre-tokens by: o200k_harmony has
@@ -222,8 +222,8 @@ def load(encoding: str, ranks_file: Path | None = None) -> TokenCounter | Tiktok
     pattern = COUNTED.get(encoding)
     if pattern is None:
         return TiktokenUnit(encoding_of(definition), longest)
-    from chunkd import pretoken_classes
-    from chunkd.core import TokenCounter
+    from chunkd.kernel import pretoken_classes
+    from chunkd.kernel.chosen import TokenCounter
 
     # With the ranks, the counter runs tiktoken's BPE on a new pre-token itself.
     return TokenCounter(LazyEncoding(definition).encode_ordinary,
@@ -238,7 +238,7 @@ def encoding_of(definition: dict[str, Any]) -> tiktoken.Encoding:
 
     ranks = definition["mergeable_ranks"]
     if isinstance(ranks, Packed):
-        from chunkd.core import unpack_ranks
+        from chunkd.kernel.chosen import unpack_ranks
 
         definition = {**definition, "mergeable_ranks": unpack_ranks(ranks.data)}
     return tiktoken.Encoding(**definition)

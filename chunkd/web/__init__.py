@@ -4,7 +4,7 @@ One page (``index.html``, ``style.css``, ``app.js`` beside this module, shipped 
 package data) shows one *report*: a document, the records the ``chunkd`` filter writes
 for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
 copies exactly the filter's output), and a summary. The report is computed here, from
-``chunkd.strategies.build`` and ``chunkd.writers``; the page's JavaScript only lays it
+``chunkd.strategies.build`` and ``chunkd.outputs.writers``; the page's JavaScript only lays it
 out. A semantic split's report also holds its distance ``curve`` (``curve_data``).
 ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
 the styles and the script into a single HTML file.
@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator
 import orjson
 
 from chunkd import __version__
-from chunkd.chunk import Chunk
-from chunkd.embeddings import embedding_progress
+from chunkd.model.chunk import Chunk
+from chunkd.embeddings.models import embedding_progress
 from chunkd.settings import Settings
 from chunkd.strategies import REGISTRY, Source, begin, build
 from chunkd.strategies.semantic import Curve, curves
-from chunkd.writers import make_writer, name_value
+from chunkd.outputs.writers import make_writer, name_value
 
 #: The page's files, as the server serves them.
 ASSETS = {"/": ("index.html", "text/html; charset=utf-8"),

@@ -56,24 +56,24 @@ if faults.get("inotify"):
     watchdog.observers.Observer = LimitedObserver
 
 if faults.get("enospc_while"):
-    import chunkd.inbox
+    import chunkd.service.inbox
 
-    real_write = chunkd.inbox.write_atomically
+    real_write = chunkd.service.inbox.write_atomically
 
     def full_disk_write(folder, name, data):
         if os.path.exists(faults["enospc_while"]):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(folder, name, data)
 
-    chunkd.inbox.write_atomically = full_disk_write
+    chunkd.service.inbox.write_atomically = full_disk_write
 
 if faults.get("pause_writing"):
     import time
 
-    import chunkd.inbox
+    import chunkd.service.inbox
 
     pause = faults["pause_writing"]
-    real_atomic_write = chunkd.inbox.write_atomically
+    real_atomic_write = chunkd.service.inbox.write_atomically
 
     def paused_write(folder, name, compose):
         if name.endswith(pause["suffix"]) and not os.path.exists(pause["paused"]):
@@ -83,21 +83,21 @@ if faults.get("pause_writing"):
                 time.sleep(0.01)
         return real_atomic_write(folder, name, compose)
 
-    chunkd.inbox.write_atomically = paused_write
+    chunkd.service.inbox.write_atomically = paused_write
 
 if faults.get("slow_blocks"):
     import time
 
-    import chunkd.inbox
+    import chunkd.service.inbox
 
-    real_read_blocks = chunkd.inbox.read_blocks
+    real_read_blocks = chunkd.service.inbox.read_blocks
 
     def slow_read_blocks(stream, on_bytes=None, *args, **kwargs):
         for block in real_read_blocks(stream, on_bytes, *args, **kwargs):
             time.sleep(faults["slow_blocks"])
             yield block
 
-    chunkd.inbox.read_blocks = slow_read_blocks
+    chunkd.service.inbox.read_blocks = slow_read_blocks
 
 if faults.get("eacces_suffix"):
     real_open = os.open
@@ -111,16 +111,16 @@ if faults.get("eacces_suffix"):
     os.open = refusing_open
 
 if faults.get("crash_suffix"):
-    import chunkd.inbox
+    import chunkd.service.inbox
 
-    real_chunk = chunkd.inbox.Inbox.chunk_file
+    real_chunk = chunkd.service.inbox.Inbox.chunk_file
 
     def crashing_chunk(self, folder, relative, *args, **kwargs):
         if relative.endswith(faults["crash_suffix"]):
             os.kill(os.getpid(), signal.SIGKILL)
         return real_chunk(self, folder, relative, *args, **kwargs)
 
-    chunkd.inbox.Inbox.chunk_file = crashing_chunk
+    chunkd.service.inbox.Inbox.chunk_file = crashing_chunk
 
 if faults.get("lose_events"):
     import logging
@@ -162,27 +162,27 @@ if faults.get("missing_modules"):
     sys.meta_path.insert(0, Uninstalled)
 
 if faults.get("kill_before_journal"):
-    import chunkd.journal
+    import chunkd.service.journal
 
-    real_append = chunkd.journal.Journal.append
+    real_append = chunkd.service.journal.Journal.append
 
     def killed_append(self, event, *args, **kwargs):
         if event == faults["kill_before_journal"]:
             os.kill(os.getpid(), signal.SIGKILL)
         return real_append(self, event, *args, **kwargs)
 
-    chunkd.journal.Journal.append = killed_append
+    chunkd.service.journal.Journal.append = killed_append
 
 if faults.get("delete_after_reconcile"):
-    import chunkd.daemon
+    import chunkd.service.daemon
 
-    real_reconcile = chunkd.daemon.Daemon.reconcile
+    real_reconcile = chunkd.service.daemon.Daemon.reconcile
 
     def reconcile_then_delete(self):
         real_reconcile(self)
         os.unlink(faults["delete_after_reconcile"])
 
-    chunkd.daemon.Daemon.reconcile = reconcile_then_delete
+    chunkd.service.daemon.Daemon.reconcile = reconcile_then_delete
 
 if faults.get("lance_enospc_while"):
     import lancedb.merge
@@ -197,7 +197,7 @@ if faults.get("lance_enospc_while"):
     lancedb.merge.LanceMergeInsertBuilder.execute = full_disk_execute
 
 if faults.get("text_past_memory"):
-    from chunkd.documents import FORMATS
+    from chunkd.inputs import FORMATS
 
     class Unencodable(str):
         def encode(self, *args, **kwargs):
@@ -229,10 +229,10 @@ if faults.get("late_failures"):
     Future.add_done_callback = late_add_done_callback
 
 if faults.get("jobs_crash"):
-    import chunkd.filter
+    import chunkd.cli.filter
 
     crash = faults["jobs_crash"]
-    real_render = chunkd.filter.render_batch
+    real_render = chunkd.cli.filter.render_batch
 
     def crashing_render(batch, *args):
         if any(str(getattr(document, "name", "")).endswith(crash["suffix"])
@@ -242,9 +242,9 @@ if faults.get("jobs_crash"):
             os.kill(os.getpid(), signal.SIGKILL)
         return real_render(batch, *args)
 
-    chunkd.filter.render_batch = crashing_render
+    chunkd.cli.filter.render_batch = crashing_render
 
 if faults.get("retry_first"):
-    import chunkd.daemon
+    import chunkd.service.daemon
 
-    chunkd.daemon.RETRY_FIRST = float(faults["retry_first"])
+    chunkd.service.daemon.RETRY_FIRST = float(faults["retry_first"])

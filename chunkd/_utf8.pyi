@@ -1,3 +1,0 @@
-"""Type stubs for the compiled UTF-8 fast path (chunkd/_utf8.pyx)."""
-
-def decode_valid(data: bytes | memoryview, start: int) -> tuple[str, int]: ...

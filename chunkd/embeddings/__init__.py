@@ -1,0 +1,1 @@
+"""Embedding models: choosing one, calling it, caching its vectors."""

@@ -1,0 +1,3 @@
+"""Type stubs for the compiled UTF-8 fast path (chunkd/kernel/_utf8.pyx)."""
+
+def decode_valid(data: bytes | memoryview, start: int) -> tuple[str, int]: ...

@@ -1,0 +1,1 @@
+"""The chunk record, the errors and the ids every layer shares."""

@@ -1,0 +1,1 @@
+"""Chunk records written out: NDJSON, JSON, msgpack, Parquet, and standard output."""

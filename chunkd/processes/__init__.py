@@ -1,0 +1,1 @@
+"""The process and its children: standard streams, exit statuses, signals, forked workers."""
