@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from chunkd.model.version import __version__
+
 if TYPE_CHECKING:
     from chunkd.model.chunk import Chunk
 
-__version__ = "0.4.0"
 __all__ = ["Chunk", "Parent", "SEPARATORS", "STRATEGIES", "Settings", "SettingsError",
            "Splitter", "split_text", "__version__"]
 

@@ -34,7 +34,7 @@ def version_report() -> str:
     library takes seconds to): a part listed is installed, not proven to load."""
     from importlib import metadata
 
-    from chunkd import __version__
+    from chunkd.model.version import __version__
 
     def found(distribution: str) -> str | None:
         try:

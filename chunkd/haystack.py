@@ -38,7 +38,7 @@ except ImportError as error:  # the optional extra is missing
     raise ImportError("chunkd.haystack needs Haystack: pip install 'haystack-ai>=3.4'",
                       name=error.name) from None
 
-from chunkd.integration import DocumentChunker, metadata, parent_ids
+from chunkd.integration import WholeDocumentChunker, metadata, parent_ids
 
 __all__ = ["ChunkdDocumentSplitter"]
 
@@ -58,7 +58,7 @@ class ChunkdDocumentSplitter:
         self.chunk_size, self.chunk_overlap = chunk_size, chunk_overlap
         self.name_field = name_field
         self.settings = settings
-        self._chunker = DocumentChunker(chunk_size, chunk_overlap, **settings)
+        self._chunker = WholeDocumentChunker(chunk_size, chunk_overlap, **settings)
 
     def to_dict(self) -> dict[str, Any]:
         """The component as its settings, for a pipeline's YAML."""

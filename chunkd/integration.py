@@ -33,7 +33,7 @@ EMBED_EXCLUDED = (*POSITION_KEYS, "page_number", "last_page")
 PATH = " > "
 
 
-class DocumentChunker:
+class WholeDocumentChunker:
     """Chunks whole documents as the settings (``chunkd.Settings``' keywords, as
     ``chunkd.arrow.Chunker`` takes them) say; builds its splitter once (and again
     when unpickled: it pickles as its settings)."""

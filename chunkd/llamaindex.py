@@ -45,7 +45,7 @@ except ImportError as error:  # the optional extra is missing
     raise ImportError("chunkd.llamaindex needs LlamaIndex: pip install 'llama-index-core>=0.14'",
                       name=error.name) from None
 
-from chunkd.integration import (EMBED_EXCLUDED, POSITION_KEYS, DocumentChunker, file_name,
+from chunkd.integration import (EMBED_EXCLUDED, POSITION_KEYS, WholeDocumentChunker, file_name,
                                 metadata, parent_ids)
 
 __all__ = ["ChunkdNodeParser", "EmbedChangedNodes"]
@@ -67,7 +67,7 @@ class ChunkdNodeParser(NodeParser):
         default=None, description="metadata keys kept out of the embedded text")
     excluded_llm_metadata_keys: list[str] | None = Field(
         default=None, description="metadata keys kept out of the model's text")
-    _chunker: DocumentChunker = PrivateAttr()
+    _chunker: WholeDocumentChunker = PrivateAttr()
 
     def __init__(self, chunk_size: int | None = None, chunk_overlap: int | None = None, *,
                  settings: dict[str, Any] | None = None,
@@ -84,7 +84,7 @@ class ChunkdNodeParser(NodeParser):
         known = {"callback_manager": options.pop("callback_manager")} \
             if "callback_manager" in options else {}
         given = {**(settings or {}), **options}
-        chunker = DocumentChunker(chunk_size, chunk_overlap, **given)
+        chunker = WholeDocumentChunker(chunk_size, chunk_overlap, **given)
         fields: dict[str, Any] = {
             "chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "settings": given,
             "excluded_embed_metadata_keys": excluded_embed_metadata_keys,

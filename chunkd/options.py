@@ -19,15 +19,21 @@ from __future__ import annotations
 import argparse
 import enum
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, NoReturn, TypeVar, overload
+from typing import Any, Generic, NamedTuple, NoReturn, Protocol, TypeVar, overload
 
 from chunkd.model.errors import SettingsError
 
-if TYPE_CHECKING:
-    from chunkd.settings import Draft, Settings
-    from chunkd.strategies.base import Chunker, Strategy
-
 T = TypeVar("T")
+
+# The callbacks an option holds take the settings (``chunkd.settings.Settings``), the
+# settings being made (``chunkd.settings.Draft``) or a strategy's class: all of them
+# above this module, which only hands them on, so their types are left open here.
+
+
+class OptionHolder(Protocol):
+    """What an ``Option`` reads its value from: ``chunkd.settings.Settings``."""
+
+    def __getitem__(self, option: Option[Any], /) -> Any: ...
 
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.
@@ -54,7 +60,7 @@ class Flag(NamedTuple):
     #: Its help (a function: help that names what is registered, such as the strategies).
     help: str | Callable[[], str]
     #: How a given value updates the draft; the default sets the option to the value.
-    update: Callable[[Draft, Any], None] | None = None
+    update: Callable[[Any, Any], None] | None = None
     metavar: str | None = None
     #: Reads a value as written (``argparse``'s ``type``); None: a switch, no value.
     parse: Callable[[str], Any] | None = None
@@ -63,7 +69,7 @@ class Flag(NamedTuple):
     const: Any = True
     #: The arguments of this flag that give ``settings`` (a command line shown to a
     #: user); None: the value when it differs from the default.
-    shown: Callable[[Settings], list[str]] | None = None
+    shown: Callable[[Any], list[str]] | None = None
 
     @property
     def key(self) -> str:
@@ -107,7 +113,7 @@ class Option(Generic[T]):
         grid: bool = False,
         #: The strategies that take it (None: every one), and the message for the
         #: others (``{option}`` its spelling, ``{strategy}`` the strategy).
-        applies: Callable[[type[Strategy]], bool] | None = None,
+        applies: Callable[[Any], bool] | None = None,
         refusal: str = "",
         #: The optional chunk fields (``chunkd.model.chunk.OPTIONAL_FIELDS``) records carry
         #: when it is set (differs from its default).
@@ -116,7 +122,7 @@ class Option(Generic[T]):
         #: which makes the chunker of the options declared before it (the strategy's,
         #: at first), perhaps from other settings (a smaller size). None: the strategy
         #: reads it.
-        builds: Callable[..., Chunker] | None = None,
+        builds: Callable[..., Any] | None = None,
         #: Its value as results record it (JSON), when that is not the value itself.
         to_json: Callable[[T], Any] | None = None,
         #: How messages about its value name it ("size"); None: as the caller spells it.
@@ -157,14 +163,15 @@ class Option(Generic[T]):
     @overload
     def __get__(self, settings: None, owner: type | None = None) -> Option[T]: ...
     @overload
-    def __get__(self, settings: Settings, owner: type | None = None) -> T: ...
+    def __get__(self, settings: OptionHolder, owner: type | None = None) -> T: ...
 
-    def __get__(self, settings: Settings | None, owner: type | None = None) -> Option[T] | T:
+    def __get__(self, settings: OptionHolder | None, owner: type | None = None) -> Option[T] | T:
         if settings is None:
             return self
-        return settings[self]
+        value: T = settings[self]
+        return value
 
-    def __set__(self, settings: Settings, value: object) -> NoReturn:
+    def __set__(self, settings: OptionHolder, value: object) -> NoReturn:
         raise AttributeError(f"settings are immutable: use replace({self.name}=...)")
 
     def __repr__(self) -> str:

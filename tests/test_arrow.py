@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkd.arrow
-from chunkd.arrow import Chunker, chunk_table, to_arrow
+from chunkd.arrow import Chunker, chunk_table
+from chunkd.outputs.columns import to_arrow
 from chunkd.model.chunk import Chunk, Parent
 from chunkd.settings import SettingsError
 from chunkd.strategies import REGISTRY, Strategy

@@ -1,5 +1,5 @@
 """The code strategy's compiled walk (``chunkd.kernel._code``) against its twin and oracle, the
-Python ``Document`` of chunkd.strategies.code: every field of every record equal, on
+Python ``CodeDocument`` of chunkd.strategies.code: every field of every record equal, on
 the standard library, npm's JavaScript, every grammar's sources and hypothesis-made
 code; a grammar of an ABI version the vendored runtime does not read falls back to the
 Python path. The walk is taken from ``chunkd.kernel._code`` itself, so that these run on

@@ -31,7 +31,7 @@ from tokenizer_files import minilm_folder
 from watching import results
 
 import chunkd
-from chunkd.embeddings.models import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, Limits,
+from chunkd.embeddings.models import (ENDPOINT_BATCH, EmbedError, FunctionEmbedder, EndpointLimits,
                                OpenAIEmbedder, batches, endpoint_url)
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
@@ -206,7 +206,7 @@ def quick(url: str, timeout: float = 5, **limits) -> OpenAIEmbedder:
     """An endpoint client that waits little between tries (unless told by the server),
     within ``limits`` (``Limits``' fields; the options' defaults otherwise)."""
     return OpenAIEmbedder(url, "toy-model", timeout=timeout, first_wait=0.01,
-                          limits=Limits(**{"concurrency": 4, **limits}))
+                          limits=EndpointLimits(**{"concurrency": 4, **limits}))
 
 
 def sent(server: Endpoint) -> list[list[str]]:

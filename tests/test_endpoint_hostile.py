@@ -26,7 +26,7 @@ from test_embed_url import KEY, TEXT, Endpoint, Handler, hashed, quick
 from watching import results
 
 import chunkd
-from chunkd.embeddings.models import (LONGEST_WAIT, EmbedError, FunctionEmbedder, Limits,
+from chunkd.embeddings.models import (LONGEST_WAIT, EmbedError, FunctionEmbedder, EndpointLimits,
                                OpenAIEmbedder, endpoint_url)
 from chunkd.model.errors import SettingsError
 
@@ -322,7 +322,7 @@ def test_json_nested_100000_deep_is_one_line(hostile, where):
 @pytest.mark.parametrize("mode", ["retry", "retry-long"])
 def test_retry_after_is_capped(hostile, mode):
     hostile.mode = mode
-    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(4), timeout=5, first_wait=0.01,
+    client = OpenAIEmbedder(hostile.url, "toy-model", EndpointLimits(4), timeout=5, first_wait=0.01,
                             longest_wait=0.2)
     started = time.monotonic()
     with pytest.raises(EmbedError) as error:
@@ -340,7 +340,7 @@ def test_a_call_after_one_that_got_no_answer_gets_one_try(hostile):
     the next call (the filter's next batch, or the same texts again), until a call
     is answered."""
     hostile.mode = "retry-long"
-    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(1), timeout=5, first_wait=0.01,
+    client = OpenAIEmbedder(hostile.url, "toy-model", EndpointLimits(1), timeout=5, first_wait=0.01,
                             longest_wait=0.05)
     with pytest.raises(EmbedError, match=r"no answer after 5 tries \(last: HTTP 429\)$"):
         client.embed(["a"])
@@ -363,7 +363,7 @@ def test_a_call_given_up_for_another_calls_failure_leaves_the_next_its_tries(hos
     """A call stopped because another call of the batch failed at once (a refusal, not
     an endpoint that keeps failing) does not take the next call's tries."""
     hostile.markers = {"bad": "echo", "slow": "retry-long"}
-    client = OpenAIEmbedder(hostile.url, "toy-model", Limits(2, batch=1), timeout=5,
+    client = OpenAIEmbedder(hostile.url, "toy-model", EndpointLimits(2, batch=1), timeout=5,
                             first_wait=0.01, longest_wait=0.3)
     with pytest.raises(EmbedError, match="HTTP 401 Unauthorized"):
         client.embed(["slow", "bad"])

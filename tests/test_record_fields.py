@@ -10,7 +10,7 @@ import numpy
 import orjson
 import pyarrow as pa
 
-from chunkd.arrow import FIELD_TYPES, chunk_arrays
+from chunkd.outputs.columns import FIELD_TYPES, chunk_arrays
 from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 from chunkd.outputs.writers import make_writer
 

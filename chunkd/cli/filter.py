@@ -36,7 +36,7 @@ from chunkd.outputs.progress import Progress, input_size
 from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
                             display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
-from chunkd.strategies import Chunker, Source, build, chunk_blocks
+from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks
 from chunkd.outputs.vectors import VectorWriter
 from chunkd.outputs.writers import FORMATS, Writer, make_writer
 
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_document(document: Document, chunker: Chunker,
+def write_document(document: Document, chunker: DocumentChunker,
                    writer: Writer | ParquetWriter | VectorWriter,
                    flush: Callable[[], None], ids: bool) -> None:
     """Chunk one document into ``writer``, flushing as chunks become final; with

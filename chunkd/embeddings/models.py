@@ -77,7 +77,7 @@ def as_matrix(vectors: Any, count: int, name: str) -> numpy.ndarray:
     return matrix
 
 
-class Tally:
+class EmbeddingTally:
     """How many of one ``embed`` call's texts are embedded so far, told to ``told(done,
     total)`` as it grows (from the threads that embed, one at a time)."""
 
@@ -99,7 +99,7 @@ class Tally:
 #: Who is told of each ``embed`` call's progress (``embedding_progress``); and the
 #: tally of the call under way, which the models add their batches to (``embedded``).
 _TOLD: ContextVar[Callable[[int, int], None] | None] = ContextVar("told", default=None)
-_TALLY: ContextVar[Tally | None] = ContextVar("tally", default=None)
+_TALLY: ContextVar[EmbeddingTally | None] = ContextVar("tally", default=None)
 
 
 @contextmanager
@@ -131,7 +131,7 @@ def counting(count: int) -> Iterator[None]:
     if told is None or _TALLY.get() is not None:
         yield
         return
-    tally = Tally(count, told)
+    tally = EmbeddingTally(count, told)
     token = _TALLY.set(tally)
     try:
         yield
@@ -282,7 +282,7 @@ def endpoint_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
-class Limits(NamedTuple):
+class EndpointLimits(NamedTuple):
     """How an endpoint is called: at most ``concurrency`` requests in flight, each of at
     most ``batch`` texts whose tokens sum to at most ``batch_tokens`` (None: what the
     server's ``/info`` says, else ``ENDPOINT_BATCH``, ``ENDPOINT_BATCH_TOKENS``), tokens
@@ -333,7 +333,7 @@ class OpenAIEmbedder:
     ``max_input_length``), which the settings checks ask for: to them no answer is
     remembered for ``UNANSWERED_INFO_KEPT`` seconds."""
 
-    def __init__(self, url: str, model: str, limits: Limits, timeout: float | None = None,
+    def __init__(self, url: str, model: str, limits: EndpointLimits, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, longest_wait: float = LONGEST_WAIT) -> None:
         import urllib.parse  # as json: for endpoints only, never at the command's start
 
@@ -391,7 +391,7 @@ class OpenAIEmbedder:
                                  f"vectors of {self.dimension}")
         return numpy.concatenate(parts)
 
-    def _in_flight(self, calls: list[list[str]], tally: Tally | None) -> list[numpy.ndarray]:
+    def _in_flight(self, calls: list[list[str]], tally: EmbeddingTally | None) -> list[numpy.ndarray]:
         """The vectors of each call's texts, up to ``limits.concurrency`` calls in flight,
         from daemon threads (each call's texts counted in ``tally`` as it ends): after a
         failure or an interrupt, the calls not yet sent are dropped, those in flight end
@@ -479,7 +479,7 @@ class OpenAIEmbedder:
         import json  # as http and ssl: for endpoints only, never at the command's start
         import urllib.parse
 
-        from chunkd.net.client import NoAnswer, TooLarge, call
+        from chunkd.net.client import NoAnswer, ResponseTooLarge, call
 
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[:-len("/v1/embeddings")] + "/info"
@@ -488,7 +488,7 @@ class OpenAIEmbedder:
                           self._headers(), self.timeout, INFO_BYTES)
         except NoAnswer:
             return None
-        except TooLarge:
+        except ResponseTooLarge:
             return {}
         if answer.status == 429 or answer.status >= 500:
             return None
@@ -538,7 +538,7 @@ class OpenAIEmbedder:
         (another call failed) ends the tries."""
         import json
 
-        from chunkd.net.client import NoAnswer, TooLarge, call
+        from chunkd.net.client import NoAnswer, ResponseTooLarge, call
 
         body = json.dumps({"model": self.model, "input": texts}).encode()
         headers = self._headers()
@@ -552,7 +552,7 @@ class OpenAIEmbedder:
                 answer = call(self.url, "POST", body, headers, self.timeout, limit)
             except NoAnswer as error:  # (chunkd's words, a TLS check's may name the host)
                 last = self._quoted(str(error), type(error).__name__)
-            except TooLarge as error:
+            except ResponseTooLarge as error:
                 raise EmbedError(f"{self.shown}: an answer of {error} for {len(texts)} "
                                  f"texts, more than their vectors can need: refused") from None
             else:
@@ -624,7 +624,7 @@ def endpoint_timeout() -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def endpoint(url: str, name: str, limits: Limits) -> Cached:
+def endpoint(url: str, name: str, limits: EndpointLimits) -> Cached:
     """The endpoint model ``name`` at ``url``, called within ``limits``, behind its
     content cache, once a process."""
     return Cached(OpenAIEmbedder(url, name, limits))

@@ -61,13 +61,13 @@ def served_window(values: Mapping[str, Any]) -> int | None:
         values.get("tokenizer")
     if url is None or name is None or tokenizer is None:
         return None
-    from chunkd.embeddings.models import Limits, OpenAIEmbedder, endpoint
+    from chunkd.embeddings.models import EndpointLimits, OpenAIEmbedder, endpoint
     from chunkd.units import special_tokens
 
     special = special_tokens(tokenizer)
     if special is None:
         return None
-    served = endpoint(url, name, Limits(ENDPOINT_CONCURRENCY))  # asked its window alone
+    served = endpoint(url, name, EndpointLimits(ENDPOINT_CONCURRENCY))  # asked its window alone
     limit = served.inner.input_limit() if isinstance(served.inner, OpenAIEmbedder) else None
     return None if limit is None else limit - special
 
@@ -250,7 +250,7 @@ EMBED_MODEL = register_option(Option[str](
              metavar="NAME", parse=str),)), after="embed_url")
 #: Requests to an endpoint in flight at once, unless ``--embed-concurrency`` says.
 ENDPOINT_CONCURRENCY = 4
-#: How the endpoint is called (``chunkd.embeddings.models.Limits``): the vectors are the same,
+#: How the endpoint is called (``chunkd.embeddings.models.EndpointLimits``): the vectors are the same,
 #: so results do not record it. The batch bounds' defaults are the server's (``/info``).
 EMBED_CONCURRENCY = register_option(Option[int](
     ENDPOINT_CONCURRENCY, "requests in flight to an embeddings endpoint",
@@ -307,9 +307,9 @@ def embedder(values: Any) -> Embedder:
     get = getattr(values, "_values", values).get  # Settings hold their values by name
     url, value, cache = get("embed_url"), get("embed"), get("embed_cache")
     if url is not None:
-        from chunkd.embeddings.models import Limits
+        from chunkd.embeddings.models import EndpointLimits
 
-        return _endpoint(url, get("embed_model"), Limits(
+        return _endpoint(url, get("embed_model"), EndpointLimits(
             get("embed_concurrency") or ENDPOINT_CONCURRENCY, get("embed_batch"),
             get("embed_batch_tokens"), get("tokenizer")), cache)
     if value is None:

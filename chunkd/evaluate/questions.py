@@ -28,7 +28,7 @@ import orjson
 
 from chunkd.evaluate.metrics import Span
 from chunkd.inputs.readers import display_name
-from chunkd.strategies.base import Source
+from chunkd.model.chunker import Source
 
 
 class QuestionError(Exception):

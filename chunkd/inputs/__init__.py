@@ -35,7 +35,7 @@ from chunkd.inputs.readers import (BLOCK_SIZE, Document, FileOpener, InputError,
                             file_document, read_blocks)
 
 if TYPE_CHECKING:
-    from chunkd.strategies.base import Source
+    from chunkd.model.chunker import Source
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_SECONDS", "FORMATS", "HEAD_BYTES",
            "DocumentError", "DocumentFile", "Extracted", "Format", "Limits", "detect",
@@ -154,7 +154,7 @@ def extract_source(data: bytes, name: object, where: str, limits: Limits,
 
 def source_of(name: object, kind: str, extracted: Extracted) -> Source:
     """What a chunker learns of a document of ``kind`` with the text ``extracted``."""
-    from chunkd.strategies.base import Source
+    from chunkd.model.chunker import Source
 
     return Source(name, FORMATS[kind].media_type, extracted.page_starts)
 
@@ -301,7 +301,7 @@ def document_source(document: Document) -> tuple[Source, Extracted | None]:
     """What a chunker learns of ``document`` before its text (``Source``), and the text
     a document of a registered format became (extracted now: ``InputError`` if it
     cannot be; its warnings said on stderr), or None for a text document."""
-    from chunkd.strategies.base import Source
+    from chunkd.model.chunker import Source
 
     blocks = document.blocks
     if not isinstance(blocks, DocumentFile):

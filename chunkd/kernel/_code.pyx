@@ -1,13 +1,13 @@
 # cython: language_level=3
 """The code strategy's walk, compiled: a document parsed by tree-sitter's C runtime
 (vendored in chunkd/kernel/_vendor/tree_sitter, the version the tree-sitter package is) and
-cut on its nodes in C, as ``chunkd.strategies.code.Document`` cuts it (its twin and
+cut on its nodes in C, as ``chunkd.strategies.code.CodeDocument`` cuts it (its twin and
 oracle), for the common case that document checks first: sizes in code points, no
 ``embed_text`` prefix. It returns the chunks' starts and the definitions' outline; the
 records are made by the Python side. A leaf over the size is cut by the Python side's
 recursive splitter, called back.
 
-Each function below is the Document method of the same name; their docstrings there.
+Each function below is the CodeDocument method of the same name; their docstrings there.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE

@@ -6,7 +6,7 @@ cannot be imported (a machine without a C compiler installed chunkd); the latter
 said once on stderr. Every other module takes its splitters from here, never from the
 modules behind it, so that both cores serve every front end alike. The code strategy's
 compiled walk (``chunkd.kernel._code``, ``CodeWalk``) is chosen here too; its twin is
-``chunkd.strategies.code.Document``. The window strategies' module and the code walk
+``chunkd.strategies.code.CodeDocument``. The window strategies' module and the code walk
 are imported when first asked for: a run that uses neither does not load them.
 """
 

@@ -135,3 +135,21 @@ class Chunk(NamedTuple):
 #: The optional fields' values of a chunk that has none (compiled code builds chunks
 #: as plain tuples, the five fields then these).
 NO_OPTIONAL_FIELDS = (None,) * len(OPTIONAL_FIELDS)
+
+
+def name_value(name: object, binary: bool = False) -> object:
+    """A document name as records carry it: a name that is valid UTF-8 as itself; a
+    file name that is not (Linux names are bytes) as ``{"bytes": "<base64>"}`` in JSON
+    (the convention of ripgrep's JSON output), or as bytes where ``binary`` (msgpack),
+    so that no name is lost."""
+    if not isinstance(name, str):
+        return name
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        import base64
+        import os
+
+        raw = os.fsencode(name)
+        return raw if binary else {"bytes": base64.b64encode(raw).decode("ascii")}

@@ -32,13 +32,11 @@ import hashlib
 
 import orjson
 
-from chunkd.model.chunk import Chunk
+from chunkd.model.chunk import Chunk, name_value
 
 
 def document_key(doc: object) -> bytes:
     """DOC, as the key spells it (see the module's docstring)."""
-    from chunkd.outputs.writers import name_value
-
     return orjson.dumps(name_value(doc), option=orjson.OPT_SORT_KEYS, default=str)
 
 

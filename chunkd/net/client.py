@@ -29,7 +29,7 @@ class NoAnswer(Exception):
     The message says why, in a few words."""
 
 
-class TooLarge(Exception):
+class ResponseTooLarge(Exception):
     """An answer over the call's limit; the message says how large it was declared or
     found to be."""
 
@@ -76,12 +76,12 @@ def call(url: str, method: str, body: bytes | None, headers: Mapping[str, str],
             return Answer(response.status, response.headers, b"")
         declared = response.getheader("Content-Length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise TooLarge(f"{int(declared):,} bytes declared")
+            raise ResponseTooLarge(f"{int(declared):,} bytes declared")
         data = bytearray()
         while block := response.read1(min(BLOCK, limit + 1 - len(data))):
             data += block
             if len(data) > limit:
-                raise TooLarge(f"over {limit:,} bytes")
+                raise ResponseTooLarge(f"over {limit:,} bytes")
         return Answer(response.status, response.headers, bytes(data))
     except (OSError, http.client.HTTPException, ValueError) as error:
         # (ValueError: http.client's, for a chunk size that is not a number)

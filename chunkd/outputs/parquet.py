@@ -57,8 +57,8 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError("Parquet needs pyarrow: pip install 'pyarrow>=16'",
                       name=error.name) from None
 
-from chunkd.arrow import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
-                          chunk_schema, is_bytes_type, to_arrow, with_pages)
+from chunkd.outputs.columns import (FIELD_TYPES, Columns, chunk_arrays,  # noqa: E402
+                                    chunk_schema, is_bytes_type, to_arrow, with_pages)
 from chunkd.model.chunk import Chunk  # noqa: E402
 from chunkd.inputs import (FORMATS, DocumentFile, Limits, detect_bytes,  # noqa: E402
                               extract)

@@ -16,12 +16,11 @@ convention of ripgrep's JSON output) and as msgpack binary, so that no name is l
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
-from chunkd.model.chunk import OPTIONAL_FIELDS, Chunk, Parent
+from chunkd.model.chunk import OPTIONAL_FIELDS, Chunk, Parent, name_value
 from chunkd.kernel.chosen import IMPLEMENTATION
 from chunkd.processes.stdio import OutputError, Stream, write_all
 
@@ -33,20 +32,6 @@ FORMATS = ("ndjson", "json", "msgpack")
 BATCH_BYTES = 1 << 20
 #: What writes bytes out: all of them, or raises.
 Write = Callable[[bytes], object]
-
-
-def name_value(name: object, binary: bool = False) -> object:
-    """A document name as records carry it (see the module's docstring)."""
-    if not isinstance(name, str):
-        return name
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        import base64
-
-        raw = os.fsencode(name)
-        return raw if binary else {"bytes": base64.b64encode(raw).decode("ascii")}
 
 
 def _dumps(value: object) -> bytes:

@@ -47,7 +47,7 @@ from chunkd.service.inbox import (DEFAULT_INCLUDE, ERROR_SUFFIX, FolderChanged, 
 from chunkd.service.journal import Journal, JournalError
 from chunkd.service.notify import Notifier
 from chunkd.inputs.readers import display_name
-from chunkd.outputs.writers import name_value
+from chunkd.model.chunk import name_value
 from chunkd.processes.signals import Requests, die_with_parent
 from chunkd.model.errors import SettingsError
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,

@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 import orjson
 
-from chunkd import __version__
+from chunkd.model.version import __version__
 from chunkd.service.changes import Changes, result_ids
 from chunkd.model.chunk import Chunk
 from chunkd.processes.stdio import OutputError, write_all
@@ -47,9 +47,10 @@ from chunkd.settings import Settings
 from chunkd.model.ids import ChunkIds, id_bytes
 from chunkd.inputs import (DEFAULT_SECONDS, FORMATS, HEAD_BYTES, Extracted, Limits,
                               default_include, detect, extract_source)
-from chunkd.strategies import Chunker, Source, build, chunk_blocks
+from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks
 from chunkd.outputs.vectors import with_vectors
-from chunkd.outputs.writers import DocumentRecords, Write, extracted_fields, name_value
+from chunkd.model.chunk import name_value
+from chunkd.outputs.writers import DocumentRecords, Write, extracted_fields
 
 DEFAULT_INCLUDE = ("*.txt", "*.text", "*.md", "*.markdown", "*.rst", "*.adoc", "*.org",
                    *default_include())
@@ -177,7 +178,7 @@ class Inbox:
         self.done = (None if options.move_done is None
                      else open_folder(options.move_done, expect.get("done")))
         self.result_suffix = RESULT_SUFFIX[options.format]
-        self.chunker: Chunker | None = None  # built on first use: the main process never chunks
+        self.chunker: DocumentChunker | None = None  # built on first use: the main process never chunks
         cache = self.settings[EMBED_CACHE]
         #: The embedding cache's folder if it is in the inbox: never an input.
         self.cache = None if cache is None else self.relative(os.path.realpath(cache))

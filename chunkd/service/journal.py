@@ -45,7 +45,7 @@ import orjson
 from chunkd.service.changes import Changes
 from chunkd.model.ids import document_key, id_bytes
 from chunkd.inputs.readers import display_name
-from chunkd.outputs.writers import name_value
+from chunkd.model.chunk import name_value
 
 
 class JournalError(Exception):

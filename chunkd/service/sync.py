@@ -43,8 +43,9 @@ from chunkd.stores import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, Store
                           StoreRefused, Stored, fingerprint, metadata, open_sink, public_url,
                           removal, retrying)
 from chunkd.stores.base import row_digest
-from chunkd.strategies import Chunker, Source, build, chunk_blocks, strategy_class
-from chunkd.outputs.writers import chunk_record, name_value
+from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks, strategy_class
+from chunkd.model.chunk import name_value
+from chunkd.outputs.writers import chunk_record
 
 if TYPE_CHECKING:
     from chunkd.embeddings.models import Embedder
@@ -182,7 +183,7 @@ def file_sha256(root: str, relative: str, max_bytes: int, follow_symlinks: bool)
     return digest.hexdigest()
 
 
-def chunk_file(root: str, relative: str, chunker: Chunker, settings: Settings,
+def chunk_file(root: str, relative: str, chunker: DocumentChunker, settings: Settings,
                limits: Limits, follow_symlinks: bool) -> tuple[str, list[dict]]:
     """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
     holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked,

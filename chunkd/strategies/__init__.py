@@ -21,29 +21,29 @@ from typing import TYPE_CHECKING, Any
 from chunkd.model.chunk import Chunk, Parent
 from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, not_unicode, register_option
-from chunkd.strategies.base import (REGISTRY, Chunker, Source, Strategy, begin, register,
-                                   strategy_class)
+from chunkd.model.chunker import DocumentChunker, Source, begin
+from chunkd.strategies.base import REGISTRY, Strategy, register, strategy_class
 
-__all__ = ["REGISTRY", "Chunker", "Source", "Strategy", "begin", "build", "chunk_blocks",
+__all__ = ["REGISTRY", "DocumentChunker", "Source", "Strategy", "begin", "build", "chunk_blocks",
            "register", "strategy_class"]
 
 if TYPE_CHECKING:
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
     from chunkd.model.length import LengthUnit
 
 
-def build(settings: Settings) -> Chunker:
+def build(settings: SettingsView) -> DocumentChunker:
     """The splitter for ``settings``: the strategy's, as children of parents if asked,
     with exact token counts added if asked, then made by each option set that says how
     (``Option.builds``), the last declared outermost."""
-    make: Callable[[Settings], Chunker] = _strategy_chunker
+    make: Callable[[SettingsView], DocumentChunker] = _strategy_chunker
     for option in settings.set_options():
         if option.builds is not None:
             make = partial(option.builds, inner=make)
     return make(settings)
 
 
-def _strategy_chunker(settings: Settings) -> Chunker:
+def _strategy_chunker(settings: SettingsView) -> DocumentChunker:
     kind = strategy_class(settings.strategy)
     chunker = kind.splitter(settings)
     if settings.parent_size is not None:
@@ -60,7 +60,7 @@ class Wrapper:
     """A chunker that changes the chunks of the one inside it (and passes it each
     document's ``Source``)."""
 
-    def __init__(self, chunker: Chunker) -> None:
+    def __init__(self, chunker: DocumentChunker) -> None:
         self.chunker = chunker
 
     def changed(self, chunks: list[Chunk]) -> list[Chunk]:
@@ -95,7 +95,7 @@ class PrefixedEmbedText(Wrapper):
     "passage: ". The chunks inside are cut at the size less the prefix's length, so the
     prefix counts within the size."""
 
-    def __init__(self, chunker: Chunker, prefix: str) -> None:
+    def __init__(self, chunker: DocumentChunker, prefix: str) -> None:
         super().__init__(chunker)
         self.prefix = prefix
 
@@ -130,7 +130,7 @@ def _room_for_prefix(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
                             f"({overlap}); write a larger size or a smaller overlap")
 
 
-def _with_prefix(settings: Settings, inner: Callable[[Settings], Chunker]) -> Chunker:
+def _with_prefix(settings: SettingsView, inner: Callable[[SettingsView], DocumentChunker]) -> DocumentChunker:
     prefix = settings[EMBED_PREFIX]
     cut = settings.replace(size=settings.size - settings.measure.count(prefix),
                            embed_prefix="")
@@ -153,7 +153,7 @@ EMBED_PREFIX = register_option(Option[str](
 class TokenCounting(Wrapper):
     """Adds ``tokens``, the exact count of each chunk's text in the tokenizer's tokens."""
 
-    def __init__(self, chunker: Chunker, unit: LengthUnit, same_as_length: bool) -> None:
+    def __init__(self, chunker: DocumentChunker, unit: LengthUnit, same_as_length: bool) -> None:
         super().__init__(chunker)
         self.count = unit.count
         self.same_as_length = same_as_length  # the length is already that count
@@ -210,7 +210,7 @@ class ParentChild:
     they record where its code points come from (``joined``): a child's offsets in its
     parent's text are mapped to the document through that, code point by code point."""
 
-    def __init__(self, parents: Chunker, children: Chunker) -> None:
+    def __init__(self, parents: DocumentChunker, children: DocumentChunker) -> None:
         self.parents = parents
         self.children = children
         parents.joined = []      # type: ignore[attr-defined]
@@ -242,7 +242,7 @@ class ParentChild:
         return made
 
     @staticmethod
-    def _joined(splitter: Chunker) -> dict:
+    def _joined(splitter: DocumentChunker) -> dict:
         """The joined chunks a splitter made since last asked: index -> ``Joined``."""
         joined = dict(splitter.joined)  # type: ignore[attr-defined]
         splitter.joined.clear()         # type: ignore[attr-defined]
@@ -261,7 +261,7 @@ class ParentChild:
         return children
 
 
-def chunk_blocks(chunker: Chunker, source: Source,
+def chunk_blocks(chunker: DocumentChunker, source: Source,
                  blocks: Iterable[str]) -> Iterator[list[Chunk]]:
     """Chunk one document, ``source``, given as text blocks; yields the chunks that each
     block makes final, then the last ones."""

@@ -11,12 +11,13 @@ import os
 from typing import TYPE_CHECKING
 
 from chunkd.model.chunk import Chunk
-from chunkd.strategies.base import REGISTRY, Chunker, Source, Strategy, begin, register
+from chunkd.model.chunker import DocumentChunker, Source, begin
+from chunkd.strategies.base import REGISTRY, Strategy, register
 from chunkd.strategies.markdown import Markdown
 from chunkd.strategies.recursive import Recursive
 
 if TYPE_CHECKING:
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
 
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
 
@@ -54,7 +55,7 @@ class Auto(Markdown):
     embeds = False
 
     @classmethod
-    def check(cls, settings: Settings) -> None:
+    def check(cls, settings: SettingsView) -> None:
         for kind in cls.choices():
             kind.check(settings)
 
@@ -63,14 +64,14 @@ class Auto(Markdown):
         return [Markdown, Recursive, *([REGISTRY["code"]] if "code" in REGISTRY else [])]
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         return AutoChunker({kind.name: kind.splitter(settings) for kind in cls.choices()})
 
 
 class AutoChunker:
     """The chunker of the strategy chosen for the document ``begin`` announced."""
 
-    def __init__(self, chunkers: dict[str, Chunker]) -> None:
+    def __init__(self, chunkers: dict[str, DocumentChunker]) -> None:
         self.chunkers = chunkers
         self.current = chunkers["recursive"]
 

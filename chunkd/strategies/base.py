@@ -1,6 +1,7 @@
-"""What a strategy is: the ``Strategy`` base class, the ``Chunker`` it builds, the
-registry from a name to its class, and what a strategy reads of its settings
-(``Settings``, ``Draft``: protocols that ``chunkd.settings`` fulfils). The strategies
+"""What a strategy is: the ``Strategy`` base class, which builds a ``DocumentChunker``
+(``chunkd.model.chunker``), the registry from a name to its class, and what a strategy
+reads of its settings (``SettingsView``, ``DraftView``: protocols that
+``chunkd.settings.Settings`` and ``chunkd.settings.Draft`` fulfil). The strategies
 sit below ``chunkd.settings``, which imports them and never the other way, not even
 for types; their modules import this one, never the package, so that the package can
 import them without a circle."""
@@ -8,9 +9,9 @@ import them without a circle."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from chunkd.model.chunk import Chunk
+from chunkd.model.chunker import DocumentChunker
 from chunkd.model.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class Settings(Protocol):
+class SettingsView(Protocol):
     """What a strategy reads of ``chunkd.settings.Settings``."""
 
     @property
@@ -51,11 +52,11 @@ class Settings(Protocol):
     def token_measure(self) -> LengthUnit: ...
     def __getitem__(self, option: Option[T]) -> T: ...
     def set_options(self) -> list[Option[Any]]: ...
-    def replace(self, **changes: Any) -> Settings: ...
-    def parent_settings(self) -> Settings: ...
+    def replace(self, **changes: Any) -> SettingsView: ...
+    def parent_settings(self) -> SettingsView: ...
 
 
-class Draft(Protocol):
+class DraftView(Protocol):
     """What a strategy's option reads and updates of ``chunkd.settings.Draft``, the
     settings being made from flags."""
 
@@ -66,34 +67,6 @@ class Draft(Protocol):
     def strategy(self) -> str: ...
     @property
     def kind(self) -> type[Strategy]: ...
-
-
-class Source(NamedTuple):
-    """What a chunker learns of a document before its text (``begin``): its name as
-    the records give it (any JSON value; None: unnamed, as stdin or the API's text),
-    its media type when one is known (None: not known), and for a PDF the offset in its
-    text where each page starts (``chunkd.inputs``: chunks then carry ``pages``)."""
-
-    name: Any = None
-    media_type: str | None = None
-    page_starts: tuple[int, ...] | None = None
-
-
-class Chunker(Protocol):
-    """What a strategy builds: an incremental splitter of one document at a time. A
-    splitter that chooses by document (a grammar by the file name's extension, a
-    strategy by the media type) has also ``begin(source: Source)``, which every front
-    end calls before each document's text, through ``begin``."""
-
-    def feed(self, text: str) -> list[Chunk]: ...
-    def finish(self) -> list[Chunk]: ...
-
-
-def begin(chunker: Chunker, source: Source) -> None:
-    """Tell ``chunker`` the document whose text comes next, if it asks (``begin``)."""
-    learn = getattr(chunker, "begin", None)
-    if learn is not None:
-        learn(source)
 
 
 class Strategy:
@@ -137,11 +110,11 @@ class Strategy:
         return model_tokenizer(values) if values.get("vectors") else None
 
     @classmethod
-    def check(cls, settings: Settings) -> None:
+    def check(cls, settings: SettingsView) -> None:
         """Refuse settings this strategy cannot honour (``SettingsError``)."""
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         raise NotImplementedError
 
 

@@ -24,7 +24,7 @@ of the one before, at most the overlap and within the size); offsets are code po
 converted from tree-sitter's UTF-8 byte offsets.
 
 In the common case (sizes in code points, no ``embed_text`` prefix) the parse and the
-cut are compiled (``chunkd.kernel._code``, on tree-sitter's C runtime): ``Document`` here is
+cut are compiled (``chunkd.kernel._code``, on tree-sitter's C runtime): ``CodeDocument`` here is
 its twin, and what runs wherever the compiled walk does not (``code_walk``).
 """
 
@@ -43,7 +43,8 @@ from chunkd.model.chunk import Chunk
 from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, Record, number_value, register_option, whole
 from chunkd.model.patterns import deferred
-from chunkd.strategies.base import Chunker, Source, Strategy, register
+from chunkd.model.chunker import DocumentChunker, Source
+from chunkd.strategies.base import Strategy, register
 from chunkd.strategies.recursive import (KEEP, LANGUAGE, SEPARATOR_LIST, SEPARATOR_REGEX,
                                          STRIP_WHITESPACE, compile_separator)
 from chunkd.units import CHARS
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from chunkd.kernel._code import CodeWalk
     from chunkd.kernel.chosen import RecursiveSplitter
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
     from chunkd.model.length import LengthUnit
 
 
@@ -243,7 +244,7 @@ def field_ids(grammar: Grammar, names: tuple[str, ...]) -> tuple[int, ...]:
 
 @lru_cache(maxsize=None)
 def code_walk(grammar: Grammar) -> CodeWalk | None:
-    """The compiled walk for ``grammar``; None where the Python ``Document`` cuts
+    """The compiled walk for ``grammar``; None where the Python ``CodeDocument`` cuts
     alone: the twin asked for (``CHUNKD_PUREPYTHON=1``), the walk not built, or a
     grammar of an ABI version the vendored runtime does not read."""
     if chosen.CodeWalk is None:
@@ -286,7 +287,7 @@ class Code(Strategy):
     include = tuple(sorted("*" + extension for extension in BY_EXTENSION))
 
     @classmethod
-    def check(cls, settings: Settings) -> None:
+    def check(cls, settings: SettingsView) -> None:
         language = settings[LANGUAGE]
         if language is not None and language not in BY_LANGUAGE_OPTION:
             raise SettingsError(f"the code strategy has no grammar for {language}; it parses "
@@ -305,7 +306,7 @@ class Code(Strategy):
                 raise SettingsError(str(error)) from None
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         return CodeSplitter(settings)
 
 
@@ -351,7 +352,7 @@ class Outline(NamedTuple):
         return cls(starts, ends, code_ends, parents, symbols, qualified, chains, chain_ends)
 
 
-class _Level:
+class _CutLevel:
     """A level of the cut on the stack: its pieces, its kind, whether it is a
     definition's (whose header is a signature), the next piece to place (``at``), and
     whether a piece of it was cut (``past``: a construct is past its header);
@@ -438,7 +439,7 @@ def _decoded(data: bytes) -> str:
 class CodeSplitter:
     """One document at a time: buffered whole, parsed and cut in ``finish``."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: SettingsView) -> None:
         self.size = settings.chunk_size
         self.overlap = settings.chunk_overlap
         self.unit: LengthUnit = settings.measure
@@ -496,12 +497,12 @@ class CodeSplitter:
         if grammar is not None and self.grammar is None:
             self._check_installed(grammar)
         blank = text.isspace() or not text   # (a strip would copy the text)
-        chunks = [] if blank else Document(self, text, grammar).chunks()
+        chunks = [] if blank else CodeDocument(self, text, grammar).chunks()
         self.begin(Source())
         return chunks
 
 
-class Document:
+class CodeDocument:
     """The cutting of one document's text."""
 
     def __init__(self, splitter: CodeSplitter, text: str, grammar: Grammar | None) -> None:
@@ -610,7 +611,7 @@ class Document:
         return self.records()
 
     def level(self, node: Node, start: int, end: int, kind: int, definition: bool,
-              header: bool) -> _Level:
+              header: bool) -> _CutLevel:
         """The level of a node's children (glued to their leading comments) from
         ``start`` to ``end``: a batch of ``MOST_CHILDREN`` at a time, so that a node of
         millions (a generated table) takes little memory beside its tree."""
@@ -622,21 +623,21 @@ class Document:
                     body_start = body.start_byte
                     break
         if node.child_count <= MOST_CHILDREN:
-            return _Level(self.tiled(node.children, start, end, glue=True), kind, definition,
+            return _CutLevel(self.tiled(node.children, start, end, glue=True), kind, definition,
                           header=header, body_start=body_start)
         batches = _batches(node)
         children, after = next(batches)
-        level = _Level([], kind, definition, rest=batches, end=end, header=header,
+        level = _CutLevel([], kind, definition, rest=batches, end=end, header=header,
                        body_start=body_start)
         level.pieces = self.tiled(children, start, self.batch_end(level, after), glue=True)
         return level
 
-    def batch_end(self, level: _Level, after: int | None) -> int:
+    def batch_end(self, level: _CutLevel, after: int | None) -> int:
         """Where a batch of a level's children ends: where the next starts (``after``,
         a byte offset), else at the level's end."""
         return level.end if after is None else self.offsets.point(after)
 
-    def cut(self, top: _Level) -> int | None:
+    def cut(self, top: _CutLevel) -> int | None:
         """Close chunks over the file's pieces, cutting a piece over the size at its
         children, down the tree with a stack of levels (no recursion: a file nested
         thousands deep is cut like any other); returns where the chunk left open
@@ -706,7 +707,7 @@ class Document:
             # a definition's child before its body (parameters, decorators) is header
             header = level.header or nodes != () and nodes[-1].start_byte < level.body_start
             if len(nodes) > 1:   # leading nodes of a construct (decorators) are its header
-                levels.append(_Level(self.tiled(list(nodes), start, end),
+                levels.append(_CutLevel(self.tiled(list(nodes), start, end),
                                      GROUP if level.kind == CONTAINER else CONSTRUCT,
                                      level.definition, header=header,
                                      body_start=level.body_start))

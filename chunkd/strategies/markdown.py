@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, cast
 from chunkd.model.chunk import Chunk
 from chunkd.options import Flag, Option, register_option, switch
 from chunkd.model.patterns import deferred
-from chunkd.strategies.base import Chunker, Strategy, register
+from chunkd.model.chunker import DocumentChunker
+from chunkd.strategies.base import Strategy, register
 from chunkd.strategies.recursive import Recursive
 from chunkd.units import CHARS
 
 if TYPE_CHECKING:
     from chunkd.kernel.chosen import RecursiveSplitter
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
 
 #: Between the heading path and the chunk's text in ``embed_text``.
 PATH_JOIN, TEXT_JOIN = " > ", "\n\n"
@@ -59,7 +60,7 @@ class Markdown(Strategy):
         return Recursive.default_overlap(size)
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         from chunkd.strategies.recursive import STRIP_WHITESPACE
 
         recursive = cast("RecursiveSplitter", Recursive.splitter(settings))
@@ -95,7 +96,7 @@ class EmbedPrefix:
     tokens, and a text longer than its share (as LangChain's chunks in tokens can be).
     So an ``embed_text`` is longer than the size only where its text alone is."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: SettingsView) -> None:
         self.settings = settings
         unit = settings.measure
         self.length: Callable[[str], int] = unit.count

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, choice, not_unicode, register_option, shown, switch
-from chunkd.strategies.base import Chunker, Strategy, register
+from chunkd.model.chunker import DocumentChunker
+from chunkd.strategies.base import Strategy, register
 
 if TYPE_CHECKING:
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
 
 #: ``keep_separator`` -> the kernel's (LangChain's) ``keep_separator``: at the "end" of the
 #: piece before it, at the "start" of the piece after it, or nowhere ("none").
@@ -150,7 +151,7 @@ class Recursive(Strategy):
         return size // 10
 
     @classmethod
-    def check(cls, settings: Settings) -> None:
+    def check(cls, settings: SettingsView) -> None:
         from chunkd.kernel.splitting import checked_arguments
 
         try:
@@ -160,7 +161,7 @@ class Recursive(Strategy):
             raise SettingsError(str(error)) from None
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         from chunkd.kernel.chosen import RecursiveSplitter
 
         return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap,
@@ -170,7 +171,7 @@ class Recursive(Strategy):
                                  unit=settings.measure)
 
 
-def separators(settings: Settings) -> list[str | re.Pattern]:
+def separators(settings: SettingsView) -> list[str | re.Pattern]:
     """The kernel's separators for ``settings``: literal strings, or compiled patterns
     when they are regular expressions (a ``language``'s always are)."""
     from chunkd.kernel.splitting import SEPARATORS

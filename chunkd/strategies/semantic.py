@@ -30,13 +30,14 @@ from chunkd.model.errors import SettingsError
 from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value,
                             register_option, whole)
 from chunkd.model.patterns import deferred
-from chunkd.strategies.base import Chunker, Strategy, register
+from chunkd.model.chunker import DocumentChunker
+from chunkd.strategies.base import Strategy, register
 
 if TYPE_CHECKING:
     import numpy
 
     from chunkd.embeddings.models import Embedder
-    from chunkd.strategies.base import Draft, Settings
+    from chunkd.strategies.base import DraftView, SettingsView
     from chunkd.model.length import LengthUnit
 
 #: LangChain's thresholds and their default amounts (``BREAKPOINT_DEFAULTS``).
@@ -54,7 +55,7 @@ def _semantic_only(kind: type[Strategy]) -> bool:
 _SEMANTIC_ONLY = "{option} is for --strategy semantic, not {strategy}"
 
 
-def _langchain_sizes(draft: Draft, split: str) -> None:
+def _langchain_sizes(draft: DraftView, split: str) -> None:
     """``--sentence-split langchain`` is LangChain's ``SemanticChunker``: no maximum,
     in code points, unless a size is given."""
     draft.values["sentence_split"] = split
@@ -121,9 +122,9 @@ BREAKPOINT_AMOUNT = register_option(Option[float | None](
              parse=_amount_value),)), after="breakpoint")
 
 
-def _set_min_in(unit: str) -> Callable[[Draft, int], None]:
+def _set_min_in(unit: str) -> Callable[[DraftView, int], None]:
     """``--min-chars``/``--min-tokens``: the minimum, in the size's unit."""
-    def update(draft: Draft, size: int) -> None:
+    def update(draft: DraftView, size: int) -> None:
         if "min_chars" in draft.given and "min_tokens" in draft.given:
             raise SettingsError("--min-chars and --min-tokens exclude each other")
         sized = draft.values.get("unit") or draft.kind.units[0]
@@ -134,15 +135,15 @@ def _set_min_in(unit: str) -> Callable[[Draft, int], None]:
     return update
 
 
-def _min_shown(unit: str) -> Callable[[Settings], list[str]]:
-    def arguments(settings: Settings) -> list[str]:
+def _min_shown(unit: str) -> Callable[[SettingsView], list[str]]:
+    def arguments(settings: SettingsView) -> list[str]:
         if settings[MIN_SIZE] is None or settings.unit != unit:
             return []
         return [f"--min-{unit}", str(settings[MIN_SIZE])]
     return arguments
 
 
-def minimum(settings: Settings) -> int:
+def minimum(settings: SettingsView) -> int:
     """The minimum: as given, else none in LangChain's mode (its ``min_chunk_size`` is
     None by default) and an eighth of the maximum in chunkd's."""
     given = settings[MIN_SIZE]
@@ -195,7 +196,7 @@ class Semantic(Strategy):
         return model_tokenizer(values)
 
     @classmethod
-    def check(cls, settings: Settings) -> None:
+    def check(cls, settings: SettingsView) -> None:
         if settings.overlap:
             raise SettingsError("the semantic strategy's chunks do not overlap: leave out "
                                 "--overlap (or write --overlap 0)")
@@ -206,7 +207,7 @@ class Semantic(Strategy):
         checked_model(settings)  # a model that cannot be loaded is a settings error
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         return SemanticSplitter(settings)
 
 
@@ -274,7 +275,7 @@ def curves() -> Iterator[list[Curve]]:
 class SemanticSplitter:
     """Holds a document's text until ``finish``, then cuts it (see the module)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: SettingsView) -> None:
         self.embedder = embedder(settings)
         self.unit: LengthUnit = settings.measure
         self.size = settings.chunk_size
@@ -442,7 +443,7 @@ class SemanticSplitter:
                       distance=piece.distance) for index, piece in enumerate(pieces)]
 
 
-def embed_ahead(settings: Settings, texts: Sequence[str]) -> None:
+def embed_ahead(settings: SettingsView, texts: Sequence[str]) -> None:
     """Embed the windows of several documents, about to be cut with ``settings``, in
     one call: the model's batches are then filled across documents and sorted by
     length over all of them, and each document's cut finds its windows' vectors in

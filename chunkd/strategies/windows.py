@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, ClassVar
 
-from chunkd.strategies.base import Chunker, Strategy, register
+from chunkd.model.chunker import DocumentChunker
+from chunkd.strategies.base import Strategy, register
 
 if TYPE_CHECKING:
-    from chunkd.strategies.base import Settings
+    from chunkd.strategies.base import SettingsView
 
 
 class WindowStrategy(Strategy):
@@ -25,7 +26,7 @@ class WindowStrategy(Strategy):
     compiled: ClassVar[str]
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         import chunkd.kernel.chosen
 
         return getattr(chunkd.kernel.chosen, cls.compiled)(settings.chunk_size, settings.chunk_overlap)
@@ -40,7 +41,7 @@ class Graphemes(WindowStrategy):
     default_size = 1000          # as many as the recursive strategy's default characters
 
     @classmethod
-    def splitter(cls, settings: Settings) -> Chunker:
+    def splitter(cls, settings: SettingsView) -> DocumentChunker:
         from chunkd.kernel.chosen import GraphemeWindows
 
         return GraphemeWindows(settings.chunk_size, settings.chunk_overlap, grapheme_properties())

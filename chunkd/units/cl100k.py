@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tiktoken
 
-    from chunkd.units import LengthUnit
+    from chunkd.model.length import LengthUnit
 
 
 #: The SHA-256 tiktoken publishes for cl100k_base's ranks file.

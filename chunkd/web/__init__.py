@@ -22,13 +22,14 @@ from collections.abc import Callable, Iterator
 
 import orjson
 
-from chunkd import __version__
+from chunkd.model.version import __version__
 from chunkd.model.chunk import Chunk
 from chunkd.embeddings.models import embedding_progress
 from chunkd.settings import Settings
 from chunkd.strategies import REGISTRY, Source, begin, build
 from chunkd.strategies.semantic import Curve, curves
-from chunkd.outputs.writers import make_writer, name_value
+from chunkd.model.chunk import name_value
+from chunkd.outputs.writers import make_writer
 
 #: The page's files, as the server serves them.
 ASSETS = {"/": ("index.html", "text/html; charset=utf-8"),

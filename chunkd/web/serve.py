@@ -65,7 +65,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
-from chunkd import __version__
+from chunkd.model.version import __version__
 from chunkd.net.server import MAX_CONNECTIONS, BoundedHandler, BoundedServer
 from chunkd.processes.forked import (ANSWER, PROGRESS, ClientGone, keep_only_descriptors, limit_memory,
                           read_until_end, write_all)

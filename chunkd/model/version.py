@@ -1,0 +1,3 @@
+"""chunkd's version, in one place: the package, its records and ``--version`` read it."""
+
+__version__ = "0.4.0"
