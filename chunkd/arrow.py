@@ -27,25 +27,24 @@ column (a PDF's chunks' first and last page, null for the others).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from chunkd.model.chunk import Chunk
 from chunkd.embeddings.selection import VECTORS, embedder
-from chunkd.model.ids import ChunkIds
 from chunkd.settings import Settings
-from chunkd.strategies import Source, begin, build
+from chunkd.inputs import extract_source
+from chunkd.inputs.readers import InputError
+from chunkd.model.chunker import Source
 from chunkd.outputs.columns import (Columns, chunk_arrays, chunk_schema, is_bytes_type, to_arrow,
                                     with_pages)
 from chunkd.outputs.vectors import embedded
+from chunkd.pipeline import DocumentText, Pipeline
 
 try:
     import pyarrow as pa
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError("chunkd.arrow needs pyarrow: pip install 'pyarrow>=16'",
                       name=error.name) from None
-
-if TYPE_CHECKING:
-    from chunkd.model.chunker import DocumentChunker
 
 class Chunker:
     """A callable that chunks a table or record batch of documents (see the module's
@@ -77,7 +76,7 @@ class Chunker:
         self.documents: bool = state["documents"]
         fields = self.settings.record_fields()
         self.fields = with_pages(fields) if self.documents else fields
-        self._splitter: DocumentChunker = build(self.settings)
+        self._pipeline = Pipeline(self.settings)
         self._model = embedder(self.settings) if self.settings[VECTORS] else None
         self._dimension: int | None = None
 
@@ -110,9 +109,8 @@ class Chunker:
             if isinstance(text, bytes):  # a file (documents=True)
                 text, source = self._document(text, name, row)
             if text:
-                found = self._split(text, source)
-                if self.settings.ids:
-                    found = ChunkIds(docs[row] if docs is not None else None)(found)
+                found = [chunk for made in self._pipeline.chunks(DocumentText(source, [text]))
+                         for chunk in made]
                 chunks += found
                 owners += [row] * len(found)
         if self._model is not None and chunks:  # the whole batch's in one call
@@ -125,21 +123,11 @@ class Chunker:
                                                                     self.dimension())],
                                     schema=schema)
 
-    def _split(self, text: str, source: Source) -> list[Chunk]:
-        try:
-            begin(self._splitter, source)
-            return self._splitter.feed(text) + self._splitter.finish()
-        except BaseException:
-            self._splitter = build(self.settings)  # its half-read document must not carry over
-            raise
-
     def _document(self, data: bytes, name: object, row: int) -> tuple[str, Source]:
         """A file's text and what is known of it (``documents=True``)."""
-        from chunkd.inputs import Limits, extract_source
-        from chunkd.inputs.readers import InputError
-
         try:
-            document = extract_source(data, name, f"row {row} of the batch", Limits())
+            document = extract_source(data, name, f"row {row} of the batch",
+                                      self._pipeline.limits)
         except InputError as error:
             raise ValueError(str(error)) from None
         if document is None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import chunkd.arrow
+import chunkd.pipeline
 from chunkd.arrow import Chunker, chunk_table
 from chunkd.outputs.columns import to_arrow
 from chunkd.model.chunk import Chunk, Parent
@@ -161,8 +161,8 @@ def test_bad_settings_fail_when_the_chunker_is_made():
 
 def test_the_splitter_is_built_once_and_a_chunker_pickles_as_its_arguments(monkeypatch):
     built = []
-    real_build = chunkd.arrow.build
-    monkeypatch.setattr(chunkd.arrow, "build", lambda s: built.append(s) or real_build(s))
+    real_build = chunkd.pipeline.build
+    monkeypatch.setattr(chunkd.pipeline, "build", lambda s: built.append(s) or real_build(s))
     chunker = Chunker(chunk_size=80, unit="tokens")
     table = corpus_table().slice(0, 6)
     first = [chunker(table.slice(i, 1)) for i in range(6)]

@@ -1222,7 +1222,7 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
     from chunkd.inputs import Limits
     from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
-    from chunkd.strategies import build
+    from chunkd.pipeline import Pipeline
     from chunkd.service.sync import chunk_file
 
     settings = settings_from_flags({"chars": 40, "ids": True})
@@ -1233,15 +1233,14 @@ def test_a_file_is_chunked_only_through_the_name_checked(tmp_path):
     os.symlink(outside, folder / "link.md")
     os.mkfifo(folder / "fifo.md")
     limits = Limits(1 << 20)
-    sha256, records = chunk_file(str(folder), "a.md", build(settings), settings, limits,
-                                 False)
+    sha256, records = chunk_file(str(folder), "a.md", Pipeline(settings, limits), False)
     assert sha256 == hashlib.sha256((folder / "a.md").read_bytes()).hexdigest()
     assert "".join(r["text"] for r in records).replace(" ", "") == "insidetext" * 10
     for name, problem in (("link.md", "a symbolic link (not followed)"),
                           ("fifo.md", "not a regular file")):
         with pytest.raises(InputError, match=re.escape(problem)):
-            chunk_file(str(folder), name, build(settings), settings, limits, False)
-    _, records = chunk_file(str(folder), "link.md", build(settings), settings, limits,
+            chunk_file(str(folder), name, Pipeline(settings, limits), False)
+    _, records = chunk_file(str(folder), "link.md", Pipeline(settings, limits),
                             True)  # --follow-symlinks
     assert "secret" in records[0]["text"]
 
@@ -1254,7 +1253,7 @@ def test_a_folder_swapped_for_a_link_is_not_followed(tmp_path):
     from chunkd.inputs import Limits
     from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
-    from chunkd.strategies import build
+    from chunkd.pipeline import Pipeline
     from chunkd.service.sync import chunk_file, file_sha256
 
     settings = settings_from_flags({"chars": 40, "ids": True})
@@ -1268,18 +1267,18 @@ def test_a_folder_swapped_for_a_link_is_not_followed(tmp_path):
     for parent in ("sub", "sub/deep"):   # the first folder on the way, and the last
         (folder / parent).rename(tmp_path / "moved")
         (folder / parent).symlink_to(outside if parent == "sub" else outside / "deep")
-        for read in (lambda follow: chunk_file(str(folder), "sub/deep/a.md", build(settings),
-                                               settings, limits, follow),
+        for read in (lambda follow: chunk_file(str(folder), "sub/deep/a.md",
+                                               Pipeline(settings, limits), follow),
                      lambda follow: file_sha256(str(folder), "sub/deep/a.md", 1 << 20, follow)):
             for follow in (False, True):
                 with pytest.raises(InputError, match=re.escape(
                         "a.md: a folder on its path is a symbolic link (not followed)")):
                     read(follow)
-        _, records = chunk_file(str(folder), "b.md", build(settings), settings, limits, False)
+        _, records = chunk_file(str(folder), "b.md", Pipeline(settings, limits), False)
         assert records[0]["text"] == "also inside"
         (folder / parent).unlink()
         (tmp_path / "moved").rename(folder / parent)
-    _, records = chunk_file(str(folder), "sub/deep/a.md", build(settings), settings, limits,
+    _, records = chunk_file(str(folder), "sub/deep/a.md", Pipeline(settings, limits),
                             False)
     assert records[0]["text"] == "inside text"
 
@@ -1292,11 +1291,12 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
     extraction: EAGAIN) is not, and stays what it is, so no file is removed for it."""
     import errno
 
+    import chunkd.pipeline
     import chunkd.service.sync
     from chunkd.inputs import Limits
     from chunkd.inputs.readers import InputError
     from chunkd.settings import settings_from_flags
-    from chunkd.strategies import build
+    from chunkd.pipeline import Pipeline
 
     settings = settings_from_flags({"chars": 40, "ids": True})
     page = tmp_path / "a.html"
@@ -1305,10 +1305,10 @@ def test_only_the_files_own_failures_are_its_error(tmp_path, monkeypatch):
     def no_process(*args, **kwargs):
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(chunkd.service.sync, "extract_source", no_process)
+    monkeypatch.setattr(chunkd.pipeline, "extract_source", no_process)
     with pytest.raises(OSError) as raised:
-        chunkd.service.sync.chunk_file(str(tmp_path), "a.html", build(settings), settings,
-                               Limits(1 << 20), False)
+        chunkd.service.sync.chunk_file(str(tmp_path), "a.html",
+                                       Pipeline(settings, Limits(1 << 20)), False)
     assert not isinstance(raised.value, InputError)
 
     def failing_read(stream, on_bytes=None):

@@ -36,7 +36,8 @@ from chunkd.outputs.progress import Progress, input_size
 from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
                             display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
-from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks
+from chunkd.strategies import build
+from chunkd.pipeline import DocumentText, Pipeline
 from chunkd.outputs.vectors import VectorWriter
 from chunkd.outputs.writers import FORMATS, Writer, make_writer
 
@@ -98,21 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_document(document: Document, chunker: DocumentChunker,
+def write_document(document: Document, pipeline: Pipeline,
                    writer: Writer | ParquetWriter | VectorWriter,
-                   flush: Callable[[], None], ids: bool) -> None:
-    """Chunk one document into ``writer``, flushing as chunks become final; with
-    ``ids``, each chunk gets its id."""
+                   flush: Callable[[], None]) -> None:
+    """Chunk one document into ``writer``, flushing as chunks become final."""
     source, extracted = document_source(document)
     writer.begin(document.name, document.fields, extracted)
-    identify = None
-    if ids:
-        from chunkd.model.ids import ChunkIds  # only here: hashing and orjson start slowly
-
-        identify = ChunkIds(document.name)
     try:
-        for chunks in chunk_blocks(chunker, source, document.blocks):
-            writer.write(identify(chunks) if identify else chunks)
+        for chunks in pipeline.chunks(DocumentText(source, document.blocks)):
+            writer.write(chunks)
             flush()
     except EmbedError as error:  # the model failed on this document: the others may not
         raise InputError(f"{where(document.name)}: {error}") from None
@@ -199,17 +194,16 @@ def render_batch(batch: list[Document | InputError], settings: Settings, format:
     import pickle
     import tempfile
 
-    chunker = build(settings)
+    pipeline = Pipeline(settings)
     results: list[Rendered] = []
     for document in batch:
         out = io.BytesIO()
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, chunker, make_writer(format, out, named, settings.about()),
-                           lambda: None, settings.ids)
+            write_document(document, pipeline,
+                           make_writer(format, out, named, settings.about()), lambda: None)
         except InputError as error:
-            chunker = build(settings)  # the failed document's state must not carry over
             results.append((out.getvalue(), str(error)))
         else:
             results.append((out.getvalue(), None))
@@ -509,21 +503,20 @@ def run(job: Job, out: Output) -> int:
     if settings[VECTORS]:  # records wait for a batch of chunks across documents
         writer = VectorWriter(writer, embedder(settings), batch_size(settings),
                               lambda name, error: report(InputError(f"{where(name)}: {error}")))
-    chunker = build(settings)
+    pipeline = Pipeline(settings)
 
     def report(error: InputError | str) -> None:
-        nonlocal status, chunker
+        nonlocal status
         out.flush()
         progress.close()
         print(f"chunkd: {error}", file=sys.stderr, flush=True)
         status = EXIT_FAILED
-        chunker = build(settings)  # the failed document's state must not carry over
 
     def stream(document: Document | InputError) -> None:
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, chunker, writer, out.flush, settings.ids)
+            write_document(document, pipeline, writer, out.flush)
         except InputError as error:
             report(error)
 

@@ -53,7 +53,7 @@ from chunkd.model.errors import SettingsError
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
 from chunkd.stores import URL_VARIABLE
-from chunkd.strategies import build, strategy_class
+from chunkd.strategies import strategy_class
 from chunkd.service.sync import add_sink_options
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ def _worker_start(options: InboxOptions, stopping, beats, slots, parent: int) ->
         slot = slots.value
         slots.value += 1
     inbox = Inbox(options, check_identity=True)
-    inbox.chunker = build(options.settings)  # the tokenizer loads now, not on a first file
+    inbox.pipeline()  # the tokenizer loads now, not on a first file
     _worker.update(inbox=inbox, stopping=stopping, beats=beats, slot=slot % len(beats))
 
 

@@ -37,17 +37,15 @@ import orjson
 
 from chunkd.model.version import __version__
 from chunkd.service.changes import Changes, result_ids
-from chunkd.model.chunk import Chunk
 from chunkd.processes.stdio import OutputError, write_all
 from chunkd.embeddings.selection import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
 from chunkd.model.errors import EmbedError
-from chunkd.inputs.readers import (InputError, decode_blocks, display_name, open_subfolder, read_blocks,
+from chunkd.inputs.readers import (InputError, display_name, open_subfolder, read_blocks,
                             subfolder)
 from chunkd.settings import Settings
-from chunkd.model.ids import ChunkIds, id_bytes
-from chunkd.inputs import (DEFAULT_SECONDS, FORMATS, HEAD_BYTES, Extracted, Limits,
-                              default_include, detect, extract_source)
-from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks
+from chunkd.model.ids import id_bytes
+from chunkd.inputs import DEFAULT_SECONDS, HEAD_BYTES, Limits, default_include
+from chunkd.pipeline import Pipeline
 from chunkd.outputs.vectors import with_vectors
 from chunkd.model.chunk import name_value
 from chunkd.outputs.writers import DocumentRecords, Write, extracted_fields
@@ -178,10 +176,20 @@ class Inbox:
         self.done = (None if options.move_done is None
                      else open_folder(options.move_done, expect.get("done")))
         self.result_suffix = RESULT_SUFFIX[options.format]
-        self.chunker: DocumentChunker | None = None  # built on first use: the main process never chunks
+        self._pipeline: Pipeline | None = None  # built on first use: the main process never chunks
         cache = self.settings[EMBED_CACHE]
         #: The embedding cache's folder if it is in the inbox: never an input.
         self.cache = None if cache is None else self.relative(os.path.realpath(cache))
+
+    def pipeline(self) -> Pipeline:
+        """How its files become chunks, with ids whatever the settings say (a result's
+        changes are told by them)."""
+        if self._pipeline is None:
+            options = self.options
+            self._pipeline = Pipeline(self.settings, Limits(options.max_bytes,
+                                                            options.extract_seconds, options.ocr),
+                                      ids=True)
+        return self._pipeline
 
     def identities(self) -> dict:
         folders = {"root": self.root, "output": self.output, "done": self.done}
@@ -502,58 +510,35 @@ class Inbox:
             digest.update(data)
             beat()
 
-        identify = ChunkIds(relative)
         made_ids = bytearray()   # the new result's ids, 16 bytes each
-        if self.chunker is None:
-            self.chunker = build(self.settings)
+        pipeline = self.pipeline()
         where = display_name(relative)
-        extracted: Extracted | None = None
         try:
-            source, text = Source(relative), None
-            if self._may_be_document(stream.fileno(), name):
-                data = b"".join(read_blocks(stream, on_bytes))
-                document = extract_source(
-                    data, relative, where,
-                    Limits(self.options.max_bytes, self.options.extract_seconds,
-                           self.options.ocr),
-                    partial(self._waiting, stopping, beat))
-                if document is not None:
-                    source, extracted = document
-                    text = iter([extracted.text])
-                else:
-                    text = decode_blocks([data], where, self.settings.errors)
-            if text is None:
-                text = decode_blocks(read_blocks(stream, on_bytes), where, self.settings.errors)
-            made_lists = chunk_blocks(self.chunker, source, text)
+            document = pipeline.read(relative, os.pread(stream.fileno(), HEAD_BYTES, 0),
+                                     read_blocks(stream, on_bytes), where,
+                                     partial(self._waiting, stopping, beat))
+            made_lists = pipeline.chunks(document)
             sent_before = None
             if self.settings[VECTORS]:
                 model = embedder(self.settings)
                 sent_before = texts_sent(model)
                 made_lists = with_vectors(made_lists, model, batch_size(self.settings))
             for made in made_lists:
-                finished = self.finish(made, identify)
-                for chunk in finished:
-                    assert chunk.chunk_id is not None, "finish() gives every record its id"
+                for chunk in made:
+                    assert chunk.chunk_id is not None, "the pipeline gives every chunk its id"
                     made_ids += id_bytes(chunk.chunk_id)
-                records.add(finished)
+                records.add(made)
         except InputError as error:
-            self.chunker = None  # its state is the failed document's
             reason = str(error).removeprefix(f"{where}: ")
             return self.fail(relative, before, reason, folder,
                              environment=_environment_caused(error))
         except OSError as error:
-            self.chunker = None
             return self.fail(relative, before, f"read failed: {error.strerror}")
         except OutputError as error:  # the spool's file: the environment's failure
-            self.chunker = None
             return Outcome("failed", f"cannot write its result: {error}")
         except EmbedError as error:  # the model's failure, not the file's: tried again later
-            self.chunker = None
             return Outcome("failed", f"embedding failed: {error}")
-        except (Abandoned, Grown) as stop:
-            self.chunker = None
-            if isinstance(stop, Abandoned):
-                raise
+        except Grown:
             return Outcome("changed", "grew past --max-bytes while it was read",
                            signature(os.fstat(stream.fileno())))
         # The file at its name now must be the one read, unchanged: no result for a
@@ -569,7 +554,7 @@ class Inbox:
         if not self._in_inbox(folder, relative):
             return Outcome("gone", "its folder left the inbox while it was read")
         sha256 = digest.hexdigest()
-        header = self.header(relative, after, sha256) | extracted_fields(extracted)
+        header = self.header(relative, after, sha256) | extracted_fields(document.extracted)
         changes = Changes.between(self.previous_ids(relative), bytes(made_ids))
         trailer = [("changes", partial(changes.write, format=self.options.format))]
         written = self.write_result(relative, self.result_suffix,
@@ -588,18 +573,6 @@ class Inbox:
             embedded = (sent_after - sent_before, records.count)
         return Outcome("processed", message + moved, signature(after), changes, sha256,
                        relative + self.result_suffix, moved == MOVED, embedded)
-
-    def finish(self, chunks: list[Chunk], identify: ChunkIds) -> list[Chunk]:
-        """A document's next chunks as its result's records: the one place where a
-        record is completed (its id here) before it is spooled and written."""
-        return identify(chunks)
-
-    @staticmethod
-    def _may_be_document(fd: int, name: str) -> bool:
-        """Whether the open input may be a PDF, HTML or DOCX file (then it is read whole,
-        at most --max-bytes, to tell): by its head or its name."""
-        head = os.pread(fd, HEAD_BYTES, 0)
-        return detect(head, name, None) in FORMATS
 
     @staticmethod
     def _waiting(stopping: Callable[[], bool], beat: Callable[[], None]) -> None:

@@ -30,12 +30,10 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import orjson
 
-from chunkd.inputs import (FORMATS, HEAD_BYTES, Limits, add_document_options, check_limits,
-                              detect, extract_source, say_warnings)
+from chunkd.inputs import HEAD_BYTES, Limits, add_document_options, check_limits, say_warnings
 from chunkd.model.errors import EmbedError, SettingsError
-from chunkd.model.ids import ChunkIds
 from chunkd.service.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
-from chunkd.inputs.readers import (FolderLink, InputError, decode_blocks, display_name, open_regular,
+from chunkd.inputs.readers import (FolderLink, InputError, display_name, open_regular,
                             read_blocks)
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
@@ -43,9 +41,10 @@ from chunkd.stores import (DEFAULT_COLLECTION, URL_VARIABLE, Change, Sink, Store
                           StoreRefused, Stored, fingerprint, metadata, open_sink, public_url,
                           removal, retrying)
 from chunkd.stores.base import row_digest
-from chunkd.strategies import DocumentChunker, Source, build, chunk_blocks, strategy_class
+from chunkd.strategies import strategy_class
 from chunkd.model.chunk import name_value
 from chunkd.outputs.writers import chunk_record
+from chunkd.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from chunkd.embeddings.models import Embedder
@@ -183,34 +182,23 @@ def file_sha256(root: str, relative: str, max_bytes: int, follow_symlinks: bool)
     return digest.hexdigest()
 
 
-def chunk_file(root: str, relative: str, chunker: DocumentChunker, settings: Settings,
-               limits: Limits, follow_symlinks: bool) -> tuple[str, list[dict]]:
+def chunk_file(root: str, relative: str, pipeline: Pipeline,
+               follow_symlinks: bool) -> tuple[str, list[dict]]:
     """The SHA-256 of the bytes chunked and the file's records, as the daemon's result
     holds them (the chunk ids of ``relative``); ``InputError`` if it cannot be chunked,
     ``EmbedError`` if the semantic strategy's model fails (the file may chunk later).
-    The file is opened once (``regular_file``) and read up to ``limits.max_bytes``
-    (``OverLimit`` past it): a PDF, HTML or DOCX file whole, then extracted; any other
-    decoded as it is read."""
+    The file is opened once (``regular_file``) and read up to the pipeline's
+    ``limits.max_bytes`` (``OverLimit`` past it)."""
     digest = hashlib.sha256()
-    path = os.path.join(root, relative)
-    where = display_name(path)
-    seen = bounded(digest.update, limits.max_bytes, where)
+    where = display_name(os.path.join(root, relative))
+    seen = bounded(digest.update, pipeline.limits.max_bytes, where)
     with regular_file(root, relative, follow_symlinks) as stream:
-        source, text = Source(relative), None
-        if detect(os.pread(stream.fileno(), HEAD_BYTES, 0), path, None) in FORMATS:
-            data = b"".join(blocks(stream, seen, where))
-            found = extract_source(data, relative, where, limits)
-            if found is not None:
-                source, extracted = found
-                say_warnings(where, extracted)
-                text = iter([extracted.text])
-            else:
-                text = decode_blocks([data], where, settings.errors)
-        if text is None:
-            text = decode_blocks(blocks(stream, seen, where), where, settings.errors)
-        identify = ChunkIds(relative)
-        records = [chunk_record(chunk) for chunks in chunk_blocks(chunker, source, text)
-                   for chunk in identify(chunks)]
+        document = pipeline.read(relative, os.pread(stream.fileno(), HEAD_BYTES, 0),
+                                 blocks(stream, seen, where), where)
+        if document.extracted is not None:
+            say_warnings(where, document.extracted)
+        records = [chunk_record(chunk) for chunks in pipeline.chunks(document)
+                   for chunk in chunks]
     return digest.hexdigest(), records
 
 
@@ -284,10 +272,10 @@ class Sync:
 
     def __init__(self, args: argparse.Namespace, inbox: Inbox, settings: Settings,
                  embedder: Embedder, sink: Sink, metrics: Metrics | None, limits: Limits) -> None:
-        self.args, self.inbox, self.settings = args, inbox, settings
-        self.embedder, self.sink, self.metrics, self.limits = embedder, sink, metrics, limits
+        self.args, self.inbox = args, inbox
+        self.embedder, self.sink, self.metrics = embedder, sink, metrics
         self.fingerprint = store_fingerprint(settings, embedder.name)
-        self.chunker = build(settings)
+        self.pipeline = Pipeline(settings, limits)
         self.tally = Tally()
         #: The length of the store's vectors, until the model's is found to match it.
         self.declared: int | None = None
@@ -375,16 +363,13 @@ class Sync:
         if self.metrics:
             self.metrics.sink_waiting.add(name, st.st_mtime)
         try:
-            sha256, records = chunk_file(self.inbox.options.root, relative, self.chunker,
-                                         self.settings, self.limits,
+            sha256, records = chunk_file(self.inbox.options.root, relative, self.pipeline,
                                          self.args.follow_symlinks)
         except InputError as error:
-            self.chunker = build(self.settings)  # its state is the failed file's
             self.fail(f"{error}; the store keeps no chunks of it")
             return (Pending(name, where, removal(name, known)) if known is not None or held
                     else None)
         except EmbedError as error:  # the semantic strategy's model: not the file's fault
-            self.chunker = build(self.settings)
             self.fail(f"{where}: embedding failed: {error}; the store keeps its previous "
                       "state")
             return None
@@ -529,11 +514,9 @@ class Sync:
         for name, relative, _ in files:
             known, held = stored.get(name), rows.get(name, set())
             try:
-                sha256, records = chunk_file(self.inbox.options.root, relative, self.chunker,
-                                             self.settings, self.limits,
+                sha256, records = chunk_file(self.inbox.options.root, relative, self.pipeline,
                                              self.args.follow_symlinks)
             except (InputError, EmbedError) as error:
-                self.chunker = build(self.settings)
                 problems.append(f"unreadable {name}: {error}")
                 continue
             expected = {record["chunk_id"] for record in records}
