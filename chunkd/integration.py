@@ -15,8 +15,9 @@ from typing import Any
 from chunkd.model.chunk import Chunk, Parent
 from chunkd.embeddings.selection import VECTORS
 from chunkd.model.ids import ChunkIds
+from chunkd.pipeline import DocumentText, Pipeline
 from chunkd.settings import Settings, SettingsError
-from chunkd.strategies import Source, begin, build
+from chunkd.strategies import Source
 from chunkd.strategies.recursive import KEEP
 
 #: The flat metadata keys that the chunk fields become, in records' order (see
@@ -48,28 +49,23 @@ class WholeDocumentChunker:
         if self.settings[VECTORS]:
             raise SettingsError("vectors=True: the framework's embedding model embeds the "
                                 "chunks; leave vectors out")
-        self._splitter = build(self.settings)
+        self._pipeline = Pipeline(self.settings, ids=True)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings}  # the splitter is built again, not pickled
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.settings = state["settings"]
-        self._splitter = build(self.settings)
+        self._pipeline = Pipeline(self.settings, ids=True)
 
     def chunks(self, text: str, doc: object, name: object = None,
                media_type: str | None = None) -> list[Chunk]:
         """The chunks of ``text``, with ids scoped by ``doc`` and ``pages`` if it has form
         feeds; ``name`` (a file name, for strategies that choose by extension) and
         ``media_type`` are what the strategies learn of it."""
-        starts = page_starts(text)
-        try:
-            begin(self._splitter, Source(name, media_type, starts))
-            chunks = self._splitter.feed(text) + self._splitter.finish()
-        except BaseException:
-            self._splitter = build(self.settings)  # its half-read document must not carry over
-            raise
-        return ChunkIds(doc)(chunks)
+        document = DocumentText(Source(name, media_type, page_starts(text)), [text])
+        return [chunk for ready in self._pipeline.chunks(document, scope=doc)
+                for chunk in ready]
 
 
 def page_starts(text: str) -> tuple[int, ...] | None:

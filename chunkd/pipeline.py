@@ -30,6 +30,10 @@ from chunkd.settings import Settings
 from chunkd.strategies import build, chunk_blocks
 
 
+#: ``Pipeline.chunks``' default scope of the ids: the document's source's name.
+SOURCE_NAME: object = object()
+
+
 class DocumentText(NamedTuple):
     """A document as a chunker reads it: what it learns first (``source``), its text in
     blocks, and what the extraction of a PDF, HTML or DOCX file gave (None for text)."""
@@ -57,26 +61,37 @@ class Pipeline:
         first ``HEAD_BYTES`` are ``head``: one of a registered format is read whole and
         extracted (``beat`` is called while that runs), any other decoded as its blocks
         come. Its extraction or decoding fails with an ``InputError`` naming ``where``."""
-        if detect(head, name if isinstance(name, str) else None, None) in FORMATS:
-            data = b"".join(blocks)
-            found = extract_source(data, name, where, self.limits, beat)
-            if found is not None:
-                source, extracted = found
-                return DocumentText(source, [extracted.text], extracted)
-            blocks = [data]  # its head looked like a format (any ZIP does), the whole not
-        return DocumentText(Source(name), decode_blocks(blocks, where, self.settings.errors))
+        return read_document(name, head, blocks, where, self.settings.errors, self.limits, beat)
 
-    def chunks(self, document: DocumentText) -> Iterator[list[Chunk]]:
+    def chunks(self, document: DocumentText, scope: object = SOURCE_NAME
+               ) -> Iterator[list[Chunk]]:
         """The document's chunks, those that each block of its text makes final, then
-        the last ones."""
+        the last ones; their ids are scoped by ``scope``, by default the source's name
+        (a framework integration scopes them by its own ``doc``)."""
         if not self._between_documents:  # the last document failed half-way
             self._chunker = build(self.settings)
         identify: Callable[[list[Chunk]], list[Chunk]] | None = None
         if self.ids:
             from chunkd.model.ids import ChunkIds  # only here: hashing and orjson start slowly
 
-            identify = ChunkIds(document.source.name)
+            identify = ChunkIds(document.source.name if scope is SOURCE_NAME else scope)
         self._between_documents = False
         for chunks in chunk_blocks(self._chunker, document.source, document.blocks):
             yield identify(chunks) if identify is not None else chunks
         self._between_documents = True
+
+
+def read_document(name: object, head: bytes, blocks: Iterable[bytes], where: str,
+                  errors: str, limits: Limits, beat: Callable[[], None] | None = None,
+                  here: bool = False) -> DocumentText:
+    """``Pipeline.read`` without a pipeline (its text decoded with ``errors``, the
+    settings' ``errors``): for a front end that reads a document apart from chunking it
+    (``chunkd serve``, which extracts ``here``, in the split's bounded process)."""
+    if detect(head, name if isinstance(name, str) else None, None) in FORMATS:
+        data = b"".join(blocks)
+        found = extract_source(data, name, where, limits, beat, here)
+        if found is not None:
+            source, extracted = found
+            return DocumentText(source, [extracted.text], extracted)
+        blocks = [data]  # its head looked like a format (any ZIP does), the whole not
+    return DocumentText(Source(name), decode_blocks(blocks, where, errors))

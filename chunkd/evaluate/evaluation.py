@@ -10,7 +10,7 @@ from chunkd.evaluate.grid import Point
 from chunkd.evaluate.metrics import Retrieved, Scores, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
-from chunkd.strategies import build, chunk_blocks
+from chunkd.pipeline import DocumentText, Pipeline
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ class Result:
 def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk]]:
     """Every document's chunks, with its document's number, counted in tokens; the
     chunker told each document's ``Source`` (so ``--strategy auto`` chooses by it)."""
-    chunker = build(point.settings.replace(count_tokens=True))
+    pipeline = Pipeline(point.settings.replace(count_tokens=True), ids=False)
     chunks: list[tuple[int, Chunk]] = []
     for number, (source, text) in enumerate(zip(documents.sources, documents.texts)):
-        for ready in chunk_blocks(chunker, source, [text]):
+        for ready in pipeline.chunks(DocumentText(source, [text])):
             chunks.extend((number, chunk) for chunk in ready)
     return chunks
 

@@ -4,7 +4,7 @@ One page (``index.html``, ``style.css``, ``app.js`` beside this module, shipped 
 package data) shows one *report*: a document, the records the ``chunkd`` filter writes
 for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
 copies exactly the filter's output), and a summary. The report is computed here, from
-``chunkd.strategies.build`` and ``chunkd.outputs.writers``; the page's JavaScript only lays it
+``chunkd.pipeline`` and ``chunkd.outputs.writers``; the page's JavaScript only lays it
 out. A semantic split's report also holds its distance ``curve`` (``curve_data``).
 ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
 the styles and the script into a single HTML file.
@@ -26,7 +26,8 @@ from chunkd.model.version import __version__
 from chunkd.model.chunk import Chunk
 from chunkd.embeddings.models import embedding_progress
 from chunkd.settings import Settings
-from chunkd.strategies import REGISTRY, Source, begin, build
+from chunkd.pipeline import DocumentText, Pipeline
+from chunkd.strategies import REGISTRY, Source
 from chunkd.strategies.semantic import Curve, curves
 from chunkd.model.chunk import name_value
 from chunkd.outputs.writers import make_writer
@@ -93,23 +94,29 @@ def bounded_chunks(settings: Settings, text: str, name: str | None = None,
     points in all chunks together (the overlap repeats text), ``ReportTooLarge`` as
     soon as a block of the text shows it, before the rest is cut. ``told``: told of
     the progress (see ``Told``)."""
-    chunker = build(settings)
-    begin(chunker, source or Source(name))
+    pipeline = Pipeline(settings, ids=False)
+    fed = told_at = 0  # the code points fed to the chunker, and those told of
 
-    def blocks() -> Iterator[list[Chunk]]:
+    def tell() -> None:
+        nonlocal told_at
+        if told is not None and told_at < fed:
+            told("code points", fed, len(text))
+            told_at = fed
+
+    def texts() -> Iterator[str]:
+        nonlocal fed
         for at in range(0, len(text), FEED_POINTS):
-            block = chunker.feed(text[at:at + FEED_POINTS])
-            if told is not None:
-                told("code points", min(len(text), at + FEED_POINTS), len(text))
-            yield block
-        yield chunker.finish()
+            fed = min(len(text), at + FEED_POINTS)
+            yield text[at:fed]
+            tell()  # its block made no chunk final: told before the next is fed
 
     chunks: list[Chunk] = []
     points = 0
     sentences = None if told is None else (
         lambda done, total: told("sentences", done, total))
     with embedding_progress(sentences):
-        for block in blocks():
+        for block in pipeline.chunks(DocumentText(source or Source(name), texts())):
+            tell()  # told of the block that made these final before they are bounded
             chunks += block
             points += sum(chunk.end - chunk.start for chunk in block)
             if max_chunks is not None and len(chunks) > max_chunks:

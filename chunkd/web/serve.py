@@ -69,10 +69,11 @@ from chunkd.model.version import __version__
 from chunkd.net.server import MAX_CONNECTIONS, BoundedHandler, BoundedServer
 from chunkd.processes.forked import (ANSWER, PROGRESS, ClientGone, keep_only_descriptors, limit_memory,
                           read_until_end, write_all)
-from chunkd.inputs import Limits, add_max_bytes_option, extract_source
+from chunkd.inputs import HEAD_BYTES, Limits, add_max_bytes_option
 from chunkd.embeddings.selection import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
-from chunkd.inputs.readers import InputError, decode_blocks
+from chunkd.inputs.readers import InputError
+from chunkd.pipeline import read_document
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
                              settings_from_flags)
@@ -357,12 +358,9 @@ def _document(body: bytes, name: str | None, settings: Settings,
     registered format (by its content, then its name) is extracted here, in the split's
     bounded process, its text at most ``max_bytes`` (the server's ``--max-bytes``);
     anything else is UTF-8 text."""
-    where = name or "the document"
-    document = extract_source(body, name, where, Limits(max_bytes), here=True)
-    if document is None:
-        return "".join(decode_blocks([body], where, settings.errors)), None
-    source, extracted = document
-    return extracted.text, source
+    document = read_document(name, body[:HEAD_BYTES], [body], name or "the document",
+                             settings.errors, Limits(max_bytes), here=True)
+    return "".join(document.blocks), document.source if document.extracted is not None else None
 
 
 def _error(message: str) -> bytes:
