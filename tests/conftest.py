@@ -2,6 +2,7 @@
 fixed set, so that a landing is not decided by the luck of the draw."""
 
 import os
+import pathlib
 
 from hypothesis import settings
 
@@ -38,27 +39,28 @@ GROUPS = {"browser": "browser"}
 
 #: The longest tests (a minute or more on 2 busy cores), longest first: they are run
 #: first, so that with ``-n`` no worker is left with a long one at the end while the
-#: other idles. (module, function), every parameter of it.
-LONGEST = [("test_cores.py", "test_the_fast_tier_passes_on_the_pure_python_core"),
-           ("test_cores.py", "test_the_kernel_level_tests_pass_on_the_debug_build"),
+#: other idles. (module, function): the module by its path in tests/, every parameter of it.
+LONGEST = [("kernel/test_cores.py", "test_the_fast_tier_passes_on_the_pure_python_core"),
+           ("kernel/test_cores.py", "test_the_kernel_level_tests_pass_on_the_debug_build"),
            ("test_typing.py", "test_mypy_passes_on_the_package"),
            ("test_benchmark_smoke.py", "test_quick_benchmark_runs_and_chunkd_equals_langchain"),
-           ("test_sync.py", "test_a_sync_with_nothing_to_embed_never_loads_the_model"),
-           ("test_semantic_command.py",
+           ("service/test_sync.py", "test_a_sync_with_nothing_to_embed_never_loads_the_model"),
+           ("strategies/test_semantic_command.py",
             "test_watch_records_the_models_identity_and_redoes_files_when_it_changes"),
            ("test_wheel.py", "test_the_build_warns_of_nothing_in_the_packaging"),
-           ("test_tables.py", "test_a_gigantic_table_streams_in_bounded_memory"),
-           ("test_tiktoken_encodings.py", "test_every_code_point_is_cut_as_tiktoken_cuts"),
-           ("test_watch_sink.py", "test_a_model_folder_counts_in_its_tokens_and_sync_checks_it"),
-           ("test_ray.py",
+           ("strategies/test_tables.py", "test_a_gigantic_table_streams_in_bounded_memory"),
+           ("units/test_tiktoken_encodings.py", "test_every_code_point_is_cut_as_tiktoken_cuts"),
+           ("service/test_watch_sink.py", "test_a_model_folder_counts_in_its_tokens_and_sync_checks_it"),
+           ("integrations/test_ray.py",
             "test_semantic_through_ray_equals_the_filter_and_loads_the_model_once_a_worker")]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     rank = {name: place for place, name in enumerate(LONGEST)}
-    items.sort(key=lambda item: rank.get((item.path.name, getattr(item, "originalname", "")),
-                                         len(LONGEST)))
+    tests = pathlib.Path(__file__).parent
+    items.sort(key=lambda item: rank.get((item.path.relative_to(tests).as_posix(),
+                                          getattr(item, "originalname", "")), len(LONGEST)))
     for item in items:
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
@@ -159,12 +161,12 @@ def browser():
         chromium.close()
 
 
-# --- the sink tests' stores (tests/stores.py) ---------------------------------------
+# --- the sink tests' stores (tests/store_servers.py) ---------------------------------------
 
 @pytest.fixture(scope="session")
 def postgres_server():
     """A real PostgreSQL with pgvector, one a test process (starting it costs seconds)."""
-    from stores import Postgres
+    from store_servers import Postgres
 
     server = Postgres()
     yield server
@@ -181,7 +183,7 @@ def postgres(postgres_server):
 @pytest.fixture
 def endpoint():
     """The loopback embedding endpoint (hashed vectors)."""
-    from stores import start_endpoint, stop_endpoint
+    from store_servers import start_endpoint, stop_endpoint
 
     server = start_endpoint()
     yield server
@@ -192,7 +194,7 @@ def endpoint():
 def store(request, tmp_path):
     """(kind, URL, reader of a collection's rows): the PostgreSQL server, or a LanceDB
     folder of the test's own."""
-    from stores import lance_rows, pgvector_rows
+    from store_servers import lance_rows, pgvector_rows
 
     if request.param == "pgvector":
         server = request.getfixturevalue("postgres")

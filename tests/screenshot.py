@@ -3,7 +3,7 @@
     python tests/screenshot.py docs/preview.png
 
 It runs ``chunkd serve``, pastes a shared-corpus document into the page in Debian's
-Chromium, splits it and selects a chunk, as tests/test_page.py does."""
+Chromium, splits it and selects a chunk, as tests/web/test_page.py does."""
 
 from __future__ import annotations
 

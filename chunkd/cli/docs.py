@@ -6,7 +6,7 @@ Each command's table is read from its argparse declarations (the filter's
 ``chunkd.cli.filter.build_parser`` and the ``build_parser`` of every module in
 ``chunkd.cli.commands.COMMANDS``), and each help text is expanded as ``--help`` expands it
 (``%%`` is ``%``, ``%(default)s`` the default), so the reference cannot say what the
-parsers do not. ``tests/test_docs.py`` regenerates it and compares it with the file.
+parsers do not. ``tests/cli/test_docs.py`` regenerates it and compares it with the file.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def render() -> str:
         "exactly what each command accepts, as its `--help` says it, and from the declared",
         "fields of a chunk record ([at the end](#optional-fields-of-a-chunk-record)). Do not",
         "edit it by hand:",
-        f"run `{COMMAND}`; `tests/test_docs.py` fails when it is stale. What the options",
+        f"run `{COMMAND}`; `tests/cli/test_docs.py` fails when it is stale. What the options",
         "mean together is explained in [cli.md](cli.md), [strategies.md](strategies.md),",
         "[daemon.md](daemon.md), [serve.md](serve.md) and [eval.md](eval.md).",
         "",

@@ -79,7 +79,7 @@ def cache_dir() -> Path | None:
 #: every start of ``--tokens``. Packed: each token's bytes after a byte of its length, in
 #: rank order, compressed with zlib (1.0 MB for o200k_base's 3.6 MB file; xz's 0.8 MB
 #: took 0.1 s more to unpack at every start); the SHA-256 is of the packed bytes, which
-#: are tiktoken's file exactly (tests/test_tiktoken_encodings.py rebuilds each file from
+#: are tiktoken's file exactly (tests/units/test_tiktoken_encodings.py rebuilds each file from
 #: them and checks tiktoken's hash). Each entry: the file, its SHA-256, its longest token.
 SHIPPED = {
     "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
