@@ -3,8 +3,16 @@ fixed set, so that a landing is not decided by the luck of the draw."""
 
 import os
 import pathlib
+import sys
 
 from hypothesis import settings
+
+# Test modules take helpers from one another by module name (test_embed_url's endpoint,
+# test_page's page), across the folders that mirror the package: every folder is on
+# the path, whichever tests run, as pytest puts only the collected ones' there.
+for folder in sorted(pathlib.Path(__file__).parent.iterdir()):
+    if folder.is_dir() and any(folder.glob("test_*.py")):
+        sys.path.append(str(folder))
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

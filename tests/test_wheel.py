@@ -120,7 +120,7 @@ def test_the_installed_wheel_runs_the_compiled_core_without_a_compiler(built, in
 def test_the_wheel_holds_the_compiled_modules_and_the_licenses(built):
     names = set(zipfile.ZipFile(built["repaired"]).namelist())
     for module in ("_core", "_kernel", "_windows", "_kept", "_records", "_utf8", "_code"):
-        assert [name for name in names if name.startswith(f"chunkd/{module}.cpython-")]
+        assert [name for name in names if name.startswith(f"chunkd/kernel/{module}.cpython-")]
     licenses = "chunkd-0.4.0.dist-info/licenses/"
     assert {f"{licenses}LICENSE", f"{licenses}chunkd/kernel/_vendor/tree_sitter/LICENSE",
             f"{licenses}chunkd/kernel/_vendor/tree_sitter/src/unicode/LICENSE"} <= names

@@ -66,4 +66,4 @@ def test_the_wheel_holds_the_twin_and_no_compiled_module(no_compiler_build):
     names = zipfile.ZipFile(wheel).namelist()
     assert not [name for name in names if name.endswith((".so", ".pyd"))]
     # The pre-tokenizer's table needs no compiler: it is built all the same.
-    assert {"chunkd/kernel/twin/windows.py", "chunkd/_pretoken_classes.zlib"} <= set(names)
+    assert {"chunkd/kernel/twin/windows.py", "chunkd/kernel/_pretoken_classes.zlib"} <= set(names)

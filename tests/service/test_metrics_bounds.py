@@ -37,7 +37,7 @@ def short_idle_env(tmp_path: Path) -> dict[str, str]:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(
-        f"import chunkd.service.metrics\nchunkd.metrics.IDLE_TIMEOUT = {IDLE}\n", encoding="utf-8")
+        f"import chunkd.service.metrics\nchunkd.service.metrics.IDLE_TIMEOUT = {IDLE}\n", encoding="utf-8")
     return dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
 
