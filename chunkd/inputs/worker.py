@@ -75,6 +75,11 @@ class WorkerFailed(Exception):
     """The worker gave no answer; the message says why (no file name)."""
 
 
+class WorkerGone(WorkerFailed):
+    """The worker had ended before it was sent the document (killed while idle: the
+    document had no part in it)."""
+
+
 class Worker:
     """A started worker process and the parent's ends of its pipes."""
 
@@ -112,9 +117,13 @@ class Worker:
                                "seconds": limits.seconds, "ocr": limits.ocr})
         self.documents += 1
         try:
-            _send(self.requests, [header, data], deadline, beat)
+            try:
+                _send(self.requests, [header, data], deadline, beat)
+            except BrokenPipeError:  # it no longer read: it ended before this document
+                raise WorkerGone(f"extracting its text failed: its process ended with "
+                                 f"{self.stop()}") from None
             answer = _receive(self.answers, deadline, 2 * limits.max_bytes + (1 << 20), beat)
-        except (BrokenPipeError, EOFError):
+        except EOFError:
             raise WorkerFailed(f"extracting its text failed: its process ended with "
                                f"{self.stop()}") from None
         except Deadline:
@@ -202,7 +211,15 @@ def extract_in_worker(data: bytes, form: Format, limits: Limits,
             _worker = None
         if _worker is None:
             _worker = Worker()
-        answer = _worker.extract(data, form, limits, beat)
+        try:
+            answer = _worker.extract(data, form, limits, beat)
+        except WorkerGone:
+            # Ended while idle, yet not found reapable when checked (still exiting, say):
+            # the document goes to a fresh worker, once; a fresh one's end is its failure.
+            if _worker.documents == 1:
+                raise
+            _worker = Worker()
+            answer = _worker.extract(data, form, limits, beat)
     if answer[:1] in (b"E", b"F"):
         raise DocumentError(answer[1:].decode("utf-8", "replace"))
     head_end = answer.index(b"\n")

@@ -178,6 +178,40 @@ def test_a_worker_killed_while_idle_is_replaced_at_the_next_document(faults):
     assert second != first and worker_pid() == second
 
 
+def test_a_worker_that_ended_while_idle_but_is_not_yet_reapable_costs_no_document(
+        faults, monkeypatch):
+    """The race of the test above: a killed worker the kernel does not yet report ended
+    (it is still exiting when checked) is found out at the next document, which a
+    fresh worker then reads."""
+    first = worker_pid()
+    reaped = worker._reaped
+    monkeypatch.setattr(worker, "_reaped", lambda pid, options: (
+        (0, 0) if options == os.WNOHANG else reaped(pid, options)))
+    os.kill(first, signal.SIGKILL)
+    assert gone(first)
+    second = worker_pid()
+    assert second != first and worker_pid() == second
+
+
+def test_a_fresh_worker_that_ends_before_its_first_document_fails_that_document(
+        faults, monkeypatch):
+    """The retry above is for a worker that read documents before; one that cannot take
+    even its first document is not started again and again."""
+    started = []
+    monkeypatch.setattr(worker, "_serve", lambda requests, answers: os._exit(3))
+    monkeypatch.setattr(worker.Worker, "usable", lambda self, form: False)
+    real = worker.Worker.__init__
+
+    def counted(self):
+        real(self)
+        started.append(self.pid)
+        assert gone(self.pid)
+    monkeypatch.setattr(worker.Worker, "__init__", counted)
+    with pytest.raises(InputError, match="its process ended with status 3"):
+        worker_pid()
+    assert len(started) == 1
+
+
 def test_the_worker_is_replaced_after_its_share_of_documents(faults, monkeypatch):
     monkeypatch.setattr(worker, "MOST_DOCUMENTS", 3)
     pids = [worker_pid() for _ in range(7)]
