@@ -28,11 +28,17 @@ class OptionalBuildExt(build_ext):
     chunkd still installs and runs the modules' pure-Python twin (chunkd.kernel.chosen), as
     msgpack's setup.py does; one line says so."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # the modules compiled side by side, on every core
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         self.not_built: list[str] = []
         super().run()
-        if self.not_built:
-            print(f"chunkd: {', '.join(self.not_built)} not compiled ({self.reason}); "
+        if self.not_built:  # in the modules' order, whichever finished first
+            names = [ext.name for ext in self.extensions if ext.name in self.not_built]
+            print(f"chunkd: {', '.join(names)} not compiled ({self.reason}); "
                   "chunkd runs its pure-Python twin, slower", file=sys.stderr)
 
     def build_extension(self, ext: Extension) -> None:
@@ -69,6 +75,7 @@ setup(
                      extra_compile_args=[*compile_args, "-std=c11", "-fvisibility=hidden"],
                      define_macros=[*macros, ("_DEFAULT_SOURCE", None)])],
         compiler_directives={"language_level": "3", **checks},
+        nthreads=os.cpu_count() or 1,
         # The debug build's C files apart, so that neither build reuses the other's.
         build_dir="build/debug" if DEBUG else None,
     ),

@@ -748,10 +748,12 @@ def langchain_rows(row: dict):
         yield {"id": row["id"], "index": index, "text": chunk}
 
 
-def ray_pipelines(paths: list[str], folder: str, runs: int) -> dict[str, tuple[float, int]]:
+def ray_pipelines(paths: list[str], folder: str, runs: int,
+                  warm_up: bool) -> dict[str, tuple[float, int]]:
     """Median seconds and row count of read Parquet -> chunk -> write Parquet on a
     local Ray cluster of all the cores, for chunkd, for LangChain and without chunking
-    (runs in a spawned process: Ray must not be forked)."""
+    (runs in a spawned process: Ray must not be forked); with ``warm_up``, the workers
+    start and import first, untimed (a quick run's figures are not kept: it skips that)."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     import pyarrow.parquet as pq
     import ray
@@ -770,7 +772,7 @@ def ray_pipelines(paths: list[str], folder: str, runs: int) -> dict[str, tuple[f
         "LangChain in flat_map (Ray's benchmark style)": lambda ds: ds.flat_map(langchain_rows),
         "no chunking (read and write only: the engine's cost)": lambda ds: ds,
     }
-    for chunk in pipelines.values():  # workers start and import: not timed
+    for chunk in pipelines.values() if warm_up else ():
         chunk(ray.data.read_parquet(paths[0]).limit(100)).materialize()
     times: dict[str, list[float]] = {name: [] for name in pipelines}
     counts: dict[str, int] = {}
@@ -807,13 +809,13 @@ def chunk_table_one_core(paths: list[str], runs: int) -> tuple[float, int]:
 def engines(runs: int, quick: bool, out: list[str]) -> None:
     import multiprocessing
 
-    count = 2_000 if quick else 40_000
+    count = 200 if quick else 40_000
     with tempfile.TemporaryDirectory() as folder:
         paths, size = documents_parquet(folder, count)
         mb = size / 1e6
         rows: dict[str, tuple[float, int | None]] = {}
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            rows.update(pool.apply(ray_pipelines, (paths, folder, runs)))
+            rows.update(pool.apply(ray_pipelines, (paths, folder, runs, not quick)))
         size_args = ["--chars", str(SETTINGS["chars"][0]), "--overlap", str(SETTINGS["chars"][1])]
         commands = {
             "chunkd --input parquet --jobs 2 (NDJSON)": ["--jobs", "2"],

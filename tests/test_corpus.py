@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from oracle import check_against_langchain, corpus_documents
+from oracle import check_against_langchain, corpus_documents, langchain_chunks, random_cuts
 
 SETTINGS = {
     "chars": [(1000, 100), (300, 0), (50, 10)],
@@ -18,16 +18,12 @@ DOCUMENTS = corpus_documents()
 
 @pytest.mark.parametrize("unit,size,overlap", CASES)
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: f"{p.parent.name}/{p.name[:40]}")
-def test_whole_document(path, unit, size, overlap):
+def test_whole_and_in_random_pieces(path, unit, size, overlap):
+    """Fed whole, then in random pieces (a few code points to thousands at a time): the
+    same chunks as LangChain's, split once."""
     text = path.read_text(encoding="utf-8")
-    check_against_langchain(text, [text], size, overlap, unit)
-
-
-@pytest.mark.parametrize("unit,size,overlap", CASES)
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: f"{p.parent.name}/{p.name[:40]}")
-def test_random_pieces(path, unit, size, overlap):
-    text = path.read_text(encoding="utf-8")
+    expected = langchain_chunks(text, size, overlap, unit)
+    check_against_langchain(text, [text], size, overlap, unit, expected)
     rng = random.Random(f"{path.name}-{unit}-{size}")
-    from oracle import random_cuts
     check_against_langchain(text, random_cuts(text, rng, max_piece=rng.choice([3, 50, 5000])),
-                            size, overlap, unit)
+                            size, overlap, unit, expected)

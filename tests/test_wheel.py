@@ -23,7 +23,9 @@ import pytest
 
 from command import chunkd_command
 
-pytestmark = pytest.mark.network
+# One worker runs the module's tests one after another: its build, a module fixture,
+# is made once (tests of a module spread over workers would each build it again).
+pytestmark = [pytest.mark.network, pytest.mark.xdist_group("wheel")]
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = "examples/sample.md"

@@ -35,16 +35,19 @@ KERNEL_TESTS = [str(ROOT / "tests" / name) for name in (
 #: and the record writers), in process or through the filter. Not the daemon, web,
 #: store, endpoint, evaluation or CLI-hardening tests (the core they reach is the same;
 #: what they check is not), nor those that take both cores or ``chunkd.kernel._code`` directly
-#: (test_pure_windows.py, test_cores.py, test_code_walk.py: one run covers both).
+#: (test_pure_windows.py, test_cores.py, test_code_walk.py, test_tiktoken_encodings.py: one
+#: run covers both). Nor test_corpus.py: the twin gives the kernel's chunks on the same
+#: corpus, whole and in random pieces, in every unit (the tests above and
+#: test_the_twin_gives_the_compiled_records_on_the_corpus), and the kernel LangChain's.
 TWIN_TESTS = [str(ROOT / "tests" / name) for name in (
     # the strategies against LangChain and their own oracles
-    "test_corpus.py", "strategies/test_markdown.py", "strategies/test_parents.py", "integrations/test_dropin.py",
+    "strategies/test_markdown.py", "strategies/test_parents.py", "integrations/test_dropin.py",
     "kernel/test_windows.py", "strategies/test_windows_command.py", "strategies/test_heading_bounds.py",
     "strategies/test_separator_options.py", "inputs/test_byte_order_mark.py", "kernel/test_properties.py",
     "strategies/test_code.py", "strategies/test_code_command.py", "strategies/test_tables.py", "strategies/test_semantic.py",
     "units/test_model_window.py",
     # the units
-    "units/test_tiktoken_encodings.py", "units/test_huggingface_units.py", "units/test_tokenizer_equivalence.py",
+    "units/test_huggingface_units.py", "units/test_tokenizer_equivalence.py",
     "units/test_tokenizer_front_ends.py", "units/test_tokenizer_option.py",
     # the records: offsets, ids, fields, writers, readers
     "model/test_chunk_ids.py", "strategies/test_child_offsets.py", "model/test_record_fields.py", "outputs/test_json_lines.py",
@@ -168,7 +171,8 @@ def test_the_debug_builds_cache_is_keyed_by_every_compiled_source(tmp_path):
 
 
 @pytest.mark.parametrize("unit,size,overlap", [("chars", 1000, 100), ("chars", 200, 0),
-                                               ("tokens", 256, 25)])
+                                               ("chars", 50, 10), ("tokens", 256, 25),
+                                               ("tokens", 16, 4)])
 def test_the_twin_splits_the_corpus_as_the_kernel_does(unit, size, overlap):
     """Every shared-corpus document: the twin fed in random pieces, the kernel whole,
     records equal field for field (offsets, lengths in the unit, texts)."""

@@ -20,7 +20,9 @@ import pytest
 
 from command import HANG
 
-pytestmark = pytest.mark.network
+# One worker runs the module's tests one after another: its build, a module fixture,
+# is made once (tests of a module spread over workers would each build it again).
+pytestmark = [pytest.mark.network, pytest.mark.xdist_group("no-compiler")]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: What a source distribution of chunkd holds: the package and its build files.
