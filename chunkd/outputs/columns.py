@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import cast
 
-from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.model.chunk import NULL, OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 
 try:
     import pyarrow as pa
@@ -115,6 +115,9 @@ def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...],
     if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
         parents = cast("Sequence[Parent | None]", columns["parent"])
         columns["parent"] = [None if parent is None else parent[:3] for parent in parents]
+    if "context" in columns:  # a context the LLM did not give: null (None is null here)
+        columns["context"] = [None if context is NULL else context
+                              for context in columns["context"]]
     return [vector_array(column, dimension) if name == "vector" else
             to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
 
