@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+# A cache folder is taken as --embed-cache's is: the user's own link followed once.
+from chunkd.embeddings.selection import _check_folder, _linked_folder
 from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
 
@@ -81,18 +83,6 @@ def _prompt_identity(path: str) -> str:
     import hashlib
 
     return "sha256:" + hashlib.sha256(prompt_text(path).encode()).hexdigest()
-
-
-def _linked_folder(text: str) -> str:
-    import os
-
-    return os.path.realpath(text) if os.path.islink(text) else text
-
-
-def _check_folder(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise SettingsError(f"{name} takes a folder")
-    return value
 
 
 #: The options that say how contexts are asked for, by name: for ``--context`` only.
