@@ -116,6 +116,9 @@ def write_document(document: Document, pipeline: Pipeline,
                 writer.write(chunks)
                 flush()
         else:
+            if "context" in document.fields:  # a record holds a key once
+                raise InputError(f"{where(document.name)}: field 'context' is reserved for "
+                                 "chunk records with --context; rename it")
             read: list[str] = []  # the whole text, which every request begins with
             chunks = [chunk for made in pipeline.chunks(DocumentText(
                 source, _kept(document.blocks, read.append))) for chunk in made]

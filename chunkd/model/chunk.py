@@ -55,6 +55,10 @@ RECORD_FIELDS = (
                 "the chunk's embedding (of embed_text, else text), float32 (vectors)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
+#: The optional fields an input's own fields (NDJSON keys, Parquet columns) may still be
+#: named, as they could before the field was added: they are refused only where the
+#: option that writes the field is given (``context``: the filter, with --context).
+INPUT_MAY_NAME = ("context",)
 
 
 class Null:

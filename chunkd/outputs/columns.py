@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import cast
 
-from chunkd.model.chunk import NULL, OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.model.chunk import INPUT_MAY_NAME, NULL, OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 
 try:
     import pyarrow as pa
@@ -19,7 +19,8 @@ except ImportError as error:  # pragma: no cover - depends on the installation
                       name=error.name) from None
 
 #: Output column names that the input's carried columns may not use.
-RESERVED = ("doc", "index", "start", "end", "length", *OPTIONAL_FIELDS, "text")
+RESERVED = ("doc", "index", "start", "end", "length",
+            *(name for name in OPTIONAL_FIELDS if name not in INPUT_MAY_NAME), "text")
 
 _INT, _STRING = pa.int64(), pa.string()
 #: The Arrow type of each chunk field (``chunkd.model.chunk.Chunk``) in a table of chunks:

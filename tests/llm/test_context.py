@@ -39,9 +39,9 @@ def documents(tmp_path):
     return [str(tmp_path / "alpha.md"), str(tmp_path / "beta.md")]
 
 
-def chunkd_context(server, *args: str):
+def chunkd_context(server, *args: str, input: bytes = b""):
     return run_chunkd("--chars", "150", "--ids", "--context", "--llm-url", server.url,
-                      "--llm-model", "toy-llm", *args)
+                      "--llm-model", "toy-llm", *args, input=input)
 
 
 def test_each_chunk_gets_its_context_asked_cheaply(server, documents, monkeypatch):
@@ -264,6 +264,18 @@ def test_a_server_that_cut_the_prompt_is_named(server, documents):
                            "counted 20 prompt tokens for a prompt of about ")
     assert line.endswith(": it cut the prompt, and contexts were written from part of it "
                          "(give --llm-window the server's window, or raise it there)")
+
+
+def test_an_input_field_named_context(server):
+    """Free without --context, as before it; refused with it (a record holds a key once)."""
+    line = b'{"text": "One. Two.", "context": "mine"}\n'
+    plain = run_chunkd("--input", "ndjson", "--chars", "5", input=line)
+    assert plain.returncode == 0 and [record["context"] for record in ndjson(plain.stdout)] \
+        == ["mine", "mine"]
+    done = chunkd_context(server, "--input", "ndjson", input=line)
+    assert done.returncode == 1 and done.stdout == b"" and server.requests == []
+    assert done.stderr.decode().startswith("chunkd: 1: field 'context' is reserved for chunk "
+                                           "records with --context; rename it\n")
 
 
 # --- the client, in process ----------------------------------------------------------
