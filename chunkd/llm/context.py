@@ -15,6 +15,10 @@ are never changed.
   the model, the answer's bound and the whole prompt (so the prompt, the document and
   the chunk), in ``chunkd.embeddings.cache``'s store (SQLite, shared by processes, a
   damaged entry a miss).
+* Never cut silently: a document whose prompt does not fit the LLM's window is given
+  as its outline (its Markdown headings) and the text around each chunk, and the
+  prompt says so; a server that reports reading under half of a prompt is named once
+  (``Contexts.notes``).
 * Never silent: a chunk without its context (no answer, an empty one) fails its
   document (``LLMError``), or with ``--context-on-error keep`` stays without one
   (``Contextualized.missing`` says how many).
@@ -98,6 +102,8 @@ DEFAULT_WINDOW = 8192
 SPARE = 8
 #: What of the window the outline may take, at most.
 OUTLINE_SHARE = 4
+#: The tokens of the note that says a document is given in part, and more.
+EXCERPT_NOTE_TOKENS = 64
 #: A Markdown heading (ATX), and a fence that opens or closes a code block.
 _HEADING = re.compile(r"[ ]{0,3}#{1,6}[ \t]+\S.*")
 _FENCE = re.compile(r"[ ]{0,3}(```|~~~)")
@@ -119,9 +125,10 @@ class Contexts:
         head, _, self.tail = prompt.partition("{chunk}")
         self.before, _, self.between = head.partition("{document}")
         self._window: int | None = None
-        #: Said once a run: a server whose prompt tokens show that it cut a prompt.
-        self.cut_said = False
+        #: Lines for the front end to say (the filter: on stderr), and whether the one
+        #: naming a server that cut a prompt was said (once a run).
         self.notes: list[str] = []
+        self.cut_said = False
 
     @property
     def window(self) -> int:
@@ -203,11 +210,10 @@ class Contexts:
             return [whole] * len(chunks), [tokens + count(chunk.text) + tail
                                            for chunk in chunks]
         outline = _outline(text, count, budget // OUTLINE_SHARE)
+        fixed = count(self.before + self.between + outline) + tail + EXCERPT_NOTE_TOKENS
         prefixes, sizes = [], []
         for chunk in chunks:
-            room = budget - count(self.before + self.between + outline) - count(chunk.text) \
-                - tail - EXCERPT_NOTE_TOKENS
-            start, end = _around(text, chunk, room, count)
+            start, end = _around(text, chunk, budget - fixed - count(chunk.text), count)
             # The outline first: the requests of a document still begin alike.
             part = (f"[The document is too long to give whole: its outline, then its text "
                     f"around the chunk.]\n\nOutline:\n{outline}\n\nText from code point "
@@ -227,10 +233,6 @@ class Contexts:
                           f"{counted:,} prompt tokens for a prompt of about {sent:,}: it "
                           "cut the prompt, and contexts were written from part of it "
                           "(give --llm-window the server's window, or raise it there)")
-
-
-#: The tokens of the note that says a document is given in part, and more.
-EXCERPT_NOTE_TOKENS = 64
 
 
 def _outline(text: str, count: Callable[[str], int], room: int) -> str:
