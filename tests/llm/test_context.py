@@ -148,6 +148,20 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere(server, documents, 
         stop(elsewhere)
 
 
+def test_credentials_in_the_url_go_as_basic_and_are_shown_nowhere(server, documents,
+                                                                 monkeypatch):
+    monkeypatch.delenv("CHUNKD_LLM_API_KEY", raising=False)
+    url = server.url.replace("http://", "http://someone:pass-word-9@") + "/v1?api-key=qsecret9"
+    done = run_chunkd("--chars", "150", "--context", "--llm-url", url, "--llm-model", "m",
+                      "--format", "json", documents[1])
+    assert done.returncode == 0, done.stderr
+    assert {entry[2]["Authorization"] for entry in server.requests} == {
+        "Basic c29tZW9uZTpwYXNzLXdvcmQtOQ=="}  # someone:pass-word-9
+    shown = done.stdout + done.stderr
+    assert b"pass-word-9" not in shown and b"qsecret9" not in shown
+    assert f"LLM calls to {server.url}/v1/chat/completions, ".encode() in done.stderr
+
+
 def test_a_rerun_with_the_cache_sends_nothing(server, documents, tmp_path):
     cache = str(tmp_path / "contexts")
     first = chunkd_context(server, "--llm-cache", cache, *documents)
