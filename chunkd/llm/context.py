@@ -325,15 +325,10 @@ def _each(keys: list[bytes], ask: Callable[[bytes, threading.Event], None], conc
 def contexts(settings: Any) -> Contexts:
     """The ``Contexts`` that settings with ``--context`` ask for (``Settings``, or
     values by option name)."""
-    from chunkd.llm.options import prompt_text
+    from chunkd.llm.options import context_cache, prompt_text
 
     get = getattr(settings, "_values", settings).get
-    cache = None
-    if get("llm_cache") is not None:
-        from chunkd.embeddings.cache import DiskCache
-
-        cache = DiskCache(get("llm_cache"), option="--llm-cache",
-                          missed="contexts it cannot give are asked again")
+    cache = None if get("llm_cache") is None else context_cache(get("llm_cache"))
     prompt = PROMPT if get("context_prompt") is None else prompt_text(get("context_prompt"))
     return Contexts(ChatClient(get("llm_url"), get("llm_model")), prompt,
                     get("llm_concurrency"), cache, keep=get("context_on_error") == "keep",

@@ -9,15 +9,19 @@ settings within ``contexts_written``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # A cache folder is taken as --embed-cache's is: the user's own link followed once.
 from chunkd.embeddings.selection import _check_folder, _linked_folder
 from chunkd.model.errors import SettingsError
 from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
+
+if TYPE_CHECKING:
+    from chunkd.embeddings.cache import DiskCache
 
 #: Requests to the LLM in flight at once, unless ``--llm-concurrency`` says.
 LLM_CONCURRENCY_DEFAULT = 4
@@ -77,6 +81,17 @@ def prompt_text(path: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=None)
+def context_cache(folder: str) -> DiskCache:
+    """The cache of contexts in ``folder``, once a process: one not to be trusted (a
+    link, a folder others may write) is a ``SettingsError``, which the settings checks
+    meet first (a usage error before any input is read)."""
+    from chunkd.embeddings.cache import DiskCache
+
+    return DiskCache(folder, option="--llm-cache",
+                     missed="contexts it cannot give are asked again")
+
+
 def _prompt_identity(path: str) -> str:
     """A prompt file as results record it: the SHA-256 of its text (another prompt,
     other contexts)."""
@@ -102,6 +117,8 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
             raise SettingsError(f"{spell('context')} needs an LLM: {spell('llm_url')} URL "
                                 f"{spell('llm_model')} NAME (an OpenAI-compatible chat "
                                 "endpoint and the model it serves)")
+        if values["llm_cache"] is not None:
+            context_cache(values["llm_cache"])  # a folder not to be trusted: said now
         return
     given = [name for name in _LLM_OPTIONS if OPTIONS_BY_NAME[name].is_set(values)]
     if given:

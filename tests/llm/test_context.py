@@ -178,6 +178,18 @@ def test_a_rerun_with_the_cache_sends_nothing(server, documents, tmp_path):
     assert again.stderr.decode().rstrip().endswith(f"; {asked:,} from --llm-cache")
 
 
+def test_a_cache_folder_others_may_write_is_refused_before_any_request(server, documents,
+                                                                     tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    done = chunkd_context(server, "--llm-cache", str(folder), *documents)
+    assert done.returncode == 2 and server.requests == []
+    assert done.stderr.decode() == (f"chunkd: error: --llm-cache {folder}: writable by others "
+                                    "than its owner (mode 777), not trusted: remove it, or "
+                                    "give a folder of this user's own\n")
+
+
 def test_embed_text_begins_with_the_context(server, documents):
     done = chunkd_context(server, "--strategy", "markdown", "--embed-text", documents[1])
     assert done.returncode == 0, done.stderr
