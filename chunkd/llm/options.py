@@ -159,7 +159,8 @@ LLM_CONCURRENCY = register_option(Option[int](
                 parse=number_value),)), after="llm_model")
 #: The LLM's window, where the server does not say it (or says it wrongly).
 LLM_WINDOW = register_option(Option[int](
-    None, "the tokens the LLM takes", name="llm_window", check=whole(256), flags=(
+    # (at least 1024: the answer's 200 tokens and the prompt's own leave little below)
+    None, "the tokens the LLM takes", name="llm_window", check=whole(1024), flags=(
         Flag("--llm-window", "--context: the tokens the LLM takes, prompt and answer "
                              "(default: the server's, GET /v1/models' max_model_len or "
                              "llama.cpp's GET /props, else 8192); a longer document is "
