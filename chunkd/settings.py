@@ -27,6 +27,8 @@ from chunkd.options import (OPTIONS, PLACED_AFTER, Flag, Option, Record, choice,
                             overlap_value, percent_of, switch, whole)
 # Below the settings: the strategies register their options when imported.
 from chunkd.strategies import REGISTRY, Strategy, strategy_class
+# After them: --context and the LLM's options, placed after --vectors.
+import chunkd.llm.options  # noqa: F401
 from chunkd.units import measure, resolve, window
 
 if TYPE_CHECKING:

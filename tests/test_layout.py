@@ -24,6 +24,8 @@ LAYERS = (
     ("chunkd.inputs",),
     ("chunkd.units",),
     ("chunkd.embeddings",),
+    # The LLM endpoint and contexts: its cache is the embeddings' store.
+    ("chunkd.llm",),
     ("chunkd.strategies",),
     ("chunkd.settings",),
     ("chunkd.outputs", "chunkd.stores"),

@@ -30,7 +30,8 @@ from chunkd.inputs import (DocumentFile, Limits, add_document_options, check_lim
                               document_source,
                               file_opener, kinds, labels)
 from chunkd.embeddings.selection import VECTORS, batch_size, embedder, takes_model
-from chunkd.model.errors import EmbedError
+from chunkd.llm.options import CONTEXT, contexts_written
+from chunkd.model.errors import EmbedError, LLMError
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.outputs.progress import Progress, input_size
 from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
@@ -42,6 +43,7 @@ from chunkd.outputs.vectors import VectorWriter
 from chunkd.outputs.writers import FORMATS, Writer, make_writer
 
 if TYPE_CHECKING:
+    from chunkd.llm.context import Contexts
     from chunkd.outputs.parquet import ParquetFiles, ParquetWriter
 
 
@@ -101,17 +103,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 def write_document(document: Document, pipeline: Pipeline,
                    writer: Writer | ParquetWriter | VectorWriter,
-                   flush: Callable[[], None]) -> None:
-    """Chunk one document into ``writer``, flushing as chunks become final."""
+                   flush: Callable[[], None], contexts: Contexts | None = None,
+                   note: Callable[[str], None] | None = None) -> None:
+    """Chunk one document into ``writer``, flushing as chunks become final; with
+    ``contexts``, all its chunks at once, each with its context (chunks left without
+    one, with ``--context-on-error keep``, are told to ``note`` in one line)."""
     source, extracted = document_source(document)
     writer.begin(document.name, document.fields, extracted)
     try:
-        for chunks in pipeline.chunks(DocumentText(source, document.blocks)):
-            writer.write(chunks)
+        if contexts is None:
+            for chunks in pipeline.chunks(DocumentText(source, document.blocks)):
+                writer.write(chunks)
+                flush()
+        else:
+            if "context" in document.fields:  # a record holds a key once
+                raise InputError(f"{where(document.name)}: field 'context' is reserved for "
+                                 "chunk records with --context; rename it")
+            read: list[str] = []  # the whole text, which every request begins with
+            chunks = [chunk for made in pipeline.chunks(DocumentText(
+                source, _kept(document.blocks, read.append))) for chunk in made]
+            done = contexts.document("".join(read), chunks)
+            while contexts.notes and note is not None:
+                note(contexts.notes.pop(0))
+            if done.missing and note is not None:
+                note(f"{where(document.name)}: {done.missing} of {len(chunks)} chunks "
+                     f"written with \"context\": null (--context-on-error keep): {done.why}")
+            writer.write(done.chunks)
             flush()
-    except EmbedError as error:  # the model failed on this document: the others may not
-        raise InputError(f"{where(document.name)}: {error}") from None
+    except (EmbedError, LLMError) as error:  # the model failed on this document: the
+        raise InputError(f"{where(document.name)}: {error}") from None  # others may not
     writer.end()
+
+
+def _kept(blocks: Iterable[str], keep: Callable[[str], None]) -> Iterator[str]:
+    """``blocks``, each given to ``keep`` as it goes by."""
+    for block in blocks:
+        keep(block)
+        yield block
 
 
 def where(name: object) -> str:
@@ -504,6 +532,11 @@ def run(job: Job, out: Output) -> int:
         writer = VectorWriter(writer, embedder(settings), batch_size(settings),
                               lambda name, error: report(InputError(f"{where(name)}: {error}")))
     pipeline = Pipeline(settings)
+    contexts = None
+    if settings[CONTEXT]:
+        from chunkd.llm.context import contexts as made_contexts
+
+        contexts = made_contexts(settings)
 
     def report(error: InputError | str) -> None:
         nonlocal status
@@ -512,11 +545,16 @@ def run(job: Job, out: Output) -> int:
         print(f"chunkd: {error}", file=sys.stderr, flush=True)
         status = EXIT_FAILED
 
+    def note(line: str) -> None:
+        out.flush()
+        progress.close()
+        print(f"chunkd: {line}", file=sys.stderr, flush=True)
+
     def stream(document: Document | InputError) -> None:
         try:
             if isinstance(document, InputError):
                 raise document
-            write_document(document, pipeline, writer, out.flush)
+            write_document(document, pipeline, writer, out.flush, contexts, note)
         except InputError as error:
             report(error)
 
@@ -568,13 +606,16 @@ def run(job: Job, out: Output) -> int:
     out.flush()
     writer.close(failed=status != EXIT_OK)
     progress.close()
+    if contexts is not None:  # what the contexts cost, said
+        note(contexts.cost.line(contexts.client.endpoint.shown))
     return status
 
 
 def main(argv: list[str]) -> int:
     """Run the filter; returns the exit status."""
     parser = build_parser()
-    args, settings = parse_with_settings(parser, argv)
+    with contexts_written():
+        args, settings = parse_with_settings(parser, argv)
     if not 1 <= args.jobs <= 1024:
         parser.error(f"--jobs must be from 1 to 1024, got {args.jobs}")
     parquet = None
@@ -592,8 +633,10 @@ def main(argv: list[str]) -> int:
               check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr), parquet,
               # A model is loaded once, here, and given texts of many documents at once
               # (it uses every core, or the GPU, by itself): no workers that each load it.
+              # With --context, one process too: the LLM's requests are bounded in
+              # flight (--llm-concurrency), not multiplied by the workers.
               parallel=(many and args.jobs > 1 and args.format != "parquet"
-                        and not takes_model(settings._values)))
+                        and not takes_model(settings._values) and not settings[CONTEXT]))
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
     return run_writing("chunkd", lambda out: run(job, out))

@@ -148,8 +148,13 @@ class DiskCache:
     ``refuse`` (where a command starts: its usage error), else all misses, said once;
     one whose filesystem fails is all misses, said once."""
 
-    def __init__(self, folder: str, max_bytes: int = MAX_BYTES, refuse: bool = True) -> None:
+    def __init__(self, folder: str, max_bytes: int = MAX_BYTES, refuse: bool = True,
+                 option: str = "--embed-cache",
+                 missed: str = "texts it cannot give are embedded again") -> None:
+        """``option`` names the folder's setting in messages; ``missed`` says what a
+        failing cache costs (another cache of values by key: ``--llm-cache``)."""
         self.folder = folder
+        self.option, self.missed = option, missed
         self.path = os.path.join(folder, DATABASE)
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -166,7 +171,7 @@ class DiskCache:
         except FileExistsError:
             pass
         except OSError as error:
-            problem = f"--embed-cache {folder}: cannot make the folder: {error.strerror}"
+            problem = f"{option} {folder}: cannot make the folder: {error.strerror}"
             if error.errno not in _UNAVAILABLE and refuse:
                 raise SettingsError(problem) from None
             self._failed(problem)  # a full or read-only disk: misses until it is made
@@ -194,7 +199,7 @@ class DiskCache:
         fd = self._trusted_folder()
         try:
             if not os.path.isdir(f"/proc/self/fd/{fd}"):
-                raise Unavailable(f"--embed-cache {self.folder}: /proc is not mounted, "
+                raise Unavailable(f"{self.option} {self.folder}: /proc is not mounted, "
                                   "through which the cache's files are opened")
             secret = self._key(fd)
             try:
@@ -220,7 +225,7 @@ class DiskCache:
         return connection
 
     def _unavailable(self, error: Exception) -> Unavailable:
-        return Unavailable(f"--embed-cache {self.folder}: cannot use {DATABASE}: {error}")
+        return Unavailable(f"{self.option} {self.folder}: cannot use {DATABASE}: {error}")
 
     def _opened_once(self, fd: int) -> sqlite3.Connection:
         """The database's files checked, the database made if missing and opened."""
@@ -228,7 +233,7 @@ class DiskCache:
         try:
             self._made(fd)
         except OSError as error:
-            raise Unavailable(f"--embed-cache {self.folder}: cannot make {DATABASE}: "
+            raise Unavailable(f"{self.option} {self.folder}: cannot make {DATABASE}: "
                               f"{error.strerror or error}") from None
         return self._opened(fd)
 
@@ -273,17 +278,17 @@ class DiskCache:
                 except OSError:
                     link = False
                 if link:
-                    raise SettingsError(f"--embed-cache {self.folder}: a symbolic link, not "
+                    raise SettingsError(f"{self.option} {self.folder}: a symbolic link, not "
                                         "followed: give the folder it names, or remove it"
                                         ) from None
-                raise SettingsError(f"--embed-cache {self.folder}: not a folder") from None
+                raise SettingsError(f"{self.option} {self.folder}: not a folder") from None
             # Gone, never made on a full or read-only disk, or not ours to open.
-            raise Unavailable(f"--embed-cache {self.folder}: {error.strerror or error}"
+            raise Unavailable(f"{self.option} {self.folder}: {error.strerror or error}"
                               ) from None
         problem = _untrusted(os.fstat(fd))
         if problem:
             os.close(fd)
-            raise SettingsError(f"--embed-cache {self.folder}: {problem}, not trusted: "
+            raise SettingsError(f"{self.option} {self.folder}: {problem}, not trusted: "
                                 "remove it, or give a folder of this user's own")
         return fd
 
@@ -296,20 +301,20 @@ class DiskCache:
             except FileNotFoundError:
                 continue
             except OSError as error:
-                raise Unavailable(f"--embed-cache {self.folder}: cannot use {name}: "
+                raise Unavailable(f"{self.option} {self.folder}: cannot use {name}: "
                                   f"{error.strerror or error}") from None
             self._trusted_file(name, found)
 
     def _trusted_file(self, name: str, found: os.stat_result) -> None:
         if stat.S_ISLNK(found.st_mode):
-            raise SettingsError(f"--embed-cache {self.folder}: {name} is a symbolic "
+            raise SettingsError(f"{self.option} {self.folder}: {name} is a symbolic "
                                 "link, not followed: remove it")
         if not stat.S_ISREG(found.st_mode):
-            raise SettingsError(f"--embed-cache {self.folder}: {name} is not a file: "
+            raise SettingsError(f"{self.option} {self.folder}: {name} is not a file: "
                                 "remove it")
         problem = _untrusted(found)
         if problem:
-            raise SettingsError(f"--embed-cache {self.folder}: {name} {problem}, not "
+            raise SettingsError(f"{self.option} {self.folder}: {name} {problem}, not "
                                 "trusted: remove it")
 
     def _key(self, fd: int) -> bytes:
@@ -341,7 +346,7 @@ class DiskCache:
                 os.unlink(made, dir_fd=fd)
             return self._read_key(fd)
         except OSError as error:
-            raise Unavailable(f"--embed-cache {self.folder}: cannot make {KEY}: "
+            raise Unavailable(f"{self.option} {self.folder}: cannot make {KEY}: "
                               f"{error.strerror or error}") from None
 
     def _read_key(self, fd: int) -> bytes:
@@ -353,23 +358,23 @@ class DiskCache:
                 raise
             if error.errno == errno.ELOOP:
                 self._trusted_file(KEY, os.lstat(KEY, dir_fd=fd))
-            raise Unavailable(f"--embed-cache {self.folder}: cannot read {KEY}: "
+            raise Unavailable(f"{self.option} {self.folder}: cannot read {KEY}: "
                               f"{error.strerror or error}") from None
         try:
             self._trusted_file(KEY, os.fstat(key))
             secret = os.read(key, KEY_BYTES + 1)
         except OSError as error:
-            raise Unavailable(f"--embed-cache {self.folder}: cannot read {KEY}: "
+            raise Unavailable(f"{self.option} {self.folder}: cannot read {KEY}: "
                               f"{error.strerror or error}") from None
         finally:
             os.close(key)
         if len(secret) != KEY_BYTES:
-            raise SettingsError(f"--embed-cache {self.folder}: {KEY} is not "
+            raise SettingsError(f"{self.option} {self.folder}: {KEY} is not "
                                 f"{KEY_BYTES} bytes: remove it (the cache starts anew)")
         return secret
 
     def _set_aside(self, fd: int, error: Exception) -> None:
-        print(f"chunkd: --embed-cache {self.folder}: {DATABASE} is damaged ({error}): "
+        print(f"chunkd: {self.option} {self.folder}: {DATABASE} is damaged ({error}): "
               "set aside, starting a new cache", file=sys.stderr, flush=True)
         for suffix in ("", "-wal", "-shm"):
             try:
@@ -378,7 +383,7 @@ class DiskCache:
             except FileNotFoundError:
                 pass
             except OSError as failure:
-                raise Unavailable(f"--embed-cache {self.folder}: {DATABASE} is damaged "
+                raise Unavailable(f"{self.option} {self.folder}: {DATABASE} is damaged "
                                   "and cannot be set aside: "
                                   f"{failure.strerror or failure}") from None
 
@@ -389,7 +394,7 @@ class DiskCache:
         try:
             return self._get(keys)
         except sqlite3.DatabaseError as error:
-            self._failed(f"--embed-cache {self.folder}: {error}")
+            self._failed(f"{self.option} {self.folder}: {error}")
             return {}
         except (SettingsError, Unavailable) as error:  # made a link since; a failing disk
             self._failed(str(error))
@@ -401,7 +406,7 @@ class DiskCache:
         try:
             self._put(entries)
         except sqlite3.DatabaseError as error:
-            self._failed(f"--embed-cache {self.folder}: {error}")
+            self._failed(f"{self.option} {self.folder}: {error}")
         except (SettingsError, Unavailable) as error:  # made a link since; a failing disk
             self._failed(str(error))
 
@@ -409,7 +414,7 @@ class DiskCache:
         """Said once a process: the run goes on, embedding what it cannot read."""
         if not self._warned:
             self._warned = True
-            print(f"chunkd: {problem}: texts it cannot give are embedded again",
+            print(f"chunkd: {problem}: {self.missed}",
                   file=sys.stderr, flush=True)
 
     def _get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -436,7 +441,7 @@ class DiskCache:
                         connection.executemany("DELETE FROM vectors WHERE key = ?",
                                                [(key,) for key in wrong])))
                 except sqlite3.DatabaseError as error:  # a full disk: still the vectors
-                    self._failed(f"--embed-cache {self.folder}: {error}")
+                    self._failed(f"{self.option} {self.folder}: {error}")
         return found
 
     def _put(self, entries: Sequence[tuple[bytes, bytes]]) -> None:

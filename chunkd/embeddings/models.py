@@ -33,6 +33,8 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from chunkd.model.errors import EmbedError, SettingsError
+# The endpoint's tries and waits, as its callers and tests know them here.
+from chunkd.net.endpoint import FIRST_WAIT as FIRST_WAIT, LONGEST_WAIT as LONGEST_WAIT, TRIES as TRIES
 
 if TYPE_CHECKING:
     import numpy
@@ -228,15 +230,8 @@ KEY_VARIABLE = "CHUNKD_EMBED_API_KEY"
 #: The environment variable of an endpoint call's timeout in seconds (default 30).
 TIMEOUT_VARIABLE = "CHUNKD_EMBED_TIMEOUT"
 #: Texts an endpoint is sent at once and tokens summed over them (OpenAI's limit per
-#: request), unless the user or the server's ``/info`` (Hugging Face TEI) says other;
-#: tries of a call, and the first wait between tries (doubled each time) unless the
-#: server's ``Retry-After`` says how long.
+#: request), unless the user or the server's ``/info`` (Hugging Face TEI) says other.
 ENDPOINT_BATCH, ENDPOINT_BATCH_TOKENS = 64, 300_000
-TRIES, FIRST_WAIT = 5, 0.5
-#: The longest a server's ``Retry-After`` makes a try wait (the client's own waits are
-#: 4 s at most): with the default tries, a call that keeps being told to wait ends
-#: within a minute whatever the server says.
-LONGEST_WAIT = 8.0
 #: The bytes an answer may hold: a vector's number (as JSON, indented), a text's own
 #: (its object and index), the answer's own (model, usage); and the widest vector
 #: assumed while no answer has told their length.
@@ -255,31 +250,10 @@ def endpoint_url(url: str) -> str:
     """The embeddings URL of an endpoint: ``URL`` as given when it ends in
     ``/v1/embeddings``, ``URL/embeddings`` when it ends in ``/v1``, else
     ``URL/v1/embeddings`` (a trailing ``/`` is ignored); ``SettingsError`` unless a
-    well-formed http(s) URL (checked here, once, rather than failing each call)."""
-    import urllib.parse
+    well-formed http(s) URL (``chunkd.net.endpoint.api_url``)."""
+    from chunkd.net.endpoint import api_url
 
-    from chunkd.net.urls import ambiguous, public_url
-
-    if not url.isascii() or re.search(r"[\x00-\x20\x7f]", url):
-        raise SettingsError("--embed-url: white space, a control character or a character "
-                            "beyond ASCII in the URL: write it percent-encoded (a host "
-                            "in its ASCII form, xn--...)")
-    if ambiguous(url):
-        raise SettingsError("--embed-url: an @ after the host, as a password holding /, ? "
-                            "or # would leave it: write those characters in credentials "
-                            "(and any @ after the host) percent-encoded: %2F, %3F, %23, %40")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # raises for a port that is not a number from 0 to 65535
-    except ValueError:
-        raise SettingsError(f"--embed-url {public_url(url)}: not a valid URL (its host "
-                            "or port)") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"--embed-url {public_url(url)}: not an http:// or https:// URL")
-    path = parts.path.rstrip("/")
-    if not path.endswith("/v1/embeddings"):
-        path += "/embeddings" if path.endswith("/v1") else "/v1/embeddings"
-    return urllib.parse.urlunsplit(parts._replace(path=path))
+    return api_url(url, "--embed-url", "embeddings")
 
 
 class EndpointLimits(NamedTuple):
@@ -335,38 +309,28 @@ class OpenAIEmbedder:
 
     def __init__(self, url: str, model: str, limits: EndpointLimits, timeout: float | None = None,
                  first_wait: float = FIRST_WAIT, longest_wait: float = LONGEST_WAIT) -> None:
-        import urllib.parse  # as json: for endpoints only, never at the command's start
+        from chunkd.net.endpoint import Endpoint
+        from chunkd.net.urls import identity_url
 
-        from chunkd.net.urls import identity_url, public_url, secrets
-
-        called = urllib.parse.urlsplit(endpoint_url(url))
-        # Credentials in the URL go as Basic authentication, never in the request line.
-        self.url = urllib.parse.urlunsplit(called._replace(netloc=called.netloc.rpartition("@")[2]))
-        #: The user and password the URL holds, and its query's secrets: never shown.
-        self.credentials = tuple(urllib.parse.unquote(part) for part in (
-            called.username, called.password) if part) + secrets(self.url)
-        import base64
-
-        self.basic = (None if called.username is None else base64.b64encode(
-            f"{urllib.parse.unquote(called.username)}:"
-            f"{urllib.parse.unquote(called.password or '')}".encode()).decode())
-        self.shown = public_url(self.url)
+        self.endpoint = Endpoint(endpoint_url(url), "--embed-url", KEY_VARIABLE, EmbedError,
+                                 endpoint_timeout() if timeout is None else timeout,
+                                 first_wait, longest_wait)
+        self.shown = self.endpoint.shown
         self.model = model
         # The whole URL (its query too: a deployment, an API version), never its
         # credentials: the vectors of another query may be another model's.
-        self.name = f"{model}@{identity_url(self.url)}"
-        self.timeout = endpoint_timeout() if timeout is None else timeout
-        self.first_wait, self.longest_wait = first_wait, longest_wait
+        self.name = f"{model}@{identity_url(self.endpoint.url)}"
         self.limits = limits
         self.dimension: int | None = None
         self._told: dict[str, int] | None = None
         #: When ``/info`` last got no answer (``monotonic``), while none has answered.
         self._unanswered_at: float | None = None
         self._asking = threading.Lock()
-        #: Whether the last call that ended found no answer after all its tries: until
-        #: a call is answered, each gets one try, so that a run meeting an endpoint
-        #: that keeps failing is not held up a whole call's tries for every batch.
-        self.failing = False
+
+    @property
+    def failing(self) -> bool:
+        """Whether the endpoint's last call found no answer (``Endpoint.failing``)."""
+        return self.endpoint.failing
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         import numpy
@@ -477,15 +441,12 @@ class OpenAIEmbedder:
         from a server that answers otherwise (most have no ``/info``), None from one
         that does not answer, or answers 429 or a 5xx. One call, no retry, quiet."""
         import json  # as http and ssl: for endpoints only, never at the command's start
-        import urllib.parse
 
         from chunkd.net.client import NoAnswer, ResponseTooLarge, call
 
-        parts = urllib.parse.urlsplit(self.url)
-        path = parts.path[:-len("/v1/embeddings")] + "/info"
         try:
-            answer = call(urllib.parse.urlunsplit(parts._replace(path=path)), "GET", None,
-                          self._headers(), self.timeout, INFO_BYTES)
+            answer = call(self.endpoint.at("/info"), "GET", None, self.endpoint.headers(),
+                          self.endpoint.timeout, INFO_BYTES)
         except NoAnswer:
             return None
         except ResponseTooLarge:
@@ -501,15 +462,6 @@ class OpenAIEmbedder:
         return {key: value for key, value in info.items()
                 if key in ("max_client_batch_size", "max_batch_tokens", "max_input_length")
                 and isinstance(value, int) and not isinstance(value, bool) and value > 0}
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(KEY_VARIABLE)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        elif self.basic:
-            headers["Authorization"] = f"Basic {self.basic}"
-        return headers
 
     def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
         import json
@@ -538,89 +490,18 @@ class OpenAIEmbedder:
         (another call failed) ends the tries."""
         import json
 
-        from chunkd.net.client import NoAnswer, ResponseTooLarge, call
-
         body = json.dumps({"model": self.model, "input": texts}).encode()
-        headers = self._headers()
         limit = ANSWER_BYTES + len(texts) * (TEXT_BYTES + (self.dimension or WIDEST)
                                              * NUMBER_BYTES)
-        last = ""
-        tries = 1 if self.failing else TRIES
-        for attempt in range(tries):
-            wait = self.first_wait * 2 ** attempt
-            try:
-                answer = call(self.url, "POST", body, headers, self.timeout, limit)
-            except NoAnswer as error:  # (chunkd's words, a TLS check's may name the host)
-                last = self._quoted(str(error), type(error).__name__)
-            except ResponseTooLarge as error:
-                raise EmbedError(f"{self.shown}: an answer of {error} for {len(texts)} "
-                                 f"texts, more than their vectors can need: refused") from None
-            else:
-                if 200 <= answer.status < 300:
-                    self.failing = False
-                    return answer.body
-                last = f"HTTP {answer.status}"
-                if 300 <= answer.status < 400:
-                    raise EmbedError(f"{self.shown}: {_status(answer.status)} to "
-                                     f"{self._where(answer.headers.get('Location'))}: chunkd "
-                                     "follows no redirect (give --embed-url the URL that "
-                                     "answers)")
-                if answer.status != 429 and answer.status < 500:
-                    raise EmbedError(f"{self.shown}: {_status(answer.status)}")
-                told = (answer.headers.get("Retry-After") or "").strip()
-                if told.isascii() and told.isdigit():
-                    wait = min(float(told), self.longest_wait)
-            if attempt + 1 < tries and given_up.wait(wait):
-                break
-        else:  # every try made (not given up for another call's failure)
-            self.failing = True
-        if tries == 1:
-            raise EmbedError(f"{self.shown}: no answer after {TRIES} tries of an earlier "
-                             f"call and 1 of this one (last: {last})")
-        raise EmbedError(f"{self.shown}: no answer after {attempt + 1} tries (last: {last})")
-
-    def _quoted(self, text: str, kind: str) -> str:
-        """Text that may quote the URL, as messages show it (``chunkd.net.urls.quoted``)."""
-        from chunkd.net.urls import quoted
-
-        hidden = sorted({secret for secret in (os.environ.get(KEY_VARIABLE), self.basic,
-                                               *self.credentials) if secret},
-                        key=len, reverse=True)
-        return quoted(text, hidden, self.shown, f"{kind}: its words are not shown, as "
-                                                "they may quote a credential")
-
-    def _where(self, location: str | None) -> str:
-        """Where a redirect points, as a message may show it: its origin (scheme, host,
-        port), when that is plainly one and holds none of the credentials sent (a
-        server may echo them); else without it."""
-        import urllib.parse
-
-        try:
-            target = urllib.parse.urlsplit(urllib.parse.urljoin(self.url, location or ""))
-            port = target.port
-        except ValueError:
-            return "an address not shown"
-        host = target.hostname or ""
-        secrets = [secret.lower() for secret in (os.environ.get(KEY_VARIABLE), self.basic,
-                                                 *self.credentials) if secret]
-        if (location is None or target.scheme not in ("http", "https")
-                or not re.fullmatch(r"[a-z0-9.-]{1,253}|[0-9a-f:.]{2,45}", host)
-                or any(secret in host for secret in secrets)):
-            return "an address not shown"
-        shown = f"[{host}]" if ":" in host else host
-        return f"{target.scheme}://{shown}" + ("" if port is None else f":{port}")
+        return self.endpoint.post(body, limit, given_up, f"for {len(texts)} texts, more "
+                                                         "than their vectors can need")
 
 
 def endpoint_timeout() -> float:
     """An endpoint call's timeout: ``CHUNKD_EMBED_TIMEOUT`` seconds, else 30."""
-    value = os.environ.get(TIMEOUT_VARIABLE, "30")
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0
-    if not seconds > 0:
-        raise SettingsError(f"{TIMEOUT_VARIABLE}={value}: not a number of seconds above 0")
-    return seconds
+    from chunkd.net.endpoint import seconds_from
+
+    return seconds_from(TIMEOUT_VARIABLE, "30")
 
 
 @functools.lru_cache(maxsize=None)
@@ -695,17 +576,6 @@ def _count_batch(module: Any, given: Any, made: Any) -> None:
     vectors = made.get("sentence_embedding") if isinstance(made, Mapping) else None
     if vectors is not None:
         embedded(len(vectors))
-
-
-def _status(code: int) -> str:
-    """A status as messages show it: its number and its standard phrase, never the
-    server's (which may echo what was sent, the key included)."""
-    import http
-
-    try:
-        return f"HTTP {code} {http.HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"HTTP {code}"
 
 
 def _executable_memory_denied() -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from chunkd.model.chunk import OPTIONAL_FIELDS
+from chunkd.model.chunk import INPUT_MAY_NAME, OPTIONAL_FIELDS
 from chunkd.kernel.chosen import IMPLEMENTATION
 from chunkd.processes.stdio import widen_pipe
 from chunkd.model.patterns import deferred
@@ -49,7 +49,8 @@ if IMPLEMENTATION == "compiled":
 
 #: Keys of a chunk record; an NDJSON input line may not use them for its own fields.
 RESERVED_KEYS = frozenset({"doc", "index", "start", "end", "length", "text", *OPTIONAL_FIELDS,
-                           "chunks", "parents", "page_starts"})  # --format json's documents
+                           "chunks", "parents", "page_starts"}  # --format json's documents
+                          - set(INPUT_MAY_NAME))
 
 #: Integers a record can carry exactly: JSON tools commonly read 64 bits, no more.
 INT_RANGE = range(-2**63, 2**64)

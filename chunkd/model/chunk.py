@@ -47,11 +47,30 @@ RECORD_FIELDS = (
                 "the cosine distance between the sentence windows at the chunk's end, "
                 "where the semantic strategy cut (none after the last chunk or inside a "
                 "group cut at the maximum size)"),
+    RecordField("context", lambda pa: pa.string(),
+                "a short text the LLM wrote from the whole document to situate the chunk "
+                "in it (context); null where it gave none (context_on_error keep)"),
     # A fixed-size list where the model's dimension is known (chunkd.arrow).
     RecordField("vector", lambda pa: pa.list_(pa.float32()),
                 "the chunk's embedding (of embed_text, else text), float32 (vectors)"),
 )
 OPTIONAL_FIELDS = tuple(field.name for field in RECORD_FIELDS)
+#: The optional fields an input's own fields (NDJSON keys, Parquet columns) may still be
+#: named, as they could before the field was added: they are refused only where the
+#: option that writes the field is given (``context``: the filter, with --context).
+INPUT_MAY_NAME = ("context",)
+
+
+class Null:
+    """An optional field's value that records write as null, where None leaves the
+    field out: a chunk's ``context`` that the LLM did not give (``context_on_error``
+    keep), so that a record says it has none rather than seem not to have asked."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = Null()
 
 
 class Parent(NamedTuple):
@@ -105,6 +124,8 @@ class Chunk(NamedTuple):
       as text).
     * ``distance``: the semantic strategy's cosine distance between the sentence windows
       either side of the chunk's end, where it cut (``chunkd.strategies.semantic``).
+    * ``context``: a short text an LLM wrote from the whole document to situate the
+      chunk in it (``context``; ``chunkd.llm.context``); ``NULL`` where it gave none.
     * ``vector``: the chunk's embedding, a float32 array (``vectors``; ``chunkd.outputs.vectors``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
@@ -129,6 +150,7 @@ class Chunk(NamedTuple):
     defines: tuple[str, ...] | None = None
     language: str | None = None
     distance: float | None = None
+    context: str | Null | None = None
     vector: numpy.ndarray | None = None
 
 

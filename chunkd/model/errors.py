@@ -11,3 +11,9 @@ class SettingsError(ValueError):
 class EmbedError(Exception):
     """A model that failed while embedding (an endpoint that answered wrong, or not at
     all); the message says what, in one line."""
+
+
+class LLMError(Exception):
+    """An LLM endpoint that failed (no answer, a status, an answer that is no
+    completion), or a chunk left without its context; the message says what, in one
+    line."""

@@ -51,12 +51,14 @@ def call(url: str, method: str, body: bytes | None, headers: Mapping[str, str],
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = kind(parts.hostname or "", parts.port, timeout=timeout)
     expired = threading.Event()
+    #: The connection's socket, once made: an answer that closes the connection after
+    #: it (HTTP/1.0, ``Connection: close``) takes the socket from the connection.
+    made: list[socket.socket] = []
 
     def expire() -> None:
         # Set before the socket is looked at: a connection made just after this sees it.
         expired.set()
-        sock = connection.sock
-        if sock is not None:
+        for sock in {id(sock): sock for sock in (connection.sock, *made) if sock}.values():
             try:  # the plain socket's shutdown, under TLS too: it wakes a blocked read
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
             except OSError:
@@ -67,6 +69,8 @@ def call(url: str, method: str, body: bytes | None, headers: Mapping[str, str],
     deadline.start()
     try:
         connection.connect()
+        if connection.sock is not None:
+            made.append(connection.sock)
         if expired.is_set():
             raise NoAnswer("timed out")
         target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
@@ -82,6 +86,12 @@ def call(url: str, method: str, body: bytes | None, headers: Mapping[str, str],
             data += block
             if len(data) > limit:
                 raise ResponseTooLarge(f"over {limit:,} bytes")
+        # The reads end early, without an error, where the deadline shut the socket
+        # down or the server closed it before the length it declared.
+        if expired.is_set():
+            raise NoAnswer("timed out")
+        if response.length:
+            raise NoAnswer("connection closed before the whole answer")
         return Answer(response.status, response.headers, bytes(data))
     except (OSError, http.client.HTTPException, ValueError) as error:
         # (ValueError: http.client's, for a chunk size that is not a number)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import cast
 
-from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.model.chunk import INPUT_MAY_NAME, NULL, OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 
 try:
     import pyarrow as pa
@@ -19,7 +19,8 @@ except ImportError as error:  # pragma: no cover - depends on the installation
                       name=error.name) from None
 
 #: Output column names that the input's carried columns may not use.
-RESERVED = ("doc", "index", "start", "end", "length", *OPTIONAL_FIELDS, "text")
+RESERVED = ("doc", "index", "start", "end", "length",
+            *(name for name in OPTIONAL_FIELDS if name not in INPUT_MAY_NAME), "text")
 
 _INT, _STRING = pa.int64(), pa.string()
 #: The Arrow type of each chunk field (``chunkd.model.chunk.Chunk``) in a table of chunks:
@@ -115,6 +116,9 @@ def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...],
     if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
         parents = cast("Sequence[Parent | None]", columns["parent"])
         columns["parent"] = [None if parent is None else parent[:3] for parent in parents]
+    if "context" in columns:  # a context the LLM did not give: null (None is null here)
+        columns["context"] = [None if context is NULL else context
+                              for context in columns["context"]]
     return [vector_array(column, dimension) if name == "vector" else
             to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
 

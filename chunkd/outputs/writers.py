@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
-from chunkd.model.chunk import OPTIONAL_FIELDS, Chunk, Parent, name_value
+from chunkd.model.chunk import NULL, OPTIONAL_FIELDS, Chunk, Parent, name_value
 from chunkd.kernel.chosen import IMPLEMENTATION
 from chunkd.processes.stdio import OutputError, Stream, write_all
 
@@ -48,6 +48,8 @@ def _optional(chunk: Chunk) -> dict:
     for name, value in zip(OPTIONAL_FIELDS, chunk[5:], strict=True):
         if isinstance(value, Parent):  # a record's parent is its number and span
             values[name] = {"index": value.index, "start": value.start, "end": value.end}
+        elif value is NULL:
+            values[name] = None
         elif value is not None:
             values[name] = value
     return values

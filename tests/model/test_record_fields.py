@@ -11,7 +11,7 @@ import orjson
 import pyarrow as pa
 
 from chunkd.outputs.columns import FIELD_TYPES, chunk_arrays
-from chunkd.model.chunk import OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
+from chunkd.model.chunk import NULL, OPTIONAL_FIELDS, RECORD_FIELDS, Chunk, Parent
 from chunkd.outputs.writers import make_writer
 
 #: A value of each declared field, by its Arrow type.
@@ -20,7 +20,7 @@ SAMPLES = {"tokens": 3, "estimated_tokens": 4, "headings": ("A", "B"),
            "chunk_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "pages": (2, 3),
            "symbols": ("class Splitter", "def feed"),
            "defines": ("class Splitter > def feed",), "language": "python",
-           "distance": 0.25, "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
+           "distance": 0.25, "context": "From the guide's part on feeding.", "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
 
 
 def test_the_chunk_has_an_attribute_for_each_declared_field_in_order():
@@ -50,3 +50,19 @@ def test_arrow_columns_have_the_declared_types():
     assert len(optional) == len(RECORD_FIELDS)
     for field, array in zip(RECORD_FIELDS, optional):
         assert FIELD_TYPES[field.name] == field.arrow_type(pa) == array.type
+
+
+def test_a_context_the_llm_did_not_give_is_null_in_every_format():
+    """``NULL``, unlike None, is written: the record says it has no context."""
+    chunk = Chunk(0, 0, 4, 4, "some", context=NULL)
+    for format, decode in (("ndjson", lambda data: list(map(orjson.loads, data.splitlines()))),
+                           ("json", lambda data: orjson.loads(data)["chunks"]),
+                           ("msgpack", lambda data: list(msgpack.Unpacker(io.BytesIO(data))))):
+        out = io.BytesIO()
+        writer = make_writer(format, out, named=False)
+        writer.begin(None, {})
+        writer.write([chunk, chunk._replace(context="A context.")])
+        writer.end()
+        assert [record["context"] for record in decode(out.getvalue())] == [None, "A context."]
+    [column] = chunk_arrays([chunk, chunk._replace(context="A context.")], ("context",))[4:-1]
+    assert column.to_pylist() == [None, "A context."]
