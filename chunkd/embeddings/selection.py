@@ -294,6 +294,62 @@ VECTORS = register_option(Option[bool](
                           "there is one, else its text) by --embed or --embed-url, "
                           "batched across documents"),)), after="embed_cache")
 
+#: Whether the settings being made are for a front end that makes late vectors
+#: (``late_vectors_made``): any other would give plain ones, which ``--late`` must not.
+_LATE_MADE: ContextVar[bool] = ContextVar("late_made", default=False)
+
+
+@contextmanager
+def late_vectors_made() -> Iterator[None]:
+    """Within it, settings may ask for ``--late``: for the front ends that make late
+    vectors (the filter, ``chunkd eval``); the others refuse it in one line."""
+    token = _LATE_MADE.set(True)
+    try:
+        yield
+    finally:
+        _LATE_MADE.reset(token)
+
+
+def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """``--late`` is for ``--vectors`` by a local model of mean pooling
+    (``chunkd.embeddings.late``), checked on disk before it loads (a refusal at once),
+    then loaded; and for a front end
+    that makes late vectors; the chunks' vectors are then of their document's text, so
+    ``--embed-text`` (a heading path before each chunk) cannot be what is embedded."""
+    if not values["late"]:
+        return
+    late = spell("late")
+    if not _LATE_MADE.get():
+        raise SettingsError(f"{late} is for the chunkd filter and chunkd eval: this command "
+                            "would give plain vectors")
+    if not values["vectors"]:
+        raise SettingsError(f"{late} needs {spell('vectors')} and --embed MODEL")
+    if values["embed_url"] is not None:
+        raise SettingsError(f"{late} needs --embed MODEL, a local model: {spell('embed_url')} "
+                            "returns one vector a text, not its tokens' vectors")
+    if not isinstance(values["embed"], str):
+        raise SettingsError(f"{late} needs --embed MODEL, a sentence-transformers model "
+                            "folder or name")
+    if values["embed_text"]:
+        raise SettingsError(f"{late} embeds each chunk within its document's text, which "
+                            f"{spell('embed_text')}'s heading path is not part of: give one")
+    from chunkd.embeddings.late import check_folder, loaded_late_model
+    from chunkd.embeddings.models import model_folder
+
+    check_folder(model_folder(values["embed"]), f"--embed {values['embed']}")
+    loaded_late_model(checked_model(values))  # what the folder does not say (its tokenizer)
+
+
+#: Each chunk's vector made within its whole document (``chunkd.embeddings.late``):
+#: other vectors, so results record it.
+LATE = register_option(Option[bool](
+    False, "late chunking", name="late", check=switch, check_with=_late_model, flags=(
+        Flag("--late", "with --vectors and --embed MODEL (mean pooling): late chunking, "
+                       "each chunk's vector the mean of its tokens' vectors in the whole "
+                       "document read once, in overlapping windows where it is longer than "
+                       "the model's; each document embedded when it ends"),)),
+    after="embed_cache")
+
 OPTIONS_BY_NAME = {option.name: option for option in (
     EMBED, EMBED_DEVICE, EMBED_DTYPE, EMBED_URL, EMBED_MODEL, EMBED_CONCURRENCY, EMBED_BATCH,
     EMBED_BATCH_TOKENS, EMBED_CACHE)}
