@@ -92,9 +92,9 @@ def _pooling(config: Any) -> str:
         return "an unreadable configuration"
     if isinstance(config.get("pooling_mode"), str):  # sentence-transformers 6
         return str(config["pooling_mode"])
-    modes = [key[len("pooling_mode_"):] for key, value in config.items()
-             if key.startswith("pooling_mode_") and value is True]
-    return "mean" if modes == ["mean_tokens"] else "+".join(modes) or "no mode"
+    modes = [key[len("pooling_mode_"):].removesuffix("_tokens").removesuffix("_token")
+             for key, value in config.items() if key.startswith("pooling_mode_") and value is True]
+    return "+".join(modes) or "no mode"
 
 
 def check_folder(folder: str, shown: str) -> None:
