@@ -193,6 +193,9 @@ def late_vectors(parts: LateModel, text: str, spans: Sequence[tuple[int, int]],
     its special tokens (default: the model's window less them). ``EmbedError`` if the
     model fails."""
     import numpy
+
+    if not spans:  # a document without chunks: nothing to read it for
+        return numpy.zeros((0, 0), dtype=numpy.float32)
     import torch
 
     tokens = tokenised(parts.transformer.tokenizer, text)

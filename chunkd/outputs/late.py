@@ -69,8 +69,7 @@ class LateWriter:
         text = self.text if extracted is None else extracted.text
         try:
             vectors = late_vectors(self.model, text, [(chunk.start, chunk.end)
-                                                      for chunk in self.chunks]
-                                   ) if self.chunks else []
+                                                      for chunk in self.chunks])
         except EmbedError as error:
             self.failed(doc, error)
             return

@@ -209,20 +209,23 @@ def test_what_cannot_give_late_vectors_is_refused_in_one_line(tmp_path):
 @pytest.mark.slow  # the command loads the model (seconds)
 def test_the_chunkd_command_writes_each_documents_late_vectors(model, parts, tmp_path):
     """Two documents, one longer than the model's window (windows), one Chinese with
-    emoji: each chunk's vector is its late vector within its own document, not the
-    chunk's embedding alone."""
+    emoji whose chunks are each longer than a window: each chunk's vector is its late
+    vector within its own document, not the chunk's embedding alone."""
     long = " ".join(" ".join(SHORT_TEXTS) for _ in range(12))
-    texts = [long, "北京是中国的首都。🙂 上海是一座城市。🎉 广州也是。" * 3]
+    texts = [long, "北京是中国的首都。🙂 上海是一座城市。🎉 广州也是。" * 30]
     files = []
     for number, text in enumerate(texts):
         files.append(tmp_path / f"{number}.txt")
         files[-1].write_text(text, encoding="utf-8")
     assert len(model.tokenizer(long)["input_ids"]) > 2 * model.max_seq_length
-    made = run_chunkd("--tokens", "40", "--vectors", "--embed", model_folder(), "--late",
+    # In code points, and chunks longer than a window: --late reads them in windows.
+    made = run_chunkd("--chars", "400", "--vectors", "--embed", model_folder(), "--late",
                       "-q", *map(str, files))
     assert made.returncode == 0, made.stderr
     assert made.stderr == b""
     records = ndjson(made.stdout)
+    assert any(len(model.tokenizer(record["text"])["input_ids"]) > model.max_seq_length
+               for record in records)
     assert {record["doc"] for record in records} == set(map(str, files))
     for path, text in zip(files, texts):
         mine = [record for record in records if record["doc"] == str(path)]
