@@ -606,4 +606,5 @@ def main(argv: list[str]) -> int:
                         and not takes_model(settings._values)))
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
-    return run_writing("chunkd", lambda out: run(job, out))
+    with late_vectors_made():  # settings made again as it runs keep --late
+        return run_writing("chunkd", lambda out: run(job, out))
