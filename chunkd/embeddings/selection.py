@@ -344,10 +344,12 @@ def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
 #: other vectors, so results record it.
 LATE = register_option(Option[bool](
     False, "late chunking", name="late", check=switch, check_with=_late_model, flags=(
-        Flag("--late", "with --vectors and --embed MODEL (mean pooling): late chunking, "
-                       "each chunk's vector the mean of its tokens' vectors in the whole "
-                       "document read once, in overlapping windows where it is longer than "
-                       "the model's; each document embedded when it ends"),)),
+        Flag("--late", "late chunking: each chunk's vector the mean of its tokens' "
+                       "vectors in its whole document, read once by the model (in "
+                       "overlapping windows where it is longer than the model's), each "
+                       "document embedded when it ends; the filter, with --vectors and "
+                       "--embed MODEL (mean pooling), and chunkd eval --retriever dense "
+                       "or hybrid (each setting also with late vectors)"),)),
     after="embed_cache")
 
 OPTIONS_BY_NAME = {option.name: option for option in (
