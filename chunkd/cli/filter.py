@@ -534,7 +534,7 @@ def run(job: Job, out: Output) -> int:
     else:
         items = documents(job.files, job.input, settings.errors, progress.add,
                           workers_read_files=job.parallel,
-                          pauses=job.parallel or isinstance(writer, VectorWriter),
+                          pauses=job.parallel or isinstance(writer, (VectorWriter, LateWriter)),
                           open_file=file_opener(job.input, job.limits))
     if settings.strategy == "semantic" and not job.parallel:
         items = read_ahead(items, settings)
@@ -571,7 +571,7 @@ def run(job: Job, out: Output) -> int:
         for document in items:
             if not isinstance(document, Paused):
                 stream(document)
-            elif isinstance(writer, VectorWriter):  # what was read is written before a wait
+            elif isinstance(writer, (VectorWriter, LateWriter)):  # written before a wait
                 writer.flush()
                 out.flush()
     out.flush()
