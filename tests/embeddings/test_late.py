@@ -20,6 +20,7 @@ from embedding import model_folder, oracle_model
 from tokenizer_files import minilm_folder
 
 from chunkd.embeddings.late import late_model, late_vectors
+from chunkd.settings import Settings, SettingsError
 
 SHORT_TEXTS = [
     "The cat sat on the mat.",
@@ -204,6 +205,8 @@ def test_what_cannot_give_late_vectors_is_refused_in_one_line(tmp_path):
     assert made.stderr.decode().splitlines() == [
         "chunkd sync: error: --late is for the chunkd filter and chunkd eval: this command "
         "would give plain vectors"]
+    with pytest.raises(SettingsError, match="^late is for the chunkd filter and chunkd eval"):
+        Settings(late=True, vectors=True, embed=model_folder())  # the Python API's vectors
 
 
 @pytest.mark.slow  # the command loads the model (seconds)
@@ -211,8 +214,8 @@ def test_the_chunkd_command_writes_each_documents_late_vectors(model, parts, tmp
     """Two documents, one longer than the model's window (windows), one Chinese with
     emoji whose chunks are each longer than a window: each chunk's vector is its late
     vector within its own document, not the chunk's embedding alone."""
-    long = " ".join(" ".join(SHORT_TEXTS) for _ in range(12))
-    texts = [long, "北京是中国的首都。🙂 上海是一座城市。🎉 广州也是。" * 30]
+    long = " ".join(" ".join(SHORT_TEXTS) for _ in range(13))
+    texts = [long, "北京是中国的首都。🙂 上海是一座城市。🎉 广州也是。" * 20]
     files = []
     for number, text in enumerate(texts):
         files.append(tmp_path / f"{number}.txt")
