@@ -315,7 +315,8 @@ def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     (``chunkd.embeddings.late``), checked on disk before it loads (a refusal at once),
     then loaded; and for a front end
     that makes late vectors; the chunks' vectors are then of their document's text, so
-    ``--embed-text`` (a heading path before each chunk) cannot be what is embedded."""
+    ``--embed-text`` and ``--embed-prefix`` (a heading path, a prefix before each chunk)
+    cannot be what is embedded."""
     if not values["late"]:
         return
     late = spell("late")
@@ -330,9 +331,10 @@ def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     if not isinstance(values["embed"], str):
         raise SettingsError(f"{late} needs --embed MODEL, a sentence-transformers model "
                             "folder or name")
-    if values["embed_text"]:
-        raise SettingsError(f"{late} embeds each chunk within its document's text, which "
-                            f"{spell('embed_text')}'s heading path is not part of: give one")
+    for name, what in (("embed_text", "heading path"), ("embed_prefix", "prefix")):
+        if values.get(name):
+            raise SettingsError(f"{late} embeds each chunk within its document's text, "
+                                f"which {spell(name)}'s {what} is not part of: give one")
     from chunkd.embeddings.late import check_folder, loaded_late_model
     from chunkd.embeddings.models import model_folder
 

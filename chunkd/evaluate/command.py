@@ -311,6 +311,9 @@ def main(argv: Sequence[str]) -> int:
     if args.retriever == "bm25" and args.late:
         parser.error("--late is for --retriever dense or hybrid: it makes the chunks' "
                      "vectors, which BM25 has none of")
+    if args.late and args.document_prefix:
+        parser.error("--late embeds each chunk within its document's text, which "
+                     "--document-prefix's prefix is not part of: give one")
     if args.retriever == "bm25" and (args.query_prefix or args.document_prefix):
         parser.error("--query-prefix and --document-prefix are for --retriever dense or "
                      "hybrid")

@@ -190,6 +190,8 @@ def test_what_cannot_give_late_vectors_is_refused_in_one_line(tmp_path):
          "--late needs --embed MODEL, a local model: --embed-url returns one vector a text"),
         (("--strategy", "markdown", "--embed-text", *vectors),
          "--late embeds each chunk within its document's text, which --embed-text's"),
+        (("--embed-prefix", "passage: ", *vectors),
+         "--late embeds each chunk within its document's text, which --embed-prefix's"),
         (("--vectors", "--embed", str(cls)), "pools its tokens by cls, not mean"),
         (("--vectors", "--embed", str(static)), "is a static model (StaticEmbedding)"),
     ]

@@ -2,7 +2,8 @@
 once with late chunking's, of the same chunks; the late one ranks the chunks by the
 cosine of the question's embedding with each chunk's late vector within its document
 (``chunkd.embeddings.late``, tested in tests/embeddings/test_late.py), scored here with
-the plain span metrics. BM25 has no vectors to make late: refused in one line."""
+the plain span metrics. BM25 has no vectors to make late, and a document prefix is no
+part of a document: refused in one line, before the model loads."""
 
 from __future__ import annotations
 
@@ -51,9 +52,14 @@ def test_late_ranks_by_the_late_vectors_of_the_same_chunks(minilm, tmp_path, cap
     assert (late["mrr"], late["recall"]) != (plain["mrr"], plain["recall"])
 
 
-def test_late_without_vectors_to_make_is_refused(tmp_path):
-    made = run_chunkd("eval", "--questions", str(QUESTIONS), "--late", *map(str, DOCS))
+@pytest.mark.parametrize("options, message", [
+    ((), "--late is for --retriever dense or hybrid: it makes the chunks' vectors, which "
+         "BM25 has none of"),
+    (("--retriever", "dense", "--embed", "model", "--document-prefix", "passage: "),
+     "--late embeds each chunk within its document's text, which --document-prefix's "
+     "prefix is not part of: give one")])
+def test_what_late_vectors_cannot_be_is_refused(options, message):
+    made = run_chunkd("eval", "--questions", str(QUESTIONS), "--late", *options,
+                      *map(str, DOCS))
     assert made.returncode == 2
-    assert made.stderr.decode().splitlines() == [
-        "chunkd eval: error: --late is for --retriever dense or hybrid: it makes the "
-        "chunks' vectors, which BM25 has none of"]
+    assert made.stderr.decode().splitlines() == [f"chunkd eval: error: {message}"]
