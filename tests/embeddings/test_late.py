@@ -16,7 +16,7 @@ import numpy
 import pytest
 
 from command import ndjson, run_chunkd
-from embedding import model_folder, oracle_model
+from embedding import model_folder
 from tokenizer_files import minilm_folder
 
 from chunkd.embeddings.late import late_model, late_vectors
@@ -30,8 +30,10 @@ SHORT_TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def model():
-    return oracle_model()
+def model(minilm):
+    """sentence-transformers' own model of the folder, as chunkd loaded it (once a test
+    process): its ``encode`` is the oracle."""
+    return minilm[1].inner.model
 
 
 @pytest.fixture(scope="module")
