@@ -2,7 +2,7 @@
 whole document once, and each chunk's vector is the mean of the output vectors of the
 tokens inside it, so that it carries what the document says around it.
 
-The rules (docs/vectors.md#late-chunking says them to users):
+The rules (docs/cli.md, "Late chunking", says them to users):
 
 * The document is tokenised once, with offsets; a token belongs to every chunk its
   character span overlaps (a token that straddles a boundary counts for both chunks).
@@ -186,6 +186,24 @@ def windows(count: int, window: int) -> tuple[list[int], list[int]]:
     return starts, firsts
 
 
+def token_ranges(tokens: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]
+                 ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """The tokens (character spans) with a width, by their index among ``tokens``
+    (``kept``), and each span's: ``kept[low[i]:high[i]]``, those ending after it starts
+    and starting before it ends. ``EmbedError`` for offsets out of order."""
+    import numpy
+
+    kept = numpy.array([index for index, (start, end) in enumerate(tokens) if end > start],
+                       dtype=numpy.int64)
+    kept_starts = numpy.array([tokens[index][0] for index in kept], dtype=numpy.int64)
+    kept_ends = numpy.array([tokens[index][1] for index in kept], dtype=numpy.int64)
+    if (numpy.diff(kept_starts) < 0).any() or (numpy.diff(kept_ends) < 0).any():
+        raise EmbedError("--late: the tokenizer's offsets are not in order")
+    low = numpy.searchsorted(kept_ends, [start for start, _ in spans], side="right")
+    high = numpy.searchsorted(kept_starts, [end for _, end in spans], side="left")
+    return kept, low, numpy.maximum(low, high)
+
+
 def late_vectors(parts: LateModel, text: str, spans: Sequence[tuple[int, int]],
                  window: int | None = None) -> numpy.ndarray:
     """Each span's (``start``, ``end``: code-point offsets in ``text``) late vector, a row
@@ -202,19 +220,7 @@ def late_vectors(parts: LateModel, text: str, spans: Sequence[tuple[int, int]],
     specials = len(tokens.lead) + len(tokens.trail)
     window = window or max(1, parts.window - specials)
     starts, firsts = windows(len(tokens.ids), window)
-    # The tokens with a width, by their index among the document's tokens.
-    kept = numpy.array([index for index, (start, end) in enumerate(tokens.spans) if end > start],
-                       dtype=numpy.int64)
-    kept_starts = numpy.array([tokens.spans[index][0] for index in kept], dtype=numpy.int64)
-    kept_ends = numpy.array([tokens.spans[index][1] for index in kept], dtype=numpy.int64)
-    if (numpy.diff(kept_starts) < 0).any() or (numpy.diff(kept_ends) < 0).any():
-        raise EmbedError("--late: the tokenizer's offsets are not in order")
-    span_starts = numpy.array([start for start, _ in spans], dtype=numpy.int64)
-    span_ends = numpy.array([end for _, end in spans], dtype=numpy.int64)
-    # Each span's kept tokens are kept[low:high]: those ending after it starts and
-    # starting before it ends.
-    low = numpy.searchsorted(kept_ends, span_starts, side="right")
-    high = numpy.maximum(low, numpy.searchsorted(kept_starts, span_ends, side="left"))
+    kept, low, high = token_ranges(tokens.spans, spans)
     empty = high == low
     # A span without a token: the nearest ones, before and after it.
     nearest = {int(kept[index]) for number in numpy.flatnonzero(empty)

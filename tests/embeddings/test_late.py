@@ -26,6 +26,7 @@ SHORT_TEXTS = [
     "The cat sat on the mat.",
     "Berlin is the capital of Germany. It has 3.8 million people.",
     "北京是中国的首都。🙂 emoji 🎉 text, café au lait.",
+    " \u200b\n",  # no token at all: the special tokens, the model's embedding of it
 ]
 
 
