@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, NamedTuple, NoReturn, Protocol, TypeVar, overload
 
 from chunkd.model.errors import SettingsError
@@ -34,6 +36,27 @@ class OptionHolder(Protocol):
     """What an ``Option`` reads its value from: ``chunkd.settings.Settings``."""
 
     def __getitem__(self, option: Option[Any], /) -> Any: ...
+
+#: The options only some front ends act on (``--context``, ``--late``) that the front end
+#: whose settings are being made does (``supporting``).
+_SUPPORTED: ContextVar[frozenset[str]] = ContextVar("supported_options", default=frozenset())
+
+
+@contextmanager
+def supporting(*names: str) -> Iterator[None]:
+    """Within it, the settings being made may set the options ``names``: the front end
+    that makes them acts on them. Elsewhere such an option is refused, never ignored."""
+    token = _SUPPORTED.set(_SUPPORTED.get() | frozenset(names))
+    try:
+        yield
+    finally:
+        _SUPPORTED.reset(token)
+
+
+def supported(name: str) -> bool:
+    """Whether the front end whose settings are being made acts on the option ``name``."""
+    return name in _SUPPORTED.get()
+
 
 #: Sizes beyond this are refused: no document has that many units, and the kernel
 #: counts in 64-bit integers.

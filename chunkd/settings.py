@@ -227,8 +227,8 @@ def _check_window(values: Mapping[str, Any], model: str, spell: Callable[[str], 
     one's), so no size in code points is sure to fit. ``model`` names where the window
     comes from. Parents are not embedded, so their size may be larger."""
     window, unit, size = model_window(values), values["unit"], values["size"]
-    if window is None or unit not in ("tokens", "chars"):
-        return
+    if window is None or unit not in ("tokens", "chars") or values.get("late"):
+        return  # --late reads a chunk in its document's windows, whatever its size
     if unit == "chars":
         raise SettingsError(
             f"{model} reads {window} tokens a chunk, and a size in code points "

@@ -29,9 +29,10 @@ from chunkd.cli.commands import COMMANDS
 from chunkd.inputs import (DocumentFile, Limits, add_document_options, check_limits,
                               document_source,
                               file_opener, kinds, labels)
-from chunkd.embeddings.selection import VECTORS, batch_size, embedder, takes_model
-from chunkd.llm.options import CONTEXT, contexts_written
+from chunkd.embeddings.selection import LATE, VECTORS, batch_size, embedder, takes_model
+from chunkd.llm.options import CONTEXT
 from chunkd.model.errors import EmbedError, LLMError
+from chunkd.options import supporting
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, Output, run_writing
 from chunkd.outputs.progress import Progress, input_size
 from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, TextBlocks,
@@ -39,6 +40,7 @@ from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, Tex
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.strategies import build
 from chunkd.pipeline import DocumentText, Pipeline
+from chunkd.outputs.late import LateWriter
 from chunkd.outputs.vectors import VectorWriter
 from chunkd.outputs.writers import FORMATS, Writer, make_writer
 
@@ -102,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def write_document(document: Document, pipeline: Pipeline,
-                   writer: Writer | ParquetWriter | VectorWriter,
+                   writer: Writer | ParquetWriter | VectorWriter | LateWriter,
                    flush: Callable[[], None], contexts: Contexts | None = None,
                    note: Callable[[str], None] | None = None) -> None:
     """Chunk one document into ``writer``, flushing as chunks become final; with
@@ -520,7 +522,7 @@ class Job(NamedTuple):
 
 def run(job: Job, out: Output) -> int:
     settings = job.settings
-    writer: Writer | ParquetWriter | VectorWriter
+    writer: Writer | ParquetWriter | VectorWriter | LateWriter
     named = job.input == "ndjson" or bool(job.files) and job.files != ["-"]
     progress = Progress(enabled=not job.quiet)
     if progress.enabled and job.input != "parquet":
@@ -528,7 +530,12 @@ def run(job: Job, out: Output) -> int:
     status = EXIT_OK
     writer = (job.parquet.writer(settings, named) if job.parquet and job.format == "parquet"
               else make_writer(job.format, out, named, settings.about()))
-    if settings[VECTORS]:  # records wait for a batch of chunks across documents
+    if settings[LATE]:  # records wait for their document's end
+        from chunkd.embeddings.late import loaded_late_model
+
+        writer = LateWriter(writer, loaded_late_model(embedder(settings)),
+                            lambda name, error: report(InputError(f"{where(name)}: {error}")))
+    elif settings[VECTORS]:  # records wait for a batch of chunks across documents
         writer = VectorWriter(writer, embedder(settings), batch_size(settings),
                               lambda name, error: report(InputError(f"{where(name)}: {error}")))
     pipeline = Pipeline(settings)
@@ -565,10 +572,12 @@ def run(job: Job, out: Output) -> int:
     else:
         items = documents(job.files, job.input, settings.errors, progress.add,
                           workers_read_files=job.parallel,
-                          pauses=job.parallel or isinstance(writer, VectorWriter),
+                          pauses=job.parallel or isinstance(writer, (VectorWriter, LateWriter)),
                           open_file=file_opener(job.input, job.limits))
     if settings.strategy == "semantic" and not job.parallel:
         items = read_ahead(items, settings)
+    if isinstance(writer, LateWriter):
+        items = writer.whole_texts(items)
     if job.parallel:
         # Workers read the files, so progress counts a file's size when its output is
         # written (NDJSON lines are read here, and counted as read); in_order gives one
@@ -600,7 +609,7 @@ def run(job: Job, out: Output) -> int:
         for document in items:
             if not isinstance(document, Paused):
                 stream(document)
-            elif isinstance(writer, VectorWriter):  # what was read is written before a wait
+            elif isinstance(writer, (VectorWriter, LateWriter)):  # written before a wait
                 writer.flush()
                 out.flush()
     out.flush()
@@ -614,7 +623,7 @@ def run(job: Job, out: Output) -> int:
 def main(argv: list[str]) -> int:
     """Run the filter; returns the exit status."""
     parser = build_parser()
-    with contexts_written():
+    with supporting("context", "late"):
         args, settings = parse_with_settings(parser, argv)
     if not 1 <= args.jobs <= 1024:
         parser.error(f"--jobs must be from 1 to 1024, got {args.jobs}")
@@ -639,4 +648,5 @@ def main(argv: list[str]) -> int:
                         and not takes_model(settings._values) and not settings[CONTEXT]))
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
-    return run_writing("chunkd", lambda out: run(job, out))
+    with supporting("context", "late"):  # settings made again as it runs keep them
+        return run_writing("chunkd", lambda out: run(job, out))

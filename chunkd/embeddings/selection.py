@@ -19,7 +19,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chunkd.model.errors import SettingsError
-from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
+from chunkd.options import (Flag, Option, Record, choice, number_value, register_option,
+                            supported, switch, whole)
 
 if TYPE_CHECKING:
     from chunkd.embeddings.models import Cached, Embedder
@@ -293,6 +294,50 @@ VECTORS = register_option(Option[bool](
         Flag("--vectors", "add \"vector\": each chunk's embedding (of its embed_text where "
                           "there is one, else its text) by --embed or --embed-url, "
                           "batched across documents"),)), after="embed_cache")
+
+def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+    """``--late`` is for ``--vectors`` by a local model of mean pooling
+    (``chunkd.embeddings.late``), checked on disk before it loads (a refusal at once),
+    then loaded; and for a front end
+    that makes late vectors; the chunks' vectors are then of their document's text, so
+    ``--embed-text`` and ``--embed-prefix`` (a heading path, a prefix before each chunk)
+    cannot be what is embedded."""
+    if not values["late"]:
+        return
+    late = spell("late")
+    if not supported("late"):
+        raise SettingsError(f"{late} is for the chunkd filter and chunkd eval: this command "
+                            "would give plain vectors")
+    if not values["vectors"]:
+        raise SettingsError(f"{late} needs {spell('vectors')} and --embed MODEL")
+    if values["embed_url"] is not None:
+        raise SettingsError(f"{late} needs --embed MODEL, a local model: {spell('embed_url')} "
+                            "returns one vector a text, not its tokens' vectors")
+    if not isinstance(values["embed"], str):
+        raise SettingsError(f"{late} needs --embed MODEL, a sentence-transformers model "
+                            "folder or name")
+    for name, what in (("embed_text", "heading path"), ("embed_prefix", "prefix")):
+        if values.get(name):
+            raise SettingsError(f"{late} embeds each chunk within its document's text, "
+                                f"which {spell(name)}'s {what} is not part of: give one")
+    from chunkd.embeddings.late import check_folder, loaded_late_model
+    from chunkd.embeddings.models import model_folder
+
+    check_folder(model_folder(values["embed"]), f"--embed {values['embed']}")
+    loaded_late_model(checked_model(values))  # what the folder does not say (its tokenizer)
+
+
+#: Each chunk's vector made within its whole document (``chunkd.embeddings.late``):
+#: other vectors, so results record it.
+LATE = register_option(Option[bool](
+    False, "late chunking", name="late", check=switch, check_with=_late_model, flags=(
+        Flag("--late", "late chunking: each chunk's vector the mean of its tokens' "
+                       "vectors in its whole document, read once by the model (in "
+                       "overlapping windows where it is longer than the model's), each "
+                       "document embedded when it ends; the filter, with --vectors and "
+                       "--embed MODEL (mean pooling), and chunkd eval --retriever dense "
+                       "or hybrid (each setting also with late vectors)"),)),
+    after="embed_cache")
 
 OPTIONS_BY_NAME = {option.name: option for option in (
     EMBED, EMBED_DEVICE, EMBED_DTYPE, EMBED_URL, EMBED_MODEL, EMBED_CONCURRENCY, EMBED_BATCH,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from chunkd.about import ReportVersion
 from chunkd.inputs import add_document_options, check_limits, labels
+from chunkd.options import supporting
 from chunkd.model.errors import EmbedError
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.outputs.progress import Progress
@@ -307,6 +308,12 @@ def main(argv: Sequence[str]) -> int:
     if args.retriever != "bm25" and args.embed is None and args.embed_url is None:
         parser.error(f"--retriever {args.retriever} needs a model: --embed MODEL or "
                      "--embed-url URL --embed-model NAME")
+    if args.retriever == "bm25" and args.late:
+        parser.error("--late is for --retriever dense or hybrid: it makes the chunks' "
+                     "vectors, which BM25 has none of")
+    if args.late and args.document_prefix:
+        parser.error("--late embeds each chunk within its document's text, which "
+                     "--document-prefix's prefix is not part of: give one")
     if args.retriever == "bm25" and (args.query_prefix or args.document_prefix):
         parser.error("--query-prefix and --document-prefix are for --retriever dense or "
                      "hybrid")
@@ -324,7 +331,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"chunkd eval: needs the eval extra ({missing} is not installed): {EXTRA}",
               file=sys.stderr)
         return EXIT_USAGE
-    return run_writing("chunkd eval", lambda out: run(args, parser, out))
+    with supporting("late"):  # each setting of the grid may be --late
+        return run_writing("chunkd eval", lambda out: run(args, parser, out))
 
 
 def _missing_extra(chart: bool) -> str | None:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from chunkd.embeddings.selection import LATE, embedder
 from chunkd.model.chunk import Chunk
 from chunkd.evaluate.grid import Point
 from chunkd.evaluate.metrics import Retrieved, Scores, Summary, scores, summarize
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
 from chunkd.pipeline import DocumentText, Pipeline
+
+if TYPE_CHECKING:
+    import numpy
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,14 @@ def chunk_documents(point: Point, documents: Documents) -> list[tuple[int, Chunk
 
 
 def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
-             retriever: Callable[[Sequence[str]], Retriever], k: int,
+             retriever: Callable[..., Retriever], k: int,
              budget: int | None = None) -> Result:
     """The scores of ``point``'s settings, with the top ``k`` chunks of ``retriever``,
     or, with a ``budget``, as many of its best chunks as fit in that many tokens."""
     chunks = chunk_documents(point, documents)
+    given = {"vectors": late_vectors(point, documents, chunks)} if point.settings[LATE] else {}
     # What is indexed is what would be embedded: embed_text when asked for (--embed-text).
-    best = (retriever([chunk.embed_text or chunk.text for _, chunk in chunks]).search(
+    best = (retriever([chunk.embed_text or chunk.text for _, chunk in chunks], **given).search(
         [question.text for question in questions], k if budget is None else len(chunks))
         if chunks else [[] for _ in questions])
     if budget is not None:
@@ -78,6 +84,26 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
                   tuple(Part(summarize(by_document[number]), chunk_counts[number],
                              token_counts[number]) for number in range(count)),
                   tuple(per_question))
+
+
+def late_vectors(point: Point, documents: Documents,
+                 chunks: list[tuple[int, Chunk]]) -> numpy.ndarray:
+    """The chunks' late vectors (``--late``), each document read once by the model."""
+    import numpy
+
+    from chunkd.embeddings import late
+
+    parts = late.loaded_late_model(embedder(point.settings))
+    vectors = numpy.zeros((len(chunks), 0), dtype=numpy.float32)
+    for number, text in enumerate(documents.texts):
+        mine = [index for index, (document, _) in enumerate(chunks) if document == number]
+        if mine:
+            made = late.late_vectors(parts, text, [(chunks[index][1].start, chunks[index][1].end)
+                                                   for index in mine])
+            if vectors.shape[1] == 0:
+                vectors = numpy.zeros((len(chunks), made.shape[1]), dtype=numpy.float32)
+            vectors[mine] = made
+    return vectors
 
 
 def within(ranked: list[int], chunks: Sequence[tuple[int, Chunk]], budget: int) -> list[int]:

@@ -70,7 +70,7 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
                                     "parent/child chunking (it scores the chunks retrieval "
                                     "returns); evaluate the children's sizes without it")
     varied = {flag.key for option, flag in flags() if option.grid}
-    shared = {key: value for key, value in given.items() if key not in varied}
+    shared = {key: value for key, value in given.items() if key not in varied | {"late"}}
     # Once, not for each combination: a bad tokenizer is a usage error.
     common = settings_from_flags({key: value for key, value in shared.items()
                                   if key in ("tokenizer", "embed_window")})
@@ -101,6 +101,9 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
                     continue
                 if all(point.settings != settings for point in points):
                     points.append(Point(settings, str(overlap)))
+                    if given.get("late"):  # the same chunks, their vectors late chunking's
+                        points.append(Point(settings_from_flags(
+                            shared | chosen | {"vectors": True, "late": True}), str(overlap)))
     return points, problems
 
 

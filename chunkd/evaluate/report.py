@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from chunkd.embeddings.selection import LATE
 from chunkd.evaluate.evaluation import Part, Result
 from chunkd.evaluate.metrics import METRICS, NOISE_ERRORS, Difference, paired_difference
 
@@ -141,6 +142,12 @@ def _overlap(result: Result) -> str:
     return given if given == str(point.settings.overlap) else f"{point.settings.overlap} ({given})"
 
 
+def _strategy(result: Result) -> str:
+    """The strategy, and "late" where the chunks' vectors are late chunking's."""
+    settings = result.point.settings
+    return settings.strategy + (" late" if settings[LATE] else "")
+
+
 def _unit(result: Result) -> str:
     unit = result.point.settings.unit
     assert unit is not None, "Settings fills in its unit (__post_init__)"
@@ -164,7 +171,7 @@ def table_rows(results: Sequence[Result], scope: Scope) -> list[list[str]]:
                                              start=1):
         summary = result.overall.summary
         settings = result.point.settings
-        rows.append([str(place), settings.strategy, _unit(result), str(settings.size),
+        rows.append([str(place), _strategy(result), _unit(result), str(settings.size),
                      _overlap(result),
                      *(f"{mean:.3f} ±{error:.3f}"
                        for mean, error in zip(summary.means, summary.errors)),
@@ -235,7 +242,7 @@ def figure(results: Sequence[Result], scope: Scope):
         lines: dict[tuple[str, str], list[Result]] = {}
         for result in results:
             if result.point.settings.unit == unit:
-                lines.setdefault((result.point.settings.strategy, result.point.overlap),
+                lines.setdefault((_strategy(result), result.point.overlap),
                                  []).append(result)
         for row, metric in enumerate(("recall", "iou")):
             plot = axes[row][column]

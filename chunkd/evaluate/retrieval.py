@@ -95,13 +95,15 @@ def best_first(scores: numpy.ndarray, k: int) -> list[list[int]]:
 class Dense:
     """The chunks whose embeddings are nearest a question's, by cosine similarity; the
     prefixes go before every question and every chunk (E5's "query: " and "passage: ",
-    BGE's instruction)."""
+    BGE's instruction). The chunks' ``vectors``, where given (late chunking's), are
+    taken instead of their texts' embeddings."""
 
     def __init__(self, chunks: Sequence[str], model: Embedder, query_prefix: str = "",
-                 document_prefix: str = "") -> None:
+                 document_prefix: str = "", vectors: numpy.ndarray | None = None) -> None:
         self.model = model
         self.query_prefix = query_prefix
-        self.vectors = unit_rows(model.embed([document_prefix + text for text in chunks]))
+        self.vectors = unit_rows(model.embed([document_prefix + text for text in chunks])
+                                 if vectors is None else vectors)
 
     def scores(self, questions: Sequence[str]) -> numpy.ndarray:
         asked = unit_rows(self.model.embed([self.query_prefix + text for text in questions]))
@@ -129,8 +131,9 @@ class Hybrid:
     each of the two full rankings (ranks from 1), summed."""
 
     def __init__(self, chunks: Sequence[str], model: Embedder, query_prefix: str = "",
-                 document_prefix: str = "") -> None:
-        self.parts = (BM25(chunks), Dense(chunks, model, query_prefix, document_prefix))
+                 document_prefix: str = "", vectors: numpy.ndarray | None = None) -> None:
+        self.parts = (BM25(chunks), Dense(chunks, model, query_prefix, document_prefix,
+                                          vectors))
         self.count = len(chunks)
 
     def search(self, questions: Sequence[str], k: int) -> list[list[int]]:
@@ -150,9 +153,9 @@ EMBEDDING = ("dense", "hybrid")
 
 
 def retriever(name: str, model: Embedder | None = None, query_prefix: str = "",
-              document_prefix: str = "") -> Callable[[Sequence[str]], Retriever]:
+              document_prefix: str = "") -> Callable[..., Retriever]:
     """The factory of the retriever ``name`` (one of ``RETRIEVERS``), from the chunk
-    texts; dense and hybrid embed with ``model``."""
+    texts; dense and hybrid embed with ``model``, or take the chunks' ``vectors``."""
     if name == "bm25":
         return BM25
     assert model is not None, "the command asks for a model for dense and hybrid"

@@ -4,21 +4,20 @@ every command's settings, ``chunkd.options``).
 ``--context`` is written by the filter only, so far: the other front ends (``chunkd
 watch``, ``sync``, ``serve``, ``eval``, the Python API) refuse it with one line rather
 than leave their chunks without contexts; a front end that writes them makes its
-settings within ``contexts_written``.
+settings within ``chunkd.options.supporting("context")``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 # A cache folder is taken as --embed-cache's is: the user's own link followed once.
 from chunkd.embeddings.selection import _check_folder, _linked_folder
 from chunkd.model.errors import SettingsError
-from chunkd.options import Flag, Option, Record, choice, number_value, register_option, switch, whole
+from chunkd.options import (Flag, Option, Record, choice, number_value, register_option,
+                            supported, switch, whole)
 
 if TYPE_CHECKING:
     from chunkd.embeddings.cache import DiskCache
@@ -26,20 +25,6 @@ if TYPE_CHECKING:
 #: Requests to the LLM in flight at once, unless ``--llm-concurrency`` says.
 LLM_CONCURRENCY_DEFAULT = 4
 ON_ERROR = ("fail", "keep")
-
-#: Whether the settings being made are a front end's that writes contexts.
-_WRITTEN: ContextVar[bool] = ContextVar("contexts_written", default=False)
-
-
-@contextmanager
-def contexts_written() -> Iterator[None]:
-    """Within it, settings may ask for ``--context``: the front end writes them."""
-    token = _WRITTEN.set(True)
-    try:
-        yield
-    finally:
-        _WRITTEN.reset(token)
-
 
 def _check_url(value: Any, name: str) -> str:
     from chunkd.llm.client import chat_url
@@ -109,7 +94,7 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
     """``--context`` needs an endpoint and its model, in a front end that writes
     contexts; the LLM's options are for ``--context``."""
     if values["context"]:
-        if not _WRITTEN.get():
+        if not supported("context"):
             raise SettingsError(f"{spell('context')} is written by the filter (chunkd "
                                 "FILES) so far: chunkd watch, sync, serve, eval and the "
                                 "Python API do not write contexts yet")
