@@ -316,7 +316,8 @@ def _late_model(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     if not isinstance(values["embed"], str):
         raise SettingsError(f"{late} needs --embed MODEL, a sentence-transformers model "
                             "folder or name")
-    for name, what in (("embed_text", "heading path"), ("embed_prefix", "prefix")):
+    for name, what in (("embed_text", "heading path"), ("embed_prefix", "prefix"),
+                       ("context", "context")):
         if values.get(name):
             raise SettingsError(f"{late} embeds each chunk within its document's text, "
                                 f"which {spell(name)}'s {what} is not part of: give one")

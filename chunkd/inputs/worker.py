@@ -7,7 +7,9 @@ Every bound of a forked extraction holds: the parent gives each document
 reads at most about twice ``Limits.max_bytes`` of its answer. A worker that was killed,
 crashed, hit a fault that may have left it unwell (out of memory, too deep a
 recursion, a parser's unexpected error) or has read ``MOST_DOCUMENTS`` documents is
-replaced by a fresh one at the next document, which is unaffected. A process forked
+replaced by a fresh one at the next document, which is unaffected; a document whose
+worker ends without answering is read once more by a fresh worker (the old one may have
+ended before it), and fails if that one ends too. A process forked
 from the parent (a ``--jobs`` worker) starts its own worker. The worker ends when its
 parent does.
 
@@ -75,9 +77,9 @@ class WorkerFailed(Exception):
     """The worker gave no answer; the message says why (no file name)."""
 
 
-class WorkerGone(WorkerFailed):
-    """The worker had ended before it was sent the document (killed while idle: the
-    document had no part in it)."""
+class WorkerEnded(WorkerFailed):
+    """The worker ended without an answer: killed or crashed, while it read the document
+    or before (killed while idle, and not yet found ended when it was sent it)."""
 
 
 class Worker:
@@ -117,15 +119,11 @@ class Worker:
                                "seconds": limits.seconds, "ocr": limits.ocr})
         self.documents += 1
         try:
-            try:
-                _send(self.requests, [header, data], deadline, beat)
-            except BrokenPipeError:  # it no longer read: it ended before this document
-                raise WorkerGone(f"extracting its text failed: its process ended with "
-                                 f"{self.stop()}") from None
+            _send(self.requests, [header, data], deadline, beat)
             answer = _receive(self.answers, deadline, 2 * limits.max_bytes + (1 << 20), beat)
-        except EOFError:
-            raise WorkerFailed(f"extracting its text failed: its process ended with "
-                               f"{self.stop()}") from None
+        except (BrokenPipeError, EOFError):
+            raise WorkerEnded(f"extracting its text failed: its process ended with "
+                              f"{self.stop()}") from None
         except Deadline:
             self.stop()
             raise WorkerFailed(f"extracting its text took more than {limits.seconds:g} s "
@@ -213,9 +211,10 @@ def extract_in_worker(data: bytes, form: Format, limits: Limits,
             _worker = Worker()
         try:
             answer = _worker.extract(data, form, limits, beat)
-        except WorkerGone:
-            # Ended while idle, yet not found reapable when checked (still exiting, say):
-            # the document goes to a fresh worker, once; a fresh one's end is its failure.
+        except WorkerEnded:
+            # A worker that read documents before may have ended before this one (killed
+            # while idle, still exiting when checked): the document goes to a fresh
+            # worker, once. A fresh worker's end is the document's failure.
             if _worker.documents == 1:
                 raise
             _worker = Worker()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -103,6 +104,23 @@ def _check_folder(path: str) -> None:
     raise SettingsError(f"--sink {path}: {nearest} is not a folder")
 
 
+@functools.cache
+def longest_table_name() -> int:
+    """The longest table name the installed LanceDB takes whose files all fit: at most
+    ``TABLE_NAME_BYTES``, and LanceDB bounds its names itself (128 since 0.41)."""
+    from lancedb.util import validate_table_name
+
+    shortest_refused, longest_taken = TABLE_NAME_BYTES + 1, 1
+    while shortest_refused - longest_taken > 1:
+        middle = (longest_taken + shortest_refused) // 2
+        try:
+            validate_table_name("a" * middle)
+            longest_taken = middle
+        except ValueError:
+            shortest_refused = middle
+    return longest_taken
+
+
 class LanceSink:
     """One table of a LanceDB folder, for one origin (``chunkd.stores``)."""
 
@@ -123,13 +141,13 @@ class LanceSink:
         _check_folder(path)
         try:
             validate_table_name(collection)
-            if len(collection.encode()) > TABLE_NAME_BYTES:
+            if len(collection.encode()) > longest_table_name():
                 raise ValueError(collection)
         except ValueError:
             raise SettingsError(
                 f"--collection {collection!r}: not a LanceDB table name, which holds one to "
-                f"{TABLE_NAME_BYTES} ASCII letters, digits, '_', '-' and '.' (and is not '.' "
-                "or '..')") from None
+                f"{longest_table_name()} ASCII letters, digits, '_', '-' and '.' (and is not "
+                "'.' or '..')") from None
         self.path = path
         self.collection = collection
         self.origin = origin

@@ -195,6 +195,8 @@ def test_what_cannot_give_late_vectors_is_refused_in_one_line(tmp_path):
          "--late embeds each chunk within its document's text, which --embed-text's"),
         (("--embed-prefix", "passage: ", *vectors),
          "--late embeds each chunk within its document's text, which --embed-prefix's"),
+        (("--context", "--llm-url", "http://127.0.0.1:9", "--llm-model", "m", *vectors),
+         "--late embeds each chunk within its document's text, which --context's context"),
         (("--vectors", "--embed", str(cls)), "pools its tokens by cls, not mean"),
         (("--vectors", "--embed", str(static)), "is a static model (StaticEmbedding)"),
     ]

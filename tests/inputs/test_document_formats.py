@@ -193,6 +193,23 @@ def test_a_worker_that_ended_while_idle_but_is_not_yet_reapable_costs_no_documen
     assert second != first and worker_pid() == second
 
 
+def test_a_document_that_crashes_a_worker_is_read_once_more_by_a_fresh_one_then_failed(
+        faults, monkeypatch):
+    """A reused worker's end is not taken for the document's fault at once (the worker
+    may have been killed before it): a fresh worker reads it again, and its end is."""
+    first = worker_pid()
+    started = []
+    real = worker.Worker.__init__
+
+    def counted(self):
+        real(self)
+        started.append(self.pid)
+    monkeypatch.setattr(worker.Worker, "__init__", counted)
+    with pytest.raises(InputError, match="its process ended with signal SIGSEGV$"):
+        extract(FAULT_HEAD + b"crash", "fault", "crash.fault", Limits())
+    assert len(started) == 1 and first not in started and gone(first)
+
+
 def test_a_fresh_worker_that_ends_before_its_first_document_fails_that_document(
         faults, monkeypatch):
     """The retry above is for a worker that read documents before; one that cannot take

@@ -1528,6 +1528,22 @@ def test_bad_lancedb_options_are_usage_errors(tmp_path, sink, collection, messag
     assert (tmp_path / "afile").read_text() == "a file"
 
 
+def longest_lancedb_name() -> int:
+    """The longest table name LanceDB itself takes (its own check; it bounds names since
+    0.41), and whose files, NAME.lance and chunkd's .NAME.chunkd-lock, fit 255 bytes."""
+    from lancedb.util import validate_table_name
+
+    return max(n for n in range(1, 243) if _lancedb_takes(validate_table_name, "a" * n))
+
+
+def _lancedb_takes(validate, name: str) -> bool:
+    try:
+        validate(name)
+    except ValueError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("collection", ["a" * 243, "a" * 250])
 def test_a_collection_name_longer_than_its_files_allow_is_a_usage_error(tmp_path, collection):
     """A table's files beside it (Lance's NAME.lance, chunkd's .NAME.chunkd-lock) are
@@ -1541,7 +1557,8 @@ def test_a_collection_name_longer_than_its_files_allow_is_a_usage_error(tmp_path
                           capture_output=True, timeout=HANG)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and b"one to 242 ASCII letters" in lines[0], done.stderr
+    longest = longest_lancedb_name()
+    assert len(lines) == 1 and f"one to {longest} ASCII letters".encode() in lines[0], done.stderr
     assert sorted(os.listdir(tmp_path)) == ["docs"]
 
 
@@ -1551,10 +1568,13 @@ def test_the_longest_collection_name_is_written(tmp_path, endpoint):
     folder.mkdir()
     (folder / "a.md").write_text(paragraphs(60, 2))
     url = str(tmp_path / "lance")
-    done = sync(folder, url, endpoint, "--collection", "a" * 242)
+    longest = "a" * longest_lancedb_name()
+    done = sync(folder, url, endpoint, "--collection", longest)
     assert done.returncode == 0, done.stderr
     assert_equal(folder, url, endpoint, lambda collection: lance_rows(url, collection),
-                 "a" * 242)
+                 longest)
+    refused = sync(folder, url, endpoint, "--collection", longest + "a")
+    assert refused.returncode == 2, refused.stderr
 
 
 def test_a_model_is_required(tmp_path):
