@@ -37,6 +37,7 @@ class OptionHolder(Protocol):
 
     def __getitem__(self, option: Option[Any], /) -> Any: ...
 
+
 #: The options only some front ends act on (``--context``, ``--late``) that the front end
 #: whose settings are being made does (``supporting``).
 _SUPPORTED: ContextVar[frozenset[str]] = ContextVar("supported_options", default=frozenset())

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 LLM_CONCURRENCY_DEFAULT = 4
 ON_ERROR = ("fail", "keep")
 
+
 def _check_url(value: Any, name: str) -> str:
     from chunkd.llm.client import chat_url
 
