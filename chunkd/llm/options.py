@@ -91,9 +91,29 @@ _LLM_OPTIONS = ("llm_url", "llm_model", "llm_concurrency", "llm_cache", "llm_win
                 "context_prompt", "context_on_error")
 
 
+#: The strategies that ask the LLM how to cut (each module adds its name): the endpoint's
+#: options serve them as they serve ``--context``, in every front end.
+STRATEGIES_ASKING: set[str] = set()
+#: The options only ``--context`` reads.
+_CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
+
+
 def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     """``--context`` needs an endpoint and its model, in a front end that writes
-    contexts; the LLM's options are for ``--context``."""
+    contexts, and so does a strategy that asks the LLM; the LLM's options are for
+    them."""
+    asking = values.get("strategy") in STRATEGIES_ASKING
+    if asking and not values["context"]:
+        if values["llm_url"] is None or values["llm_model"] is None:
+            raise SettingsError(f"--strategy {values['strategy']} needs an LLM: "
+                                f"{spell('llm_url')} URL {spell('llm_model')} NAME (an "
+                                "OpenAI-compatible chat endpoint and the model it serves)")
+        given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)]
+        if given:
+            raise SettingsError(f"{spell(given[0])} is for --context")
+        if values["llm_cache"] is not None:
+            context_cache(values["llm_cache"])
+        return
     if values["context"]:
         if not supported("context"):
             raise SettingsError(f"{spell('context')} is written by the filter (chunkd "
@@ -108,7 +128,9 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
         return
     given = [name for name in _LLM_OPTIONS if OPTIONS_BY_NAME[name].is_set(values)]
     if given:
-        raise SettingsError(f"{spell(given[0])} is for --context")
+        users = " or ".join(["--context", *(f"--strategy {name}"
+                                             for name in sorted(STRATEGIES_ASKING))])
+        raise SettingsError(f"{spell(given[0])} is for {users}")
 
 
 #: Each chunk's context, written by the LLM from the whole document.
