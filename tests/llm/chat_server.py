@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 
 #: How long a gathered request waits for the others (a bound on a hang, not a speed).
 GATHER_WAIT = 5.0
@@ -33,16 +34,20 @@ class ChatServer(http.server.ThreadingHTTPServer):
     ``faults``: what the next requests get, in order ("429" with ``Retry-After: 0``,
     "500", "redirect" to ``location``, "slow" (held until ``release``), "drip" (a byte
     at a time, never done), "empty" (an empty completion), "bad json"); ``failing``:
-    a chunk holding it always gets 500. ``gather``: a request but a document's first
-    (by its ``prompt_cache_key``) is held until that many have been in flight at once
-    (or ``GATHER_WAIT`` passed), so that concurrency is seen;
+    a chunk (or a prompt without one) holding it always gets 500. ``reply``: the text
+    of each answer, from the request's body and its prompt. ``gather``: a request but a
+    document's first (by its ``prompt_cache_key``) is held until that many have been in
+    flight at once (or ``GATHER_WAIT`` passed), so that concurrency is seen;
     ``in_flight`` and ``peak`` count them. Usage: a token per 4 UTF-8 bytes, those of a
     prompt's part before ``<chunk>`` counted cached when a request with the same
     ``prompt_cache_key`` was answered before. ``models`` and ``props``: what ``GET
     /v1/models`` and ``GET /props`` answer (else 404)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: Callable[[dict, str], str] | None = None) -> None:
         super().__init__(("127.0.0.1", 0), ChatHandler)
+        #: The completion's text for a request's body and its prompt: by default, the
+        #: context of the chunk the prompt asks about (``context_of``).
+        self.reply = reply or (lambda body, prompt: context_of(chunk_in(prompt)))
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self.requests: list[list] = []
         self.faults: list[str] = []
@@ -95,7 +100,6 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
         server.requests.append(entry)
         fault = server.faults.pop(0) if server.faults else None
         prompt = body["messages"][0]["content"]
-        chunk = chunk_in(prompt)
         with server.counting:
             server.in_flight += 1
             server.peak = max(server.peak, server.in_flight)
@@ -103,15 +107,17 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
             if server.gather is not None and body.get("prompt_cache_key") in server.warm:
                 server.counting.wait_for(lambda: server.peak >= server.gather, GATHER_WAIT)
         try:
-            self.answer(fault, body, prompt, chunk)
+            self.answer(fault, body, prompt)
         except OSError:  # the client gave up (a timeout)
             pass
         finally:
             entry[1] = time.monotonic()
 
-    def answer(self, fault: str | None, body: dict, prompt: str, chunk: str) -> None:
+    def answer(self, fault: str | None, body: dict, prompt: str) -> None:
         server = self.server
-        if fault in ("429", "500") or (server.failing and server.failing in chunk):
+        # (a context's prompt shares the document up to its chunk; another, nothing)
+        shared, own = prompt.partition("<chunk>")[0::2] if "<chunk>" in prompt else ("", prompt)
+        if fault in ("429", "500") or (server.failing and server.failing in own):
             self.leave()
             self.send_response(int(fault or 500))
             self.send_header("Retry-After", "0")
@@ -136,11 +142,10 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b" ")
                 self.wfile.flush()
             return
-        shared = prompt[:prompt.index("<chunk>")]
         key = body.get("prompt_cache_key", "")
         cached = len(shared.encode()) // 4 if key in server.warm else 0
         server.warm.add(key)
-        content = "" if fault == "empty" else context_of(chunk)
+        content = "" if fault == "empty" else server.reply(body, prompt)
         answer = {"id": "x", "object": "chat.completion", "model": body["model"],
                   "choices": [{"index": 0, "finish_reason": "stop",
                                "message": {"role": "assistant", "content": content}}],
@@ -168,8 +173,8 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
             self.server.in_flight -= 1
 
 
-def serve() -> ChatServer:
-    server = ChatServer()
+def serve(reply: Callable[[dict, str], str] | None = None) -> ChatServer:
+    server = ChatServer(reply)
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server
 
