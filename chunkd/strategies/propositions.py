@@ -88,6 +88,8 @@ ANSWER_BASE, ANSWER_PER_TOKEN = 256, 2
 #: The least token overlap (Dice's coefficient of the words) that makes a sentence or
 #: clause of the passage an approximate source of a rephrased proposition.
 SUPPORT = 0.5
+#: Every request begins with the same instructions: one key sends them to one cache.
+CACHE_KEY = "chunkd-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:32]
 #: The lines kept for a front end that does not read them (a daemon's documents).
 NOTES_KEPT = 64
 
@@ -272,8 +274,8 @@ class PropositionSplitter:
                 with session.cost.lock:
                     session.cost.reused += 1
                 return parsed(found.decode("utf-8", "replace"))
-            completion = session.client.complete(prompt, "chunkd-" + key.hex()[:32], bound,
-                                                 given_up, RESPONSE_FORMAT)
+            completion = session.client.complete(prompt, CACHE_KEY, bound, given_up,
+                                                 RESPONSE_FORMAT)
             session.cost.add(completion)
             if session.cache is not None:
                 session.cache.put([(key, completion.text.encode("utf-8", "surrogatepass"))])
