@@ -99,7 +99,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
 
 
-class Group(NamedTuple):
+class Answered(NamedTuple):
     """One chunk as the LLM answered it."""
 
     title: str
@@ -226,7 +226,7 @@ class PropositionSplitter:
                          {"text": passage.text, "start": passage.start,
                           "end": passage.end, "match": "exact"},))
 
-    def _say(self, text: str, passages: list[Passage], groups: list[list[Group] | None],
+    def _say(self, text: str, passages: list[Passage], groups: list[list[Answered] | None],
              chunks: list[Chunk]) -> None:
         """The document's lines: the passages kept as their own text, and coverage."""
         kept = sum(answer is None for answer in groups)
@@ -252,7 +252,7 @@ class PropositionSplitter:
             f"aside) covered by no proposition; {unsupported:,} of {made:,} propositions "
             "supported by no span of it")
 
-    def ask(self, passages: list[Passage]) -> list[list[Group] | None]:
+    def ask(self, passages: list[Passage]) -> list[list[Answered] | None]:
         """Each passage's groups (None: no answer parsed, twice), asked at most
         ``concurrency`` at once, from the cache where it has them; ``LLMError`` if a
         call failed."""
@@ -263,10 +263,10 @@ class PropositionSplitter:
         keys = [_key(session.client.name, _answer_tokens(passage.text), prompt)
                 for passage, prompt in zip(passages, prompts)]
         by_key = {key: index for index, key in enumerate(keys)}
-        answers: dict[bytes, list[Group] | None] = {}
+        answers: dict[bytes, list[Answered] | None] = {}
         failures: list[str] = []
 
-        def one(index: int, prompt: str, given_up: threading.Event) -> list[Group] | None:
+        def one(index: int, prompt: str, given_up: threading.Event) -> list[Answered] | None:
             bound = _answer_tokens(passages[index].text)
             key = _key(session.client.name, bound, prompt)
             found = session.cache.get([key]).get(key) if session.cache is not None else None
@@ -311,7 +311,7 @@ def _answer_tokens(passage: str) -> int:
     return ANSWER_BASE + ANSWER_PER_TOKEN * resolve("cl100k_base").count(passage)
 
 
-def parsed(answer: str) -> list[Group] | None:
+def parsed(answer: str) -> list[Answered] | None:
     """The groups an answer holds: its JSON (alone, or the object within prose or a
     code fence around it), each group's propositions the non-blank strings; None if it
     holds no JSON of that form or no proposition."""
@@ -327,7 +327,7 @@ def parsed(answer: str) -> list[Group] | None:
                         if isinstance(text, str) and text.strip()]
         if propositions:
             title, summary = chunk.get("title"), chunk.get("summary")
-            groups.append(Group(title.strip() if isinstance(title, str) else "",
+            groups.append(Answered(title.strip() if isinstance(title, str) else "",
                                 summary.strip() if isinstance(summary, str) else "",
                                 propositions))
     return groups or None
