@@ -288,3 +288,18 @@ def test_align_prefers_the_words_where_they_are():
     assert align("the RAIN heavy", passage) == {
         "text": "the RAIN heavy", "start": 20, "end": 35, "match": "exact"}
     assert align("...", passage)["match"] is None
+
+
+def test_watch_chunks_with_it_as_the_filter_does(server, inbox, watch):
+    from watching import filter_chunks, results
+
+    llm = ("--strategy", "propositions", "--chars", "130", "--llm-url", server.url,
+           "--llm-model", "toy-llm")
+    (inbox / "notes.md").write_text(DOCUMENT)
+    watcher = watch(inbox, *llm)
+    watcher.wait_for(lambda: "notes.md" in results(inbox), what="the result")
+    assert watcher.stop() == 0
+    chunks = results(inbox)["notes.md"]["chunks"]
+    assert chunks == filter_chunks(inbox / "notes.md", *llm)
+    assert [item["start"] for chunk in chunks for item in chunk["propositions"]
+            if item["match"] == "approximate"] == [DOCUMENT.index("She was born")]
