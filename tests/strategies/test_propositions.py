@@ -303,3 +303,26 @@ def test_watch_chunks_with_it_as_the_filter_does(server, inbox, watch):
     assert chunks == filter_chunks(inbox / "notes.md", *llm)
     assert [item["start"] for chunk in chunks for item in chunk["propositions"]
             if item["match"] == "approximate"] == [DOCUMENT.index("She was born")]
+
+
+@pytest.mark.slow
+def test_sync_keeps_the_propositions_spans_in_lancedb_rows(server, tmp_path, endpoint):
+    from store_servers import lance_rows, sync
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text(DOCUMENT)
+    llm = ("--strategy", "propositions", "--chars", "130", "--llm-url", server.url,
+           "--llm-model", "toy-llm")
+    url = str(tmp_path / "lance")
+    done = sync(folder, url, endpoint, *llm)
+    assert done.returncode == 0, done.stderr
+    records = ndjson(run_chunkd("--ids", *llm, "notes.md", cwd=folder).stdout)
+    rows = lance_rows(url, "chunkd")
+    assert {chunk_id: (text, meta["title"], meta["summary"], [
+        {key: value for key, value in item.items() if value is not None or key != "score"}
+        for item in meta["propositions"]]) for chunk_id, (text, _, meta) in rows.items()} == {
+        record["chunk_id"]: (record["text"], record["title"], record["summary"],
+                             record["propositions"]) for record in records}
+    checked = sync(folder, url, endpoint, *llm, "--check")
+    assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
