@@ -290,6 +290,7 @@ def test_align_prefers_the_words_where_they_are():
     assert align("...", passage)["match"] is None
 
 
+@pytest.mark.slow
 def test_watch_chunks_with_it_as_the_filter_does(server, inbox, watch):
     from watching import filter_chunks, results
 
