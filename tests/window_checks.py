@@ -9,6 +9,7 @@ import random
 import regex
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 import windows_reference as reference
@@ -106,7 +107,7 @@ def size_and_overlap(draw, largest: int = 6):
     return size, draw(st.integers(0, size - 1))
 
 
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=examples(300), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

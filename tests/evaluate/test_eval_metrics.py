@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from chunkd.evaluate.metrics import (Retrieved, Scores, difference, intersection, scores,
                                      summarize, union)
@@ -146,7 +147,7 @@ retrieved_chunks = st.lists(st.tuples(span, st.booleans()).map(
 texts = st.text(alphabet="ab \n", min_size=200, max_size=200)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(disjoint_references(), retrieved_chunks, texts)
 def test_equals_the_published_formulas(references, retrieved, text):
     result = scores(references, retrieved, text)
@@ -155,7 +156,7 @@ def test_equals_the_published_formulas(references, retrieved, text):
         plain_recall_at_k_and_mrr(references, retrieved, text))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(span, min_size=1, max_size=5), retrieved_chunks, texts)
 def test_overlapping_references_count_once(references, retrieved, text):
     """Where references overlap, |R| is their union's size (the published code sums
@@ -171,7 +172,7 @@ def test_overlapping_references_count_once(references, retrieved, text):
         plain_recall_at_k_and_mrr(references, retrieved, text))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(span, max_size=6), st.lists(span, max_size=6))
 def test_range_operations_equal_sets_of_code_points(first, second):
     a, b = union(first), union(second)

@@ -12,6 +12,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from command import HANG
 
@@ -59,7 +60,7 @@ def decoded(blocks: list[bytes | memoryview], errors: str) -> str:
         return f"error: {error}"
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(PIECES, st.lists(st.integers(min_value=0, max_value=400), max_size=8),
        st.sampled_from(["bytes", "bytearray", "unsigned", "signed"]),
        st.sampled_from(["strict", "replace"]))
@@ -78,7 +79,7 @@ def test_the_same_text_or_error_as_the_codec_however_the_input_is_cut(pieces, cu
         assert same_str(fast, expected)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(PIECES, st.integers(min_value=0, max_value=50))
 def test_decode_valid_takes_the_longest_run_of_valid_characters(pieces, start):
     data = b"".join(pieces)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd.pipeline
 from chunkd.arrow import Chunker, chunk_table
@@ -231,7 +232,7 @@ def test_optional_fields_of_any_strategy_get_their_types(monkeypatch):
 unicode_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(unicode_text, max_size=40),
        st.lists(st.integers(-2**63, 2**63 - 1), max_size=40))
 def test_to_arrow_equals_pyarrows_own_conversion(texts, numbers):

@@ -23,6 +23,7 @@ from langchain_text_splitters import CharacterTextSplitter as TheirCharacter
 from langchain_text_splitters import Language
 from langchain_text_splitters import RecursiveCharacterTextSplitter as TheirRecursive
 from langchain_text_splitters import TextSplitter
+from property_examples import examples
 
 import chunkd
 from chunkd.langchain import CharacterTextSplitter, RecursiveCharacterTextSplitter
@@ -173,7 +174,7 @@ def separator_setting(draw, count=st.integers(1, 5)):
                 size=size, overlap=draw(st.integers(0, size)))
 
 
-EXAMPLES = settings(max_examples=1000, deadline=None,
+EXAMPLES = settings(max_examples=examples(1000), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -242,7 +243,7 @@ def test_character_splitter_equals_langchain(doc, setting):
     assume(check_setting(text, pieces, setting, character=True))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(documents, st.sampled_from(KEEP), st.integers(1, 12), st.booleans())
 # A piece that counts zero (white space in a word count) stays in the overlap, as in
 # LangChain ("\r" makes the next piece two words, longer than the size).

@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 # Haystack sends usage statistics unless told not to when it is imported.
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
@@ -82,7 +83,7 @@ def test_ids_and_offsets_are_the_command_lines(tmp_path):
         for r in ndjson(result.stdout)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(pages=st.lists(st.text(st.sampled_from("ab \n\f"), max_size=60), min_size=1,
                       max_size=8),
        size=st.integers(5, 80))

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from llama_index.core import Document
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -81,7 +82,7 @@ def test_corpus_nodes_are_exact_slices_with_unique_ids(options):
     assert len({node.id_ for node in nodes}) == len(nodes)  # unique across documents too
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(paragraphs=st.lists(st.sampled_from(["Alpha beta gamma.", "Delta epsilon.",
                                             "Zeta eta theta iota kappa.", "Lambda mu.\f"]),
                            min_size=1, max_size=40),

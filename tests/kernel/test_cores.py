@@ -62,6 +62,8 @@ TWIN_TESTS = [str(ROOT / "tests" / name) for name in (
     "cli/test_cli.py", "cli/test_version.py", "embeddings/test_langchain_embeddings.py", "integrations/test_llamaindex.py",
     "integrations/test_haystack.py")]
 
+#: The share of each property test's examples the twin and debug-build tiers try.
+TIER_EXAMPLES = 0.25
 #: The variables a test process of pytest-xdist carries, which a child pytest must not.
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
                    "PYTEST_CURRENT_TEST")
@@ -77,6 +79,9 @@ def run_tests(env: dict[str, str], cwd: pathlib.Path, tmp_path: pathlib.Path,
     records.mkdir()
     env = {name: value for name, value in env.items() if name not in XDIST_VARIABLES}
     env["CHUNKD_TEST_CORE_RECORD"] = str(records)
+    # The properties were met on the compiled core at their full count: here a quarter
+    # of their examples (tests/property_examples.py).
+    env["CHUNKD_TEST_EXAMPLES_SCALE"] = str(TIER_EXAMPLES)
     # The timeout bounds a hang, not the time it takes on a busy machine.
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                              "-n", "2", "--basetemp", str(tmp_path / "basetemp"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from chunkd.units import resolve
 from cores import twin_token_counter
@@ -20,7 +21,7 @@ def size_and_overlap(draw, max_size):
     return size, draw(st.integers(0, size - 1))
 
 
-SETTINGS = settings(max_examples=400, deadline=None,
+SETTINGS = settings(max_examples=examples(400), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -55,14 +56,14 @@ COUNTERS = {"compiled": lambda: resolve("cl100k_base"), "twin": twin_token_count
 
 
 @pytest.mark.parametrize("core", COUNTERS)
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(text=generated_documents)
 def test_token_count_equals_tiktoken(core, text):
     assert COUNTERS[core]().count(text) == len(encoding().encode_ordinary(text))
 
 
 @pytest.mark.parametrize("core", COUNTERS)
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(head=generated_documents, tail=generated_documents)
 def test_pretokens_but_the_last_two_survive_appending(core, head, tail):
     """What the kernel's lower bound on an unfinished piece's count relies on."""
@@ -72,7 +73,7 @@ def test_pretokens_but_the_last_two_survive_appending(core, head, tail):
 
 
 @pytest.mark.parametrize("core", COUNTERS)
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(head=generated_documents, tail=generated_documents)
 def test_settled_prefix_keeps_its_count_whatever_follows(core, head, tail):
     """The length-unit protocol's ``settled``, with tiktoken as the judge."""

@@ -15,6 +15,7 @@ import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings, strategies as st
+from property_examples import examples
 
 import chunkd
 from command import ndjson, run_chunkd
@@ -192,7 +193,7 @@ def occurrences(chunks: list) -> dict[tuple, list[str]]:
     return found
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edited(), st.sampled_from([{}, {"parent_size": 90, "parent_overlap": 0}]),
        st.integers(1, 200))
 def test_an_unchanged_text_keeps_its_id_whatever_changed_elsewhere(pair, parents, cut):

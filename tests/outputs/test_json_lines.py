@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from chunkd.kernel import _records
 from chunkd.model.chunk import Chunk, Parent
@@ -52,7 +53,7 @@ def chunk(index: int, start: int, end: int, length: int, text: str) -> Chunk:
     return Chunk(index, start, end, length, text)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(NUMBERS, NUMBERS, NUMBERS, NUMBERS, TEXTS), max_size=12),
        st.sampled_from([{}, {"doc": 'a "name"\n'}, {"doc": "x", "line": 3}]),
        st.integers(min_value=1, max_value=400))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 from command import ndjson, run_chunkd
@@ -60,7 +61,7 @@ def check_offsets(text: str, keep: str, children: list[tuple[int, int, str]]) ->
 
 
 @pytest.mark.parametrize("keep", sorted(KEEP))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents, st.integers(1, 20), st.data(), st.sampled_from(["chars", "tokens"]))
 def test_children_offsets_in_every_mode(keep, text, size, data, unit):
     overlap = data.draw(st.integers(0, size - 1))
@@ -104,7 +105,7 @@ pattern_documents = st.lists(st.sampled_from(["a", "word", "1", "42", " ", "  ",
                                               "中", "\n"]), max_size=40).map("".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern_documents, st.integers(1, 12), st.data(), st.booleans())
 def test_offsets_of_chunks_joined_by_a_pattern_stay_in_the_document(text, size, data, parents):
     """A dropped regular expression joins pieces with its source (``\\s+``), which

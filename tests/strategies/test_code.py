@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 from code_checks import (check_cut, check_python_defines, check_python_symbols,
@@ -248,7 +249,7 @@ def python_blocks(draw, depth: int = 0) -> list[str]:
     return lines
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(python_blocks(), st.integers(20, 400), st.sampled_from(["\n", "\r\n"]),
        st.sampled_from(["    ", "\t"]), st.randoms(use_true_random=False))
 def test_nesting(lines, size, newline, indent, rng):
@@ -285,7 +286,7 @@ def javascript_blocks(draw, depth: int = 0) -> list[str]:
     return lines
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(javascript_blocks(), st.integers(20, 300), st.sampled_from(["\n", "\r\n"]),
        st.randoms(use_true_random=False))
 def test_javascript_nesting(lines, size, newline, rng):
@@ -397,7 +398,7 @@ def test_long_leaf_cut_by_separators():
     assert chunks[-1].text.startswith("'''\n\ndef f()") or "def f():" in chunks[-1].text
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(["a", " ", "\n", "é", "€", "𝄞", "\ud800", "x" * 700]),
                 max_size=120))
 def test_offsets_convert_as_encoding_does(parts):

@@ -18,6 +18,7 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from chunkd.kernel import _code
 from chunkd.strategies import code
@@ -154,7 +155,7 @@ def odd_python(draw) -> str:
     return newline.join(lines) + draw(st.sampled_from(["", newline]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(odd_python(), st.sampled_from([1, 3, 10, 30, 80, 200, 1000, 100000]))
 def test_hypothesis_python(text, size):
     """Hypothesis-made Python: nesting, comments, decorators, long and multi-byte
@@ -191,7 +192,7 @@ def braces(draw, depth: int = 0) -> list[str]:
     return lines
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(braces(), st.sampled_from(["x.js", "x.ts", "x.tsx", "x.go", "x.rs", "X.java", "x.c",
                                   "x.cpp"]),
        st.sampled_from([1, 5, 20, 60, 150, 400, 1000]), st.sampled_from(["\n", "\r\n"]))

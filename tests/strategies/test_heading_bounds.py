@@ -16,6 +16,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 import windows_reference as reference
@@ -147,7 +148,7 @@ def test_long_headings_equal_the_reference(doc):
         (w["start"], w["end"], w["headings"]) for w in reference.windows(text, "sections", 1, 0)]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cut(headed_documents), st.integers(1, 120), st.data(), st.sampled_from(["chars", "tokens"]),
        st.booleans())
 def test_markdown_with_long_headings_equals_the_reference(doc, size, data, unit, strip_headings):
@@ -180,7 +181,7 @@ def test_a_gigantic_heading_line_streams_in_bounded_memory():
         assert peak_mb < PEAK_LIMIT_MB, f"peak RSS {peak_mb} MB"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cut(headed_documents), st.integers(1, 120), st.data(), st.sampled_from(["chars", "tokens"]),
        st.booleans())
 def test_embed_text_fits_the_size(doc, size, data, unit, strip_headings):
@@ -194,7 +195,7 @@ def test_embed_text_fits_the_size(doc, size, data, unit, strip_headings):
     check_embedded(text, chunks, unit, size, overlap, strip_headings)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(headed_documents, st.integers(1, 60), st.data(), st.sampled_from(["chars", "tokens"]),
        st.sampled_from(["end", "start", "none"]))
 def test_embed_text_fits_without_stripping(text, size, data, unit, keep):

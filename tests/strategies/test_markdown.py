@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 from command import copied, ndjson, records_with_jobs, run_chunkd
@@ -41,7 +42,7 @@ def test_one_code_point_at_a_time():
         check_markdown(text, list(text), "chars", 300, 30, strip_headings=True)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cut(documents), st.integers(1, 40), st.data(), st.sampled_from(["chars", "tokens"]),
        st.booleans())
 def test_generated_markdown(doc, size, data, unit, strip_headings):

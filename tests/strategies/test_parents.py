@@ -12,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 from command import copied, ndjson, records_with_jobs, run_chunkd
@@ -59,7 +60,7 @@ def test_corpus_whole_and_in_pieces(path, unit, size, overlap, parent_size, pare
         check_parents(text, pieces, unit, size, overlap, parent_size, parent_overlap)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(generated_documents, st.integers(1, 30), st.data(), st.sampled_from(["chars", "tokens"]))
 def test_generated_text(text, size, data, unit):
     overlap = data.draw(st.integers(0, size - 1))

@@ -16,6 +16,7 @@ import pytest
 from chat_server import serve, stop
 from command import ndjson, run_chunkd
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from property_examples import examples
 
 from chunkd.llm.client import Completion
 from chunkd.model.errors import SettingsError
@@ -261,7 +262,7 @@ def answers(draw, document: str) -> str:
     return json.dumps({"chunks": groups})
 
 
-@hypothesis_settings(max_examples=150, deadline=None,
+@hypothesis_settings(max_examples=examples(150), deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_any_answer_gives_spans_within_the_document_and_their_chunk(data):

@@ -23,6 +23,7 @@ from embedding import (LANGCHAIN_SPLIT, WEIGHTS_SHA256, SentenceTransformerEmbed
                        as_langchain_text)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 from chunkd.options import MAX_SIZE
@@ -137,7 +138,7 @@ def topical_texts(draw):
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("buffer", (1, 2))
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=topical_texts())
 def test_langchain_mode_on_made_texts(minilm, oracle_embeddings, rule, buffer, text):
     assert_same_as_langchain(minilm, oracle_embeddings, text, rule, buffer)
@@ -224,7 +225,7 @@ def letter_vectors(texts):
             for text in texts]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=topical_texts(), size=st.integers(20, 400), share=st.integers(1, 8),
        rule=st.sampled_from(RULES), unit=st.sampled_from(("chars", "tokens")))
 def test_default_mode_leaves_no_fragment_a_neighbour_could_take(text, size, share, rule, unit):

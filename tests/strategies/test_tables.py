@@ -17,6 +17,7 @@ import markdown
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 import chunkd
 import windows_reference as reference
@@ -186,7 +187,7 @@ def table_documents(draw) -> str:
     return text.replace("\n", "\r\n") if draw(st.integers(0, 9)) == 0 else text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(table_documents(), st.sampled_from(["chars", "tokens"]), st.data())
 def test_generated_markdown_with_tables(text, unit, data):
     size = data.draw(st.integers(20, 300) if unit == "chars" else st.integers(8, 80))
@@ -194,7 +195,7 @@ def test_generated_markdown_with_tables(text, unit, data):
     check(text, unit, size, overlap, random.Random(data.draw(st.integers(0, 2**32))))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(table_documents(), st.sampled_from(["chars", "tokens"]),
        st.sampled_from(["end", "start", "none"]), st.data())
 def test_tables_that_keep_their_white_space(text, unit, keep, data):

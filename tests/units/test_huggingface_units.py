@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
+from property_examples import examples
 
 from chunkd.model.errors import SettingsError
 from chunkd.units.huggingface import unit as huggingface_unit
@@ -103,7 +104,7 @@ def test_minilm_counts_past_its_padding_and_truncation(units):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=tricky_text, more=tricky_text)
 def test_count_and_settled_on_tricky_text(family, units, library_counts, text, more):
     unit = units[family]
@@ -218,7 +219,7 @@ def test_malformed_sentence_transformers_config(tmp_path):
         huggingface_unit(str(tmp_path))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.sampled_from(sorted(STREAMING)),
        st.lists(st.sampled_from(["lorem", "ipsum", "日本", "don't", "x.", "(1)"]),
                 min_size=8, max_size=40).map(" ".join))
@@ -266,7 +267,7 @@ def test_counts_add_up_by_word_only_where_the_pre_tokenizer_splits_at_spaces(uni
 
 
 @pytest.mark.parametrize("family", sorted(ADDITIVE))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(words=st.lists(st.tuples(tricky_text, st.sampled_from(
     [" ", "\t", "\n", "\r\n", "  ", "\u00a0", "\u3000", "\u2028", "\x85", "\x1c", "\x0b", ""])),
     max_size=12))
@@ -325,7 +326,7 @@ fine_words = st.lists(fragments, min_size=1, max_size=8).map("".join)
 
 
 @pytest.mark.parametrize("family", sorted(ADDITIVE))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(words=st.lists(fine_words, min_size=1, max_size=10),
        spaces=st.lists(st.sampled_from([" ", "\n", "\t", "\r\n", "  ", "\u00a0"]),
                        min_size=10, max_size=10))
@@ -369,7 +370,7 @@ def test_composing_normalizers_keep_groups_whole(tmp_path, normalizer):
     assert unit.count("a=\u0338b") == 1 < unit.count("a") + unit.count("=") + unit.count("\u0338b")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(texts=st.lists(tricky_text | fine_words, max_size=8),
        limit=st.sampled_from([8, 40, 1 << 22]),
        cuts=st.sampled_from([("", False), (string.punctuation, True), ("[,.", False),

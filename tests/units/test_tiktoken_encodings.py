@@ -18,6 +18,7 @@ import tiktoken
 import tiktoken.load
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from chunkd.kernel import chosen, pretoken_classes
 from chunkd.kernel.twin import tokens as twin_tokens
@@ -362,7 +363,7 @@ def test_a_pattern_not_translated_is_refused(core_name):
 # --- the pre-tokenizer, both cores --------------------------------------------------------
 
 @pytest.mark.parametrize("core_name", COUNTERS)
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(text=o200k_text | tricky_text)
 def test_pretokens_are_the_patterns(core_name, text):
     assume(regex_is_oracle(text))
@@ -370,7 +371,7 @@ def test_pretokens_are_the_patterns(core_name, text):
 
 
 @pytest.mark.parametrize("core_name", COUNTERS)
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(text=o200k_text | tricky_text)
 def test_count_is_tiktokens(core_name, o200k, text):
     assert COUNTERS[core_name]().count(text) == len(o200k.encode_ordinary(text))
@@ -386,7 +387,7 @@ long_text = st.lists(
 
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(text=o200k_text | tricky_text | long_text)
 def test_tokens_are_tiktokens(core_name, o200k, text):
     """The BPE the counters run on each new pre-token gives tiktoken's tokens, id for id."""
@@ -440,7 +441,7 @@ def test_bad_ranks_are_refused(core_name, ranks, error, message):
         make(len, pretoken_classes.table("o200k_base"), 128, pattern="o200k_base", ranks=ranks)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(text=o200k_text | tricky_text)
 def test_a_pretoken_encodes_alone_as_in_its_text(o200k, text):
     """What the cache by pre-token relies on: tiktoken's tokens of the text are those of
@@ -484,7 +485,7 @@ def test_the_twin_cuts_the_shared_corpus_as_the_compiled_counter(o200k):
 # --- settling, both cores -------------------------------------------------------------------
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(head=o200k_text | tricky_text, tail=o200k_text | tricky_text)
 def test_pretokens_but_the_last_two_survive_appending(core_name, head, tail):
     """What the kernel's count of an unfinished piece relies on, with the pattern as
@@ -496,7 +497,7 @@ def test_pretokens_but_the_last_two_survive_appending(core_name, head, tail):
 
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(text=o200k_text | tricky_text, more=o200k_text | tricky_text)
 def test_settled_and_bound(core_name, o200k, text, more):
     counter = COUNTERS[core_name]()
@@ -574,7 +575,7 @@ def cl100k_counter(core_name: str):
 
 
 @pytest.mark.parametrize("core_name", ["compiled", "twin"])
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(text=o200k_text | tricky_text | long_text)
 def test_cl100k_tokens_are_tiktokens(core_name, text):
     from chunkd.units import cl100k
