@@ -30,7 +30,7 @@ from chunkd.inputs import (DocumentFile, Limits, add_document_options, check_lim
                               document_source,
                               file_opener, kinds, labels)
 from chunkd.embeddings.selection import LATE, VECTORS, batch_size, embedder, takes_model
-from chunkd.llm.options import CONTEXT
+from chunkd.llm.options import CONTEXT, STRATEGIES_ASKING
 from chunkd.model.errors import EmbedError, LLMError
 from chunkd.options import supporting
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, Output, run_writing
@@ -617,6 +617,11 @@ def run(job: Job, out: Output) -> int:
     progress.close()
     if contexts is not None:  # what the contexts cost, said
         note(contexts.cost.line(contexts.client.endpoint.shown))
+    if settings.strategy == "llm":  # what its boundaries cost, and the windows cut by size
+        from chunkd.strategies.llm import TALLY
+
+        for line in TALLY.lines():
+            note(line)
     return status
 
 
@@ -642,10 +647,12 @@ def main(argv: list[str]) -> int:
               check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr), parquet,
               # A model is loaded once, here, and given texts of many documents at once
               # (it uses every core, or the GPU, by itself): no workers that each load it.
-              # With --context, one process too: the LLM's requests are bounded in
-              # flight (--llm-concurrency), not multiplied by the workers.
+              # With --context or a strategy that asks the LLM, one process too: the
+              # LLM's requests are bounded in flight (--llm-concurrency), not
+              # multiplied by the workers.
               parallel=(many and args.jobs > 1 and args.format != "parquet"
-                        and not takes_model(settings._values) and not settings[CONTEXT]))
+                        and not takes_model(settings._values) and not settings[CONTEXT]
+                        and settings.strategy not in STRATEGIES_ASKING))
     if args.format == "parquet" and sys.stdout is None:  # started with >&-: not needed
         sys.stdout = open(os.devnull, "w")
     with supporting("context", "late"):  # settings made again as it runs keep them

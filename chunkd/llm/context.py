@@ -77,10 +77,11 @@ class Cost:
             self.cached += completion.cached_tokens or 0
             self.completion += completion.completion_tokens or 0
 
-    def line(self, shown: str) -> str:
-        """The run's cost in one line (``shown``: the endpoint as messages show it)."""
+    def line(self, shown: str, what: str = "--context") -> str:
+        """The run's cost in one line (``shown``: the endpoint as messages show it;
+        ``what``: the option that asked)."""
         reused = f"; {self.reused:,} from --llm-cache" if self.reused else ""
-        return (f"--context: {self.calls:,} LLM calls to {shown}, {self.prompt:,} prompt "
+        return (f"{what}: {self.calls:,} LLM calls to {shown}, {self.prompt:,} prompt "
                 f"tokens ({self.cached:,} cached), {self.completion:,} completion tokens, "
                 f"{self.seconds:.1f} s{reused}")
 

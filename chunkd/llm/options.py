@@ -95,7 +95,7 @@ _LLM_OPTIONS = ("llm_url", "llm_model", "llm_concurrency", "llm_cache", "llm_win
 #: options serve them as they serve ``--context``, in every front end.
 STRATEGIES_ASKING: set[str] = set()
 #: The options only ``--context`` reads.
-_CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
+_CONTEXT_ONLY = ("context_prompt", "context_on_error")
 
 
 def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
@@ -169,10 +169,12 @@ LLM_CONCURRENCY = register_option(Option[int](
 LLM_WINDOW = register_option(Option[int](
     # (at least 1024: the answer's 200 tokens and the prompt's own leave little below)
     None, "the tokens the LLM takes", name="llm_window", check=whole(1024), flags=(
-        Flag("--llm-window", "--context: the tokens the LLM takes, prompt and answer "
+        Flag("--llm-window", "--context, --strategy llm: the tokens the LLM takes, prompt "
+                             "and answer "
                              "(default: the server's, GET /v1/models' max_model_len or "
-                             "llama.cpp's GET /props, else 8192); a longer document is "
-                             "given as its outline and the text around each chunk",
+                             "llama.cpp's GET /props, else 8192); --context gives a longer "
+                             "document as its outline and the text around each chunk, "
+                             "--strategy llm fits its windows within it",
              metavar="N", parse=number_value),)), after="llm_concurrency")
 CONTEXT_PROMPT = register_option(Option[str](
     None, "the prompt that asks for a chunk's context", name="context_prompt",
@@ -194,7 +196,8 @@ LLM_CACHE = register_option(Option[str](
     record=Record.NEVER, flags=(
         Flag("--llm-cache", "--context: keep every context in DIR (made if missing; shared "
                             "safely by processes): a chunk asked before, of the same "
-                            "document, model and prompt, is not asked again",
+                            "document, model and prompt, is not asked again; --strategy "
+                            "llm: every window's boundaries, by its text, model and prompt",
              metavar="DIR", parse=_linked_folder),)),
     after="context_on_error")
 
