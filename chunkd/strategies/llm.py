@@ -101,7 +101,7 @@ class LLMBoundaries(Strategy):
 STRATEGIES_ASKING.add(LLMBoundaries.name)
 
 
-class Tally:
+class AskedTally:
     """What the strategy's questions cost in this process, and how many windows got no
     usable answer (``fallbacks``, the first one's reason in ``why``)."""
 
@@ -124,7 +124,7 @@ class Tally:
 
 
 #: The process's tally (the filter says it at the end).
-TALLY = Tally()
+TALLY = AskedTally()
 
 
 class Block(NamedTuple):
