@@ -122,6 +122,10 @@ def test_cuts_where_the_model_says(server, doc):
         ["Garden notes", "Second part"]] * 2
     assert texts[-1] == "Hammers again, briefly."
     bodies = server.bodies()
+    # One call a window, each a question of its own.
+    questions = [body["messages"][0]["content"] for body in bodies]
+    assert len(set(questions)) == len(questions) == 2  # a window a section
+    assert not any("Your last answer" in question for question in questions)
     assert all(body["response_format"]["type"] == "json_schema" for body in bodies)
     assert all(body["temperature"] == 0 for body in bodies)
     # Every piece but a section's first is judged by exactly one window.
@@ -145,8 +149,37 @@ HOSTILE = {
 }
 
 
+@pytest.fixture(scope="module")
+def unguided(tmp_path_factory):
+    """The records of ``DOC`` when the model never sees a new topic: the fallback's."""
+    made = serve(lambda body, prompt: '{"boundaries": []}')
+    path = tmp_path_factory.mktemp("unguided") / "garden.md"
+    path.write_text(DOC)
+    try:
+        done = chunkd_llm(made, str(path))
+    finally:
+        stop(made)
+    assert done.returncode == 0, done.stderr
+    assert "windows cut by size alone" not in done.stderr.decode()
+    return [{key: value for key, value in record.items() if key != "doc"}
+            for record in ndjson(done.stdout)]
+
+
 @pytest.mark.parametrize("answer", HOSTILE.values(), ids=HOSTILE.keys())
-def test_a_hostile_answer_is_refused(answer):
+def test_a_hostile_answer_is_asked_again_then_cut_by_size(server, doc, unguided, answer):
+    server.reply = lambda body, prompt: answer
+    done = chunkd_llm(server, doc)
+    assert done.returncode == 0, done.stderr
+    # Every window fell back: the chunks of a model that saw no new topic.
+    assert [{key: value for key, value in record.items() if key != "doc"}
+            for record in ndjson(done.stdout)] == unguided
+    prompts = [body["messages"][0]["content"] for body in server.bodies()]
+    again = [prompt for prompt in prompts if "Your last answer could not be used" in prompt]
+    assert len(prompts) == 2 * len(again)
+    [cost, fallback] = done.stderr.decode().splitlines()
+    assert cost.startswith(f"chunkd: --strategy llm: {len(prompts)} LLM calls")
+    assert fallback.startswith(f"chunkd: --strategy llm: {len(again)} of {len(again)} "
+                               "windows cut by size alone: the model's answer failed twice (")
     with pytest.raises(ValueError):
         parsed(answer, 3)
 
