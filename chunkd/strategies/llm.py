@@ -160,19 +160,20 @@ def blocks(text: str, start: int, end: int) -> list[Block]:
     found: list[Block] = []
     opened: int | None = None  # the current block's start
     fence: str | None = None
-    at = start
+    code_start = at = start
     while at < end:
         newline = text.find("\n", at, end)
         line_end = end if newline < 0 else newline + 1
         line = text[at:line_end].rstrip("\r\n")
         if fence is not None:
             if closes_fence(fence, line):
-                found.append(Block(opened or at, line_end, "code"))
+                found.append(Block(code_start, line_end, "code"))
                 opened, fence = None, None
         elif (opening := _FENCE.match(line)) is not None:
             if opened is not None:
                 found.append(Block(opened, at, "prose"))
-            opened, fence = at, opening.group(1)
+            opened = code_start = at
+            fence = opening.group(1)
         elif not line.strip():
             if opened is not None:
                 found.append(Block(opened, at, "prose"))
@@ -217,7 +218,8 @@ def pieces(text: str, start: int, end: int, count: Callable[[str], int], size: i
         else:
             parts = [(block.start + sentence.start, block.start + sentence.end)
                      for sentence in chunkd_sentences(text[block.start:block.end])]
-        if number == 1 and headed and "\n" not in text[found[0].start:found[0].end]:
+        heading_alone = headed and len(made) == 1 and "\n" not in text[made[0][0]:made[0][1]]
+        if number == 1 and heading_alone:
             made[0] = (made[0][0], parts[0][1])  # the heading line, then its first piece
             parts = parts[1:]
         made += parts

@@ -273,17 +273,21 @@ def test_needs_an_llm_and_refuses_overlap(server, doc):
 # --- whatever the model answers, the chunks tile the document within the sizes -------
 
 WORDS = st.sampled_from(["alpha", "beta", "Gamma.", "delta!", "x", "#", "|", "-", "```",
-                         "\n", "\n\n", " ", "## Head\n", "| a | b |\n|---|---|\n"])
+                         "\n", "\n\n", " ", "## Head\n", "\n## Long. Heading. Here.\n\n",
+                         "| a | b |\n|---|---|\n"])
+#: Paragraphs of those words (blocks), some long enough to be cut at sentences.
+TEXTS = st.lists(st.lists(WORDS, max_size=14).map(" ".join), max_size=30).map("\n\n".join)
 ANSWERS = st.one_of(
     st.lists(st.integers(-3, 70), max_size=8).map(lambda ns: json.dumps({"boundaries": ns})),
-    st.lists(st.integers(1, 70), max_size=8, unique=True).map(
+    st.lists(st.integers(1, 12), max_size=8, unique=True).map(
         lambda ns: json.dumps({"boundaries": sorted(ns)})),
     st.text(max_size=40))
 
 
 @pytest.fixture(scope="module")
 def made_splitter():
-    """A splitter whose model answers from a list a test sets (no server is called)."""
+    """A splitter whose model answers from a list a test sets (no server is called),
+    in windows of 64 tokens (pieces shown cut to 8), so that a document makes many."""
     def make(unit: str, size: int, minimum: int, answers: list[str]) -> LLMSplitter:
         flags = {"strategy": "llm", unit: size, f"min_{unit}": minimum,
                  "llm_url": "http://127.0.0.1:9", "llm_model": "toy", "llm_window": 1024}
@@ -296,17 +300,17 @@ def made_splitter():
                 return Completion(next(given, '{"boundaries": []}'), 1, 0, 1)
 
         splitter.client.complete = complete  # type: ignore[method-assign]
+        splitter.budget = lambda: 64  # type: ignore[method-assign]  # many small windows
         return splitter
     return make
 
 
-@hypothesis_settings(max_examples=60, deadline=None,
+@hypothesis_settings(max_examples=150, deadline=None,
                      suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(words=st.lists(WORDS, max_size=150), answers=st.lists(ANSWERS, max_size=12),
+@given(text=TEXTS, answers=st.lists(ANSWERS, max_size=12),
        unit=st.sampled_from(["chars", "tokens"]), size=st.integers(8, 80),
        share=st.integers(0, 4))
-def test_any_answers_tile_the_document(made_splitter, words, answers, unit, size, share):
-    text = " ".join(words)
+def test_any_answers_tile_the_document(made_splitter, text, answers, unit, size, share):
     minimum = size * share // 8
     splitter = made_splitter(unit, size, minimum, answers)
     chunks = splitter.feed(text) + splitter.finish()
