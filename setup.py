@@ -6,9 +6,12 @@ tests against: bounds and wraparound checks, the assertions on the invariants, `
 and ``NDEBUG`` undefined. The release build leaves the checks and the assertions out.
 """
 
+import hashlib
 import os
 import runpy
+import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from Cython.Build import cythonize
@@ -42,11 +45,43 @@ class OptionalBuildExt(build_ext):
                   "chunkd runs its pure-Python twin, slower", file=sys.stderr)
 
     def build_extension(self, ext: Extension) -> None:
+        target = self.get_ext_fullpath(ext.name)
+        kept = BUILT / built_key(ext) / os.path.basename(target)
+        if kept.is_file():  # built before from the same C, flags and Python
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(kept, target)
+            return
         try:
             super().build_extension(ext)
         except (CCompilerError, ExecError, PlatformError, OSError) as error:
             self.not_built.append(ext.name)
             self.reason = type(error).__name__
+            return
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        staging = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.copy2(target, staging)
+        os.replace(staging, kept)
+
+
+#: The modules built before, by ``built_key``: pip builds each install in a fresh
+#: folder, so that without them the README's second install compiles everything again.
+BUILT = Path(__file__).parent / "build" / "modules"
+
+
+def built_key(ext: Extension) -> str:
+    """What a compiled module is made from: its C sources and the folders they include from
+    (the generated C holds the Cython source it came from), the flags, the compiler and
+    linker, and the Python it is built for."""
+    digest = hashlib.sha256(repr((ext.name, ext.extra_compile_args, ext.define_macros,
+                                  ext.include_dirs, sys.version,
+                                  [os.environ.get(name, sysconfig.get_config_var(name))
+                                   for name in ("CC", "CFLAGS", "LDSHARED")])).encode())
+    for path in sorted(ext.sources) + sorted(ext.depends) + sorted(
+            str(file) for folder in ext.include_dirs for file in Path(folder).rglob("*")
+            if file.is_file()):
+        digest.update(f"{path}\0".encode())
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
 
 
 #: The compiled modules: the streaming core, the two kernels built on it, the kept

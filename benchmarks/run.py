@@ -77,7 +77,7 @@ def inputs(quick: bool) -> dict[str, str]:
         "no whitespace": no_space[:small],
     }
     if quick:
-        texts = {k: v[:200_000] for k, v in texts.items()}
+        texts = {k: v[:50_000] for k, v in texts.items()}
     return texts
 
 
@@ -350,12 +350,12 @@ def memory(text: str, gib: float, out: list[str]) -> None:
     out.append("")
 
 
-def many_documents(runs: int, out: list[str]) -> None:
+def many_documents(runs: int, copies: int, out: list[str]) -> None:
     documents = [p for p in sorted(CORPUS.glob("*/*.md"))]
-    out.append(f"## Many documents: {len(documents)} corpus files x 20, `--jobs` 1 against 2\n")
+    out.append(f"## Many documents: {len(documents)} corpus files x {copies}, `--jobs` 1 against 2\n")
     out.append("| unit | --jobs 1 s | --jobs 2 s | speed-up |")
     out.append("| --- | ---: | ---: | ---: |")
-    files = [str(p) for p in documents] * 20
+    files = [str(p) for p in documents] * copies
     for unit, (size, overlap) in SETTINGS.items():
         times = {}
         for jobs in (1, 2):
@@ -537,11 +537,12 @@ def linear_time(runs: int, quick: bool, out: list[str]) -> None:
     semantic strategy embeds whole documents: its figures are in docs/semantic.md)."""
     from chunkd.strategies import REGISTRY
 
-    sizes = (1, 8) if quick else (8, 16, 32, 64)
+    sizes = (1, 4) if quick else (8, 16, 32, 64)
+    least_seconds = 0.0 if quick else LINEAR_SECONDS
     small, large = sizes[0], sizes[-1]
     out.append(f"## Linear time: {small} to {large} MB without a boundary\n")
     out.append(f"`chunkd.Splitter` at its defaults fed \"x\" * N in 256 KiB blocks, the fastest "
-               f"of at least {runs} runs and {LINEAR_SECONDS:.0f} s of runs per size; linear "
+               f"of at least {runs} runs and {least_seconds:.0f} s of runs per size; linear "
                f"time is a ratio near {large // small} (the target: {large} MB within ten "
                f"times the time of {small} MB), and a cost per MB that stays flat.\n")
     out.append(f"| strategy | {small} MB s | {large} MB s | ratio | "
@@ -556,7 +557,7 @@ def linear_time(runs: int, quick: bool, out: list[str]) -> None:
 
     def fastest(strategy: str, text: str) -> float:
         times: list[float] = []
-        while len(times) < runs or sum(times) < LINEAR_SECONDS:
+        while len(times) < runs or sum(times) < least_seconds:
             started = time.perf_counter()
             feed_all(strategy, text)
             times.append(time.perf_counter() - started)
@@ -1020,7 +1021,7 @@ def main() -> None:
     if "memory" in args.sections:
         memory(texts["en-rustbook"], 0.01 if args.quick else 1.0, out)
     if "documents" in args.sections:
-        many_documents(runs, out)
+        many_documents(runs, 2 if args.quick else 20, out)
     if "windows" in args.sections:
         window_strategies(texts, runs, 0.01 if args.quick else 1.0, out)
     if "linear" in args.sections:
@@ -1028,7 +1029,7 @@ def main() -> None:
     if "twolevel" in args.sections:
         two_level(big, runs, out)
     if "daemon" in args.sections:
-        daemon(1000 if args.quick else 20_000, out)
+        daemon(200 if args.quick else 20_000, out)
     if "eval" in args.sections:
         eval_grid(runs, out)
     if "dropin" in args.sections:

@@ -46,6 +46,10 @@ class WholeDocumentChunker:
             raise SettingsError("keep_separator='none' joins pieces without their separator, "
                                 "so a chunk would not be its document's text between its "
                                 "offsets; write 'end' or 'start'")
+        if self.settings.strategy == "propositions":
+            raise SettingsError("the propositions strategy's text is the LLM's, no slice of "
+                                "the document, and a framework's node is its document's text "
+                                "between offsets: use chunkd's records (chunkd.split_text)")
         if self.settings[VECTORS]:
             raise SettingsError("vectors=True: the framework's embedding model embeds the "
                                 "chunks; leave vectors out")

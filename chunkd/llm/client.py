@@ -99,16 +99,15 @@ class ChatClient:
         """The model's answer to ``prompt`` (greedy: the same prompt, the same answer
         where the server is deterministic); ``LLMError`` if there is none, or it is
         empty. ``given_up`` (another call failed) ends the tries. ``response_format``:
-        the answer's structure, as OpenAI's API takes it (a server without structured
-        output ignores it: the caller checks the answer)."""
+        OpenAI's, such as a JSON schema the answer must follow (structured output)."""
         request: dict[str, Any] = {
             "model": self.model, "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0, "stream": False,
             "prompt_cache_key": cache_key}
-        if response_format is not None:
-            request["response_format"] = response_format
         if not self.openai:
             request["cache_prompt"] = True
+        if response_format is not None:
+            request["response_format"] = response_format
         body = self.endpoint.post(json.dumps(request).encode(), ANSWER_BYTES, given_up,
                                   "for one completion")
         try:

@@ -79,7 +79,7 @@ class Cost:
 
     def line(self, shown: str, what: str = "--context") -> str:
         """The run's cost in one line (``shown``: the endpoint as messages show it;
-        ``what``: the option that asked)."""
+        ``what``: what asked)."""
         reused = f"; {self.reused:,} from --llm-cache" if self.reused else ""
         return (f"{what}: {self.calls:,} LLM calls to {shown}, {self.prompt:,} prompt "
                 f"tokens ({self.cached:,} cached), {self.completion:,} completion tokens, "

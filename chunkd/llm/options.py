@@ -94,8 +94,10 @@ _LLM_OPTIONS = ("llm_url", "llm_model", "llm_concurrency", "llm_cache", "llm_win
 #: The strategies that ask the LLM how to cut (each module adds its name): the endpoint's
 #: options serve them as they serve ``--context``, in every front end.
 STRATEGIES_ASKING: set[str] = set()
-#: The options only ``--context`` reads.
-_CONTEXT_ONLY = ("context_prompt", "context_on_error")
+#: Those of them that fit their requests within ``--llm-window`` (each adds its name).
+STRATEGIES_WINDOWED: set[str] = set()
+#: The options only ``--context`` reads (``llm_window``: and ``STRATEGIES_WINDOWED``).
+_CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
 
 
 def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
@@ -108,7 +110,8 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
             raise SettingsError(f"--strategy {values['strategy']} needs an LLM: "
                                 f"{spell('llm_url')} URL {spell('llm_model')} NAME (an "
                                 "OpenAI-compatible chat endpoint and the model it serves)")
-        given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)]
+        given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)
+                 and not (name == "llm_window" and values["strategy"] in STRATEGIES_WINDOWED)]
         if given:
             raise SettingsError(f"{spell(given[0])} is for --context")
         if values["llm_cache"] is not None:

@@ -50,6 +50,18 @@ RECORD_FIELDS = (
     RecordField("context", lambda pa: pa.string(),
                 "a short text the LLM wrote from the whole document to situate the chunk "
                 "in it (context); null where it gave none (context_on_error keep)"),
+    RecordField("title", lambda pa: pa.string(),
+                "the title the LLM gave the chunk's propositions (propositions); null "
+                "where its passage was kept as its own text"),
+    RecordField("summary", lambda pa: pa.string(),
+                "the summary the LLM gave the chunk's propositions (propositions); null "
+                "where its passage was kept as its own text"),
+    RecordField("propositions", lambda pa: pa.list_(pa.struct([
+        ("text", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+        ("match", pa.string()), ("score", pa.float64())])),
+                "the chunk's propositions, each with the span of the document it was "
+                "drawn from: match exact, approximate (with its score) or null (no span) "
+                "(propositions)"),
     # A fixed-size list where the model's dimension is known (chunkd.arrow).
     RecordField("vector", lambda pa: pa.list_(pa.float32()),
                 "the chunk's embedding (of embed_text, else text), float32 (vectors)"),
@@ -126,6 +138,13 @@ class Chunk(NamedTuple):
       either side of the chunk's end, where it cut (``chunkd.strategies.semantic``).
     * ``context``: a short text an LLM wrote from the whole document to situate the
       chunk in it (``context``; ``chunkd.llm.context``); ``NULL`` where it gave none.
+    * ``title``, ``summary``: what the LLM called a group of propositions (the
+      propositions strategy; ``NULL`` where a passage was kept as its own text);
+    * ``propositions``: that strategy's statements, each a dict ``{"text", "start",
+      "end", "match"}`` (and ``"score"`` where ``match`` is ``"approximate"``): the
+      span of the document it was drawn from (``chunkd.strategies.propositions``).
+      Its chunks' ``text`` is the propositions, one a line, no slice of the document;
+      ``start`` and ``end`` bound their spans.
     * ``vector``: the chunk's embedding, a float32 array (``vectors``; ``chunkd.outputs.vectors``).
 
     With ``keep_separator`` "none" a chunk joined from pieces may differ from
@@ -151,6 +170,9 @@ class Chunk(NamedTuple):
     language: str | None = None
     distance: float | None = None
     context: str | Null | None = None
+    title: str | Null | None = None
+    summary: str | Null | None = None
+    propositions: tuple[dict[str, Any], ...] | None = None
     vector: numpy.ndarray | None = None
 
 

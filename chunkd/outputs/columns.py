@@ -116,9 +116,9 @@ def chunk_arrays(chunks: list[Chunk], fields: tuple[str, ...],
     if "parent" in columns:  # a record's parent is its number and span, as in NDJSON
         parents = cast("Sequence[Parent | None]", columns["parent"])
         columns["parent"] = [None if parent is None else parent[:3] for parent in parents]
-    if "context" in columns:  # a context the LLM did not give: null (None is null here)
-        columns["context"] = [None if context is NULL else context
-                              for context in columns["context"]]
+    for name in ("context", "title", "summary"):  # what the LLM did not give: null
+        if name in columns:                        # (None is null here)
+            columns[name] = [None if value is NULL else value for value in columns[name]]
     return [vector_array(column, dimension) if name == "vector" else
             to_arrow(column, FIELD_TYPES[name]) for name, column in columns.items()]
 

@@ -829,7 +829,7 @@ def follower(url: str, args: argparse.Namespace, root: Path, inbox: Inbox,
     from chunkd.service.store_follower import Follower
 
     fingerprint = store_fingerprint(chunk_settings(args), embedder(settings).name)
-    sink = open_sink(url, args.collection, args.origin or str(root))
+    sink = open_sink(url, args.collection, args.origin or str(root), settings.record_fields())
     return Follower(inbox, sink, fingerprint, metrics)
 
 

@@ -538,7 +538,7 @@ class Inbox:
             return Outcome("failed", f"cannot write its result: {error}")
         except EmbedError as error:  # the model's failure, not the file's: tried again later
             return Outcome("failed", f"embedding failed: {error}")
-        except LLMError as error:  # the LLM's (--strategy llm): so too
+        except LLMError as error:  # a strategy's LLM: so too
             return Outcome("failed", f"the LLM failed: {error}")
         except Grown:
             return Outcome("changed", "grew past --max-bytes while it was read",

@@ -597,7 +597,8 @@ def main(argv: list[str]) -> int:
             from chunkd.service.metrics import Metrics
             metrics = Metrics()
             metrics.serve(args.metrics)
-        sink = open_sink(url, args.collection, args.origin or str(root))
+        sink = open_sink(url, args.collection, args.origin or str(root),
+                         settings.record_fields())
     except SettingsError as error:
         parser.error(str(error))
     except (OSError, ValueError) as error:

@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_COLLECTION", "METADATA", "URL_VARIABLE", "Change", "Sink", "
            "removal", "retrying"]
 
 
-def open_sink(url: str, collection: str, origin: str) -> Sink:
+def open_sink(url: str, collection: str, origin: str, fields: tuple[str, ...] = ()) -> Sink:
     """The store at ``url``: ``postgresql://...`` or libpq's ``keyword=value`` settings
     (pgvector, in langchain-postgres's tables), or a folder path (LanceDB, embedded);
     ``SettingsError`` if it is neither or its package is missing. Connects lazily: a
@@ -66,6 +66,6 @@ def open_sink(url: str, collection: str, origin: str) -> Sink:
     if kind in ("", "file"):
         from chunkd.stores.lancedb import LanceSink
         return LanceSink(urllib.parse.urlsplit(url).path if kind == "file" else url,
-                         collection, origin)
+                         collection, origin, fields)
     raise SettingsError(f"--sink {public_url(url)}: not a store chunkd writes (a "
                         "postgresql:// URL, or a folder for LanceDB)")

@@ -21,6 +21,9 @@ from chunkd.net.urls import public_url as public_url
 #: ``source`` and ``origin``), and their Arrow types' names in ``chunkd.model.chunk``.
 METADATA = ("index", "start", "end", "length", "tokens", "pages", "headings", "symbols",
             "language")
+#: The fields a store keeps beside those only where a record has them (the propositions
+#: strategy's): the rows of other records, and their digests, stay as they were.
+GIVEN_METADATA = ("title", "summary", "propositions")
 #: The collection (pgvector) or table (LanceDB) written when none is named.
 DEFAULT_COLLECTION = "chunkd"
 #: The environment variable that gives the store when ``--sink`` does not.
@@ -151,18 +154,22 @@ def metadata(record: dict, source: str, origin: str, sha256: str,
     """The metadata a store keeps of a record: its source, its origin, the source's
     SHA-256 and fingerprint, and the ``METADATA`` fields (None where it has none)."""
     return {"source": source, "origin": origin, "sha256": sha256, "fingerprint": fingerprint,
-            **{name: record.get(name) for name in METADATA}}
+            **{name: record.get(name) for name in METADATA},
+            **{name: record[name] for name in GIVEN_METADATA if record.get(name) is not None}}
 
 
 def row_digest(text: str | None, values: dict[str, Any]) -> str:
     """A row as a reader sees it, in one digest: its text and its metadata (the fields
-    without a value left out, as pgvector's JSON leaves them), each U+0000 as U+FFFD
+    without a value left out, as pgvector's JSON leaves them, within a struct too, as
+    LanceDB gives a proposition's absent ``score``), each U+0000 as U+FFFD
     (PostgreSQL holds no NUL: both stores' rows compare alike)."""
     def storable(value: Any) -> Any:
         if isinstance(value, str):
             return value.replace("\x00", "\ufffd")
         if isinstance(value, (list, tuple)):
             return [storable(item) for item in value]
+        if isinstance(value, dict):
+            return {key: storable(item) for key, item in value.items() if item is not None}
         return value
 
     shown = {key: storable(value) for key, value in values.items() if value is not None}

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from chunkd.model.chunk import RECORD_FIELDS
 from chunkd.model.errors import SettingsError
-from chunkd.stores.base import (METADATA, Change, StoreDown, StoreRefused, Stored, metadata,
-                               row_digest, superseded)
+from chunkd.stores.base import (GIVEN_METADATA, METADATA, Change, StoreDown, StoreRefused,
+                               Stored, metadata, row_digest, superseded)
 
 if TYPE_CHECKING:
     import pyarrow
@@ -124,7 +124,8 @@ def longest_table_name() -> int:
 class LanceSink:
     """One table of a LanceDB folder, for one origin (``chunkd.stores``)."""
 
-    def __init__(self, path: str, collection: str, origin: str) -> None:
+    def __init__(self, path: str, collection: str, origin: str,
+                 fields: tuple[str, ...] = ()) -> None:
         try:
             from lancedb.util import validate_table_name
         except ImportError:
@@ -151,6 +152,8 @@ class LanceSink:
         self.path = path
         self.collection = collection
         self.origin = origin
+        #: The fields its metadata keeps where records have them (``GIVEN_METADATA``).
+        self.given = tuple(name for name in GIVEN_METADATA if name in fields)
         self.where = f"{path} table {collection}"
         self.database: Any = None
         self.table: Any = None
@@ -181,14 +184,14 @@ class LanceSink:
                 except ValueError:  # no such table (yet)
                     if dimension is not None:
                         self.table = self.database.create_table(
-                            self.collection, schema=self.schema(dimension), exist_ok=True)
+                            self.collection, schema=self.schema(dimension, self.given), exist_ok=True)
         except (OSError, RuntimeError, ValueError) as error:
             self.table = None
             raise self._failed(error) from None
         return self.table
 
     @staticmethod
-    def schema(dimension: int) -> pyarrow.Schema:
+    def schema(dimension: int, given: tuple[str, ...] = ()) -> pyarrow.Schema:
         import pyarrow
 
         types = {field.name: field.arrow_type(pyarrow) for field in RECORD_FIELDS}
@@ -196,7 +199,7 @@ class LanceSink:
                      length=pyarrow.int64())
         fields = [pyarrow.field(name, pyarrow.string()) for name in
                   ("source", "origin", "sha256", "fingerprint")]
-        fields += [pyarrow.field(name, types[name]) for name in METADATA]
+        fields += [pyarrow.field(name, types[name]) for name in (*METADATA, *given)]
         return pyarrow.schema([
             pyarrow.field("id", pyarrow.string(), nullable=False),
             pyarrow.field("text", pyarrow.string()),
@@ -302,7 +305,7 @@ class LanceSink:
             raise self._failed(error) from None
         vector = schema.field("vector").type if "vector" in schema.names else None
         size = vector.list_size if isinstance(vector, pyarrow.FixedSizeListType) else 1
-        wanted = self.schema(size)
+        wanted = self.schema(size, self.given)
         for field in wanted:
             if field.name == DIGEST:  # an older chunkd's table: added at its next write
                 continue

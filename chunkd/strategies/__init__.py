@@ -191,7 +191,7 @@ def page_span(page_starts: tuple[int, ...], chunk: Chunk) -> tuple[int, int]:
     """The first and last page (1-based) of the chunk's text: of its first and last
     character that is not white space (a page break is white space), so that a chunk
     that only touches a page's break does not name that page."""
-    text = chunk.text
+    text = chunk.text if chunk.propositions is None else ""  # no slice: its span whole
     first = chunk.start + (len(text) - len(text.lstrip()))
     last = chunk.end - 1 - (len(text) - len(text.rstrip()))
     if last < first:  # all white space: where it lies
@@ -280,4 +280,5 @@ from chunkd.strategies import markdown  # noqa: E402,F401
 from chunkd.strategies import semantic  # noqa: E402,F401
 from chunkd.strategies import code  # noqa: E402,F401
 from chunkd.strategies import auto  # noqa: E402,F401
+from chunkd.strategies import propositions  # noqa: E402,F401
 from chunkd.strategies import llm  # noqa: E402,F401

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from chunkd.llm.client import ChatClient
 from chunkd.llm.context import DEFAULT_WINDOW, SPARE, Cost, _each
 from chunkd.llm.options import (LLM_CACHE, LLM_CONCURRENCY, LLM_MODEL, LLM_URL, LLM_WINDOW,
-                                STRATEGIES_ASKING, context_cache)
+                                STRATEGIES_ASKING, STRATEGIES_WINDOWED, context_cache)
 from chunkd.model.chunk import Chunk
 from chunkd.model.chunker import DocumentChunker
 from chunkd.model.errors import LLMError, SettingsError
@@ -99,6 +99,7 @@ class LLMBoundaries(Strategy):
 
 
 STRATEGIES_ASKING.add(LLMBoundaries.name)
+STRATEGIES_WINDOWED.add(LLMBoundaries.name)
 
 
 class AskedTally:

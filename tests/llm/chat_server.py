@@ -30,7 +30,7 @@ def chunk_in(prompt: str) -> str:
 
 class ChatServer(http.server.ThreadingHTTPServer):
     """``POST /v1/chat/completions`` on loopback. Each request is kept as
-    ``(arrived, answered, headers, body)`` (``answered`` set once its answer is sent).
+    ``(arrived, answered, headers, body)`` (``answered`` set just before its answer goes).
     ``faults``: what the next requests get, in order ("429" with ``Retry-After: 0``,
     "500", "redirect" to ``location``, "slow" (held until ``release``), "drip" (a byte
     at a time, never done), "empty" (an empty completion), "bad json"); ``failing``:
@@ -96,7 +96,7 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         server = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        entry = [time.monotonic(), None, dict(self.headers), body]
+        self.entry = entry = [time.monotonic(), None, dict(self.headers), body]
         server.requests.append(entry)
         fault = server.faults.pop(0) if server.faults else None
         prompt = body["messages"][0]["content"]
@@ -111,7 +111,7 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
         except OSError:  # the client gave up (a timeout)
             pass
         finally:
-            entry[1] = time.monotonic()
+            entry[1] = entry[1] or time.monotonic()
 
     def answer(self, fault: str | None, body: dict, prompt: str) -> None:
         server = self.server
@@ -167,8 +167,9 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
         self.send_json(answer)
 
     def leave(self) -> None:
-        """Out of the count before the answer goes: the client may send its next
-        request as soon as it has it."""
+        """Out of the count, and answered, before the answer goes: the client may send
+        its next request as soon as it has it."""
+        self.entry[1] = time.monotonic()
         with self.server.counting:
             self.server.in_flight -= 1
 

@@ -20,7 +20,11 @@ SAMPLES = {"tokens": 3, "estimated_tokens": 4, "headings": ("A", "B"),
            "chunk_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "pages": (2, 3),
            "symbols": ("class Splitter", "def feed"),
            "defines": ("class Splitter > def feed",), "language": "python",
-           "distance": 0.25, "context": "From the guide's part on feeding.", "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
+           "distance": 0.25, "context": "From the guide's part on feeding.",
+           "title": "Feeding", "summary": "How a splitter is fed.",
+           "propositions": ({"text": "A splitter is fed.", "start": 0, "end": 4,
+                             "match": "approximate", "score": 0.5},),
+           "vector": numpy.array([0.5, -0.25], dtype=numpy.float32)}
 
 
 def test_the_chunk_has_an_attribute_for_each_declared_field_in_order():
