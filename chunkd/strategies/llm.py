@@ -219,8 +219,8 @@ def pieces(text: str, start: int, end: int, count: Callable[[str], int], size: i
         else:
             parts = [(block.start + sentence.start, block.start + sentence.end)
                      for sentence in chunkd_sentences(text[block.start:block.end])]
-        heading_alone = headed and len(made) == 1 and "\n" not in text[made[0][0]:made[0][1]]
-        if number == 1 and heading_alone:
+        if number == 1 and headed and len(made) == 1 \
+                and "\n" not in text[made[0][0]:made[0][1]]:
             made[0] = (made[0][0], parts[0][1])  # the heading line, then its first piece
             parts = parts[1:]
         made += parts
