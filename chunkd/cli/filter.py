@@ -624,6 +624,11 @@ def run(job: Job, out: Output) -> int:
         note(contexts.cost.line(contexts.client.endpoint.shown))
     if asking is not None:
         note(asking.cost_line())
+    if settings.strategy == "llm":  # what its boundaries cost, and the windows cut by size
+        from chunkd.strategies.llm import TALLY
+
+        for line in TALLY.lines():
+            note(line)
     return status
 
 
@@ -649,8 +654,9 @@ def main(argv: list[str]) -> int:
               check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr), parquet,
               # A model is loaded once, here, and given texts of many documents at once
               # (it uses every core, or the GPU, by itself): no workers that each load it.
-              # With --context, one process too: the LLM's requests are bounded in
-              # flight (--llm-concurrency), not multiplied by the workers.
+              # With --context or a strategy that asks the LLM, one process too: the
+              # LLM's requests are bounded in flight (--llm-concurrency), not
+              # multiplied by the workers.
               parallel=(many and args.jobs > 1 and args.format != "parquet"
                         and not takes_model(settings._values) and not settings[CONTEXT]
                         and settings.strategy not in STRATEGIES_ASKING))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from chunkd.about import ReportVersion
 from chunkd.inputs import add_document_options, check_limits, labels
 from chunkd.options import supporting
-from chunkd.model.errors import EmbedError
+from chunkd.model.errors import EmbedError, LLMError
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
 from chunkd.outputs.progress import Progress
 from chunkd.settings import (DEFAULT_TOKENIZER, CommandParser, SettingsError,
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
             progress.show(done, point.options())
             results.append(evaluate(point, library, questions, search, args.k or DEFAULT_K,
                                     args.budget))
-    except EmbedError as error:  # every setting needs the model: nothing to report
+    except (EmbedError, LLMError) as error:  # a model failed: nothing to report
         progress.close()
         print(f"chunkd eval: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -245,6 +245,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
             problems.report(f"{display_name(args.chart)}: {error.strerror or error}")
     if not args.quiet and sys.stderr.isatty():
         print(f"chunkd eval: {len(points)} settings in {seconds:.1f} s", file=sys.stderr)
+    if any(point.settings.strategy == "llm" for point in points):  # the gain's cost
+        from chunkd.strategies.llm import TALLY
+
+        for line in TALLY.lines():
+            print(f"chunkd eval: {line}", file=sys.stderr)
     return EXIT_FAILED if problems.count else EXIT_OK
 
 

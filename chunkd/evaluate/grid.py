@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkd.embeddings.selection import MODEL_OPTIONS, takes_model
+from chunkd.llm.options import STRATEGIES_ASKING
 from chunkd.settings import (OPTIONS, Settings, SettingsError, flags, given_flags,
                              model_window, settings_from_flags)
 from chunkd.strategies import Strategy, strategy_class
@@ -32,6 +33,8 @@ DEFAULT_TOKENS = [64, 128, 256, 512, 1024, 2048]
 #: Settings flags that eval's retriever reads too (the model): a strategy that does not
 #: take them is given the others only.
 RETRIEVER_FLAGS = MODEL_OPTIONS
+#: The LLM's flags: for the strategies that ask it (``STRATEGIES_ASKING``) only.
+LLM_FLAGS = ("llm_url", "llm_model", "llm_concurrency", "llm_window", "llm_cache")
 DEFAULT_OVERLAPS: list[int | str] = [0, "15%"]
 
 
@@ -108,6 +111,8 @@ def grid(args: argparse.Namespace) -> tuple[list[Point], list[str]]:
 
 
 def taken(flags: dict[str, Any], kind: type[Strategy]) -> dict[str, Any]:
-    """``flags`` less the retriever's model options, for a strategy that embeds nothing."""
+    """``flags`` less the retriever's model options, for a strategy that embeds nothing,
+    and less the LLM's, for one that does not ask it."""
     return {key: value for key, value in flags.items()
-            if key not in RETRIEVER_FLAGS or takes_model({"strategy": kind.name})}
+            if (key not in RETRIEVER_FLAGS or takes_model({"strategy": kind.name}))
+            and (key not in LLM_FLAGS or kind.name in STRATEGIES_ASKING)}

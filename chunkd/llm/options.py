@@ -94,7 +94,9 @@ _LLM_OPTIONS = ("llm_url", "llm_model", "llm_concurrency", "llm_cache", "llm_win
 #: The strategies that ask the LLM how to cut (each module adds its name): the endpoint's
 #: options serve them as they serve ``--context``, in every front end.
 STRATEGIES_ASKING: set[str] = set()
-#: The options only ``--context`` reads.
+#: Those of them that fit their requests within ``--llm-window`` (each adds its name).
+STRATEGIES_WINDOWED: set[str] = set()
+#: The options only ``--context`` reads (``llm_window``: and ``STRATEGIES_WINDOWED``).
 _CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
 
 
@@ -108,7 +110,8 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
             raise SettingsError(f"--strategy {values['strategy']} needs an LLM: "
                                 f"{spell('llm_url')} URL {spell('llm_model')} NAME (an "
                                 "OpenAI-compatible chat endpoint and the model it serves)")
-        given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)]
+        given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)
+                 and not (name == "llm_window" and values["strategy"] in STRATEGIES_WINDOWED)]
         if given:
             raise SettingsError(f"{spell(given[0])} is for --context")
         if values["llm_cache"] is not None:
@@ -169,10 +172,12 @@ LLM_CONCURRENCY = register_option(Option[int](
 LLM_WINDOW = register_option(Option[int](
     # (at least 1024: the answer's 200 tokens and the prompt's own leave little below)
     None, "the tokens the LLM takes", name="llm_window", check=whole(1024), flags=(
-        Flag("--llm-window", "--context: the tokens the LLM takes, prompt and answer "
+        Flag("--llm-window", "--context, --strategy llm: the tokens the LLM takes, prompt "
+                             "and answer "
                              "(default: the server's, GET /v1/models' max_model_len or "
-                             "llama.cpp's GET /props, else 8192); a longer document is "
-                             "given as its outline and the text around each chunk",
+                             "llama.cpp's GET /props, else 8192); --context gives a longer "
+                             "document as its outline and the text around each chunk, "
+                             "--strategy llm fits its windows within it",
              metavar="N", parse=number_value),)), after="llm_concurrency")
 CONTEXT_PROMPT = register_option(Option[str](
     None, "the prompt that asks for a chunk's context", name="context_prompt",
@@ -194,7 +199,8 @@ LLM_CACHE = register_option(Option[str](
     record=Record.NEVER, flags=(
         Flag("--llm-cache", "--context: keep every context in DIR (made if missing; shared "
                             "safely by processes): a chunk asked before, of the same "
-                            "document, model and prompt, is not asked again",
+                            "document, model and prompt, is not asked again; --strategy "
+                            "llm: every window's boundaries, by its text, model and prompt",
              metavar="DIR", parse=_linked_folder),)),
     after="context_on_error")
 

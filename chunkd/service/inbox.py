@@ -39,7 +39,7 @@ from chunkd.model.version import __version__
 from chunkd.service.changes import Changes, result_ids
 from chunkd.processes.stdio import OutputError, write_all
 from chunkd.embeddings.selection import EMBED_CACHE, VECTORS, batch_size, embedder, texts_sent
-from chunkd.model.errors import EmbedError
+from chunkd.model.errors import EmbedError, LLMError
 from chunkd.inputs.readers import (InputError, display_name, open_subfolder, read_blocks,
                             subfolder)
 from chunkd.settings import Settings
@@ -538,6 +538,8 @@ class Inbox:
             return Outcome("failed", f"cannot write its result: {error}")
         except EmbedError as error:  # the model's failure, not the file's: tried again later
             return Outcome("failed", f"embedding failed: {error}")
+        except LLMError as error:  # a strategy's LLM: so too
+            return Outcome("failed", f"the LLM failed: {error}")
         except Grown:
             return Outcome("changed", "grew past --max-bytes while it was read",
                            signature(os.fstat(stream.fileno())))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import orjson
 
 from chunkd.inputs import HEAD_BYTES, Limits, add_document_options, check_limits, say_warnings
-from chunkd.model.errors import EmbedError, SettingsError
+from chunkd.model.errors import EmbedError, LLMError, SettingsError
 from chunkd.service.inbox import CHUNKER, DEFAULT_INCLUDE, Inbox, InboxOptions
 from chunkd.inputs.readers import (FolderLink, InputError, display_name, open_regular,
                             read_blocks)
@@ -373,6 +373,9 @@ class Sync:
             self.fail(f"{where}: embedding failed: {error}; the store keeps its previous "
                       "state")
             return None
+        except LLMError as error:  # the llm strategy's: not the file's fault either
+            self.fail(f"{where}: the LLM failed: {error}; the store keeps its previous state")
+            return None
         if self.metrics:
             self.metrics.files_chunked.inc()
         kept = held if known is not None and known.fingerprint == self.fingerprint else set()
@@ -516,7 +519,7 @@ class Sync:
             try:
                 sha256, records = chunk_file(self.inbox.options.root, relative, self.pipeline,
                                              self.args.follow_symlinks)
-            except (InputError, EmbedError) as error:
+            except (InputError, EmbedError, LLMError) as error:
                 problems.append(f"unreadable {name}: {error}")
                 continue
             expected = {record["chunk_id"] for record in records}

@@ -281,3 +281,4 @@ from chunkd.strategies import semantic  # noqa: E402,F401
 from chunkd.strategies import code  # noqa: E402,F401
 from chunkd.strategies import auto  # noqa: E402,F401
 from chunkd.strategies import propositions  # noqa: E402,F401
+from chunkd.strategies import llm  # noqa: E402,F401

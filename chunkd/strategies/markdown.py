@@ -169,6 +169,14 @@ _CLOSING = deferred(r" {0,3}(`+|~+)")
 _TABLE_OR_FENCE = deferred(r"\||^ {0,3}(?:```|~~~)", re.MULTILINE)
 
 
+def closes_fence(fence: str, line: str) -> bool:
+    """Whether ``line`` (without its line ending) closes fenced code opened by the run
+    ``fence``: as many of its character or more, then only white space."""
+    closing = _CLOSING.match(line)
+    return (closing is not None and closing.group(1)[0] == fence[0]
+            and len(closing.group(1)) >= len(fence) and line[closing.end():].strip() == "")
+
+
 def cell_count(row: str) -> int:
     """The cells of a table row: its text split at the pipes that are not escaped, less
     an outer pipe at either end."""
@@ -356,10 +364,7 @@ class TableSplitter:
         heading_line, self.heading_line = self.heading_line, False
         header, self.header = self.header, None
         if self.fence is not None:
-            closing = _CLOSING.match(head)
-            if (closing and blank and closing.group(1)[0] == self.fence[0]
-                    and len(closing.group(1)) >= len(self.fence)
-                    and head[closing.end():].strip() == ""):
+            if blank and closes_fence(self.fence, head):
                 self.fence = None
             return chunks
         if (fence := _FENCE.match(head)) is not None:

@@ -158,15 +158,18 @@ def _min_below_size(values: Mapping[str, Any], spell: Callable[[str], str]) -> N
                             f"the size ({values['size']})")
 
 
+#: The strategies whose groups have a minimum size (the llm strategy's too).
+_MINIMUM_STRATEGIES = ("semantic", "llm")
 MIN_SIZE = register_option(Option[int | None](
-    None, "semantic: the smallest chunk, in the size's unit (None: an eighth of the size, "
-          "none with LangChain's sentences)", name="min_size", check=whole(0), check_with=_min_below_size, applies=_semantic_only,
-    refusal=_SEMANTIC_ONLY, noun="minimum", flags=(
-        Flag("--min-chars", "semantic: a group under N code points joins a neighbour (with "
-                            "--chars; default: an eighth of the size, none with "
+    None, "semantic, llm: the smallest chunk, in the size's unit (None: an eighth of the "
+          "size, none with LangChain's sentences)", name="min_size", check=whole(0), check_with=_min_below_size,
+    applies=lambda kind: kind.name in _MINIMUM_STRATEGIES,
+    refusal="{option} is for --strategy semantic or llm, not {strategy}", noun="minimum", flags=(
+        Flag("--min-chars", "semantic, llm: a group under N code points joins a neighbour "
+                            "(with --chars; default: an eighth of the size, none with "
                             "--sentence-split langchain)", _set_min_in("chars"), "N",
              number_value, shown=_min_shown("chars")),
-        Flag("--min-tokens", "semantic: a group under N tokens joins a neighbour (with "
+        Flag("--min-tokens", "semantic, llm: a group under N tokens joins a neighbour (with "
                              "--tokens; default: an eighth of the size)",
              _set_min_in("tokens"), "N", number_value, shown=_min_shown("tokens")))),
     after="breakpoint_amount")
@@ -304,7 +307,8 @@ class SemanticSplitter:
         if self.langchain:
             pieces = self.cut(text, sentences, self.langchain_groups(text, sentences))
         else:
-            pieces = self.joined(text, self.cut(text, sentences, self.groups(text, sentences)))
+            pieces = joined(text, self.cut(text, sentences, self.groups(text, sentences)),
+                            self.unit.count, self.size, self.minimum)
         made = self.records(text, pieces)
         seen = _CURVES.get()
         if seen is not None:
@@ -401,46 +405,49 @@ class SemanticSplitter:
                                   group.distance if number == len(inner) - 1 else None))
         return made
 
-    def joined(self, text: str, pieces: list[Piece]) -> list[Piece]:
-        """Pieces under the minimum joined to a neighbour, the shortest first, while the
-        joined piece stays within the size: across a cut made at the maximum (inside a
-        group) before a cut made by meaning, and across the smaller distance of two such
-        cuts. A piece stays short only where neither neighbour can take it, which is
-        looked at again whenever a neighbour changes."""
-        stuck: set[int] = set()  # the starts of pieces that no neighbour can take
-        while len(pieces) > 1:
-            small = [(piece.length, number) for number, piece in enumerate(pieces)
-                     if piece.length < self.minimum and piece.start not in stuck]
-            if not small:
-                break
-            _, number = min(small)
-            choices = []
-            for other in (number - 1, number + 1):
-                if 0 <= other < len(pieces):
-                    before, after = sorted((number, other))
-                    first, last = pieces[before], pieces[after]
-                    length = self.unit.count(text[first.start:last.end])
-                    if length <= self.size:
-                        # A cut at the maximum (None) is no cut by meaning: undone first.
-                        cut = -1.0 if first.distance is None else first.distance
-                        choices.append((cut, before, Piece(first.start, last.end, length,
-                                                           last.distance)))
-            if not choices:
-                stuck.add(pieces[number].start)
-                continue
-            _, before, piece = min(choices, key=lambda choice: choice[0])
-            pieces[before:before + 2] = [piece]
-            # Its neighbours may now take a short piece they could not take before.
-            for other in (before - 1, before, before + 1):
-                if 0 <= other < len(pieces):
-                    stuck.discard(pieces[other].start)
-        return pieces
-
     def records(self, text: str, pieces: Sequence[Piece]) -> list[Chunk]:
         """The chunks: each piece's slice of the document, with the distance at the cut
         after it."""
         return [Chunk(index, piece.start, piece.end, piece.length, text[piece.start:piece.end],
                       distance=piece.distance) for index, piece in enumerate(pieces)]
+
+
+def joined(text: str, pieces: list[Piece], count: Callable[[str], int], size: int,
+           minimum: int) -> list[Piece]:
+    """Pieces under the ``minimum`` joined to a neighbour, the shortest first, while the
+    joined piece stays within the size: across a cut made at the maximum (inside a
+    group) before a cut made by meaning, and across the smaller distance of two such
+    cuts. A piece stays short only where neither neighbour can take it, which is
+    looked at again whenever a neighbour changes."""
+    stuck: set[int] = set()  # the starts of pieces that no neighbour can take
+    while len(pieces) > 1:
+        small = [(piece.length, number) for number, piece in enumerate(pieces)
+                 if piece.length < minimum and piece.start not in stuck]
+        if not small:
+            break
+        _, number = min(small)
+        choices = []
+        for other in (number - 1, number + 1):
+            if 0 <= other < len(pieces):
+                before, after = sorted((number, other))
+                first, last = pieces[before], pieces[after]
+                length = count(text[first.start:last.end])
+                if length <= size:
+                    # A cut at the maximum (None) is no cut by meaning: undone first.
+                    cut = -1.0 if first.distance is None else first.distance
+                    choices.append((cut, before, Piece(first.start, last.end, length,
+                                                       last.distance)))
+        if not choices:
+            stuck.add(pieces[number].start)
+            continue
+        _, before, piece = min(choices, key=lambda choice: choice[0])
+        pieces[before:before + 2] = [piece]
+        # Its neighbours may now take a short piece they could not take before.
+        for other in (before - 1, before, before + 1):
+            if 0 <= other < len(pieces):
+                stuck.discard(pieces[other].start)
+    return pieces
+
 
 
 def embed_ahead(settings: SettingsView, texts: Sequence[str]) -> None:

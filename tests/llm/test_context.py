@@ -215,7 +215,8 @@ def test_the_prompt_file(server, documents, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--context"], "--context needs an LLM: --llm-url URL --llm-model NAME (an "
                     "OpenAI-compatible chat endpoint and the model it serves)"),
-    (["--llm-model", "m"], "--llm-model is for --context or --strategy propositions"),
+    (["--llm-model", "m"], "--llm-model is for --context or --strategy llm or --strategy "
+                           "propositions"),
     (["--context", "--llm-url", "ftp://h", "--llm-model", "m"],
      "--llm-url ftp://h: not an http:// or https:// URL"),
 ])
