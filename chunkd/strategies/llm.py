@@ -20,15 +20,10 @@ neighbour as the semantic strategy's do (``chunkd.strategies.semantic.joined``).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
-import time
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from chunkd.llm.client import ChatClient
-from chunkd.llm.context import DEFAULT_WINDOW, SPARE, Cost, _each
 from chunkd.llm.options import (LLM_CACHE, LLM_CONCURRENCY, LLM_MODEL, LLM_URL, LLM_WINDOW,
                                 STRATEGIES_ASKING, STRATEGIES_WINDOWED, context_cache)
 from chunkd.model.chunk import Chunk
@@ -40,7 +35,11 @@ from chunkd.strategies.markdown import _FENCE, closes_fence, starts_table
 from chunkd.strategies.semantic import Piece, chunkd_sentences, joined, minimum
 
 if TYPE_CHECKING:
+    import threading
+
     from chunkd.embeddings.cache import DiskCache
+    from chunkd.llm.client import ChatClient
+    from chunkd.llm.context import Cost
     from chunkd.strategies.base import SettingsView
     from chunkd.model.length import LengthUnit
 
@@ -71,8 +70,15 @@ PIECE_SHARE = 8
 #: The lines of a window at most, which bounds its answer too.
 MAX_LINES = 64
 _LINE = deferred(r"[^\n]+")
-#: All requests share the question's wording: one key for the server's prompt cache.
-CACHE_KEY = "chunkd-llm-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:16]
+
+
+@functools.cache
+def cache_key() -> str:
+    """The ``prompt_cache_key`` of every question: they all begin with the same
+    instructions (worked out when first asked: a plain run imports no hashing)."""
+    import hashlib
+
+    return "chunkd-llm-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:16]
 
 
 @register
@@ -107,10 +113,16 @@ class AskedTally:
     usable answer (``fallbacks``, the first one's reason in ``why``)."""
 
     def __init__(self) -> None:
-        self.cost = Cost()
         self.windows = self.fallbacks = 0
         self.why: str | None = None
         self.shown = ""  # the endpoint, as messages show it
+
+    @functools.cached_property
+    def cost(self) -> Cost:
+        # (made when first asked: a run of another strategy imports no LLM client)
+        from chunkd.llm.context import Cost
+
+        return Cost()
 
     def lines(self) -> list[str]:
         """What the front end says at the end: the cost, and the windows cut by size
@@ -243,6 +255,8 @@ def parsed(answer: str, lines: int) -> list[int]:
     """The line numbers an answer gives: JSON ``{"boundaries": [n, ...]}`` (prose or a
     code fence around the object is tolerated: a server without structured output
     adds them), whole numbers from 1 to ``lines``, increasing; else ``BadAnswer``."""
+    import json
+
     try:
         value = json.loads(answer)
     except (ValueError, RecursionError):
@@ -282,6 +296,8 @@ class LLMSplitter:
         self.unit: LengthUnit = settings.measure
         self.size = settings.chunk_size
         self.minimum = minimum(settings)
+        from chunkd.llm.client import ChatClient
+
         self.client = ChatClient(settings[LLM_URL], settings[LLM_MODEL])
         self.given_window = settings[LLM_WINDOW]
         self.concurrency = settings[LLM_CONCURRENCY]
@@ -325,6 +341,8 @@ class LLMSplitter:
 
     def budget(self) -> int:
         """The tokens a window's pieces may take."""
+        from chunkd.llm.context import DEFAULT_WINDOW, SPARE
+
         window = self.given_window or self.client.window() or DEFAULT_WINDOW
         room = window - window // SPARE - self.tokens(PROMPT) - self.answer_tokens(MAX_LINES)
         return max(64, min(WINDOW_TOKENS, room))
@@ -364,6 +382,13 @@ class LLMSplitter:
     def decide(self, windows: list[Window]) -> dict[str, Decision]:
         """Each window's decision, by its question: from the cache, else asked (all at
         once, within the concurrency); ``LLMError`` if a call fails."""
+        import hashlib
+        import json
+        import threading
+        import time
+
+        from chunkd.llm.context import _each
+
         if not windows:
             return {}
         by_key = {hashlib.sha256(f"{self.client.name}\0".encode()
@@ -416,7 +441,7 @@ class LLMSplitter:
         unusable, then none (the fallback, with the reason)."""
         question, why = window.prompt, ""
         for _ in range(2):
-            completion = self.client.complete(question, CACHE_KEY,
+            completion = self.client.complete(question, cache_key(),
                                               self.answer_tokens(window.lines), given_up,
                                               response_format=RESPONSE_FORMAT)
             TALLY.cost.add(completion)

@@ -23,11 +23,7 @@ document each statement stands for; ``start`` and ``end`` bound those spans.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import re
-import threading
-import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -38,6 +34,8 @@ from chunkd.strategies.base import Strategy, register
 from chunkd.strategies.recursive import Recursive
 
 if TYPE_CHECKING:
+    import threading
+
     from chunkd.embeddings.cache import DiskCache
     from chunkd.llm.client import ChatClient
     from chunkd.llm.context import Cost
@@ -88,8 +86,13 @@ ANSWER_BASE, ANSWER_PER_TOKEN = 256, 2
 #: The least token overlap (Dice's coefficient of the words) that makes a sentence or
 #: clause of the passage an approximate source of a rephrased proposition.
 SUPPORT = 0.5
-#: Every request begins with the same instructions: one key sends them to one cache.
-CACHE_KEY = "chunkd-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:32]
+@functools.cache
+def cache_key() -> str:
+    """The ``prompt_cache_key`` of every request: they all begin with the same
+    instructions (worked out when first asked: a plain run imports no hashing)."""
+    import hashlib
+
+    return "chunkd-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:32]
 #: The lines kept for a front end that does not read them (a daemon's documents).
 NOTES_KEPT = 64
 
@@ -256,6 +259,9 @@ class PropositionSplitter:
         """Each passage's groups (None: no answer parsed, twice), asked at most
         ``concurrency`` at once, from the cache where it has them; ``LLMError`` if a
         call failed."""
+        import threading
+        import time
+
         from chunkd.llm.context import _each
 
         session = self.session
@@ -274,7 +280,7 @@ class PropositionSplitter:
                 with session.cost.lock:
                     session.cost.reused += 1
                 return parsed(found.decode("utf-8", "replace"))
-            completion = session.client.complete(prompt, CACHE_KEY, bound, given_up,
+            completion = session.client.complete(prompt, cache_key(), bound, given_up,
                                                  RESPONSE_FORMAT)
             session.cost.add(completion)
             if session.cache is not None:
@@ -301,6 +307,8 @@ class PropositionSplitter:
 
 
 def _key(model: str, bound: int, prompt: str) -> bytes:
+    import hashlib
+
     return hashlib.sha256(f"{NAME}\0{model}\0{bound}\0".encode()
                           + prompt.encode("utf-8", "surrogatepass")).digest()
 
@@ -336,6 +344,8 @@ def parsed(answer: str) -> list[Answered] | None:
 def _json_in(answer: str) -> object:
     """The JSON value of ``answer``, else of its text from the first ``{`` to the last
     ``}``; None if neither parses."""
+    import json
+
     text = answer.strip()
     for candidate in (text, text[text.find("{"):text.rfind("}") + 1]):
         try:

@@ -218,6 +218,9 @@ def test_a_strategy_the_server_has_no_model_for_is_refused_saying_so(server):
     reason = refusal.splitlines()[-1].removeprefix("chunkd: error: ")
     assert reason.startswith("--strategy semantic needs a model: --embed MODEL")
     assert unavailable.pop("semantic") == reason
+    for asking in ("llm", "propositions"):  # nor those that ask an LLM, which it has not
+        said = run_chunkd("--strategy", asking, input=b"text").stderr.decode()
+        assert unavailable.pop(asking) == said.splitlines()[-1].removeprefix("chunkd: error: ")
     assert set(unavailable.values()) == {None}
     for params in ({"strategy": "semantic"}, {"strategy": "semantic", "tokens": "50"}):
         status, answer = split(server, b"One sentence. Another one.", **params)

@@ -146,7 +146,7 @@ def test_on_the_ipv6_loopback_it_is_reached_as_its_address_or_localhost():
      "argument --overlap: not a whole number: '--separators'"),
     ({"strategy": "--language=python", "chars": "10"},
      "--strategy --language=python: unknown; choose one of recursive, graphemes, words, "
-     "sentences, sections, markdown, semantic, code, auto"),
+     "sentences, sections, markdown, semantic, code, auto, propositions, llm"),
     ({"chars": "10", "errors": "--no-strip"},
      "argument --errors: invalid choice: '--no-strip' (choose from 'strict', 'replace')"),
 ])
