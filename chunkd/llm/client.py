@@ -12,6 +12,7 @@ llama.cpp's ``timings.cache_n``).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any, NamedTuple
 
@@ -28,6 +29,17 @@ DEFAULT_TIMEOUT = "120"
 ANSWER_BYTES = 1 << 20
 #: The bytes ``GET /v1/models`` or ``GET /props`` may answer.
 INFO_BYTES = 1 << 20
+
+
+#: A UTF-16 surrogate alone: json.loads joins a pair into one code point.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(text: str) -> str:
+    """``text`` as a record can hold it: a lone surrogate (JSON's ``"\\ud800"`` escape,
+    in an answer or in the JSON a model writes in it), which UTF-8 cannot encode,
+    becomes U+FFFD, as a decoder turns a byte it cannot read."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def chat_url(url: str) -> str:
@@ -125,7 +137,7 @@ class ChatClient:
         cached = _count(_mapping(usage.get("prompt_tokens_details")).get("cached_tokens"))
         if cached is None:
             cached = _count(timings.get("cache_n"))
-        return Completion(text.strip(), _count(usage.get("prompt_tokens")), cached,
+        return Completion(writable(text).strip(), _count(usage.get("prompt_tokens")), cached,
                           _count(usage.get("completion_tokens")))
 
     def window(self) -> int | None:

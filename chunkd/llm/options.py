@@ -100,6 +100,14 @@ STRATEGIES_WINDOWED: set[str] = set()
 _CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
 
 
+def _timeout_checked() -> None:
+    """``CHUNKD_LLM_TIMEOUT`` read now: a value that is no timeout is a usage error
+    before any input is read, not a failure of each call."""
+    from chunkd.llm.client import timeout
+
+    timeout()
+
+
 def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
     """``--context`` needs an endpoint and its model, in a front end that writes
     contexts, and so does a strategy that asks the LLM; the LLM's options are for
@@ -114,6 +122,7 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
                  and not (name == "llm_window" and values["strategy"] in STRATEGIES_WINDOWED)]
         if given:
             raise SettingsError(f"{spell(given[0])} is for --context")
+        _timeout_checked()
         if values["llm_cache"] is not None:
             context_cache(values["llm_cache"])
         return
@@ -126,6 +135,7 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
             raise SettingsError(f"{spell('context')} needs an LLM: {spell('llm_url')} URL "
                                 f"{spell('llm_model')} NAME (an OpenAI-compatible chat "
                                 "endpoint and the model it serves)")
+        _timeout_checked()
         if values["llm_cache"] is not None:
             context_cache(values["llm_cache"])  # a folder not to be trusted: said now
         return

@@ -64,6 +64,10 @@ def api_url(url: str, option: str, route: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
+#: The longest timeout a call may be given, in seconds.
+LONGEST_TIMEOUT = 86_400
+
+
 def seconds_from(variable: str, default: str) -> float:
     """A call's timeout: the environment's ``variable`` in seconds, else ``default``."""
     value = os.environ.get(variable, default)
@@ -71,8 +75,10 @@ def seconds_from(variable: str, default: str) -> float:
         seconds = float(value)
     except ValueError:
         seconds = 0
-    if not seconds > 0:
-        raise SettingsError(f"{variable}={value}: not a number of seconds above 0")
+    # (at most a day: a larger one, or infinity, would overflow the socket's clock)
+    if not 0 < seconds <= LONGEST_TIMEOUT:
+        raise SettingsError(f"{variable}={value}: not a number of seconds above 0 and at "
+                            f"most {LONGEST_TIMEOUT:,}")
     return seconds
 
 

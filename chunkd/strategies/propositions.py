@@ -323,6 +323,8 @@ def parsed(answer: str) -> list[Answered] | None:
     """The groups an answer holds: its JSON (alone, or the object within prose or a
     code fence around it), each group's propositions the non-blank strings; None if it
     holds no JSON of that form or no proposition."""
+    from chunkd.llm.client import writable
+
     value = _json_in(answer)
     chunks = value.get("chunks") if isinstance(value, dict) else None
     if not isinstance(chunks, list):
@@ -331,13 +333,13 @@ def parsed(answer: str) -> list[Answered] | None:
     for chunk in chunks:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("propositions"), list):
             return None
-        propositions = [" ".join(text.split()) for text in chunk["propositions"]
+        propositions = [" ".join(writable(text).split()) for text in chunk["propositions"]
                         if isinstance(text, str) and text.strip()]
         if propositions:
             title, summary = chunk.get("title"), chunk.get("summary")
-            groups.append(Answered(title.strip() if isinstance(title, str) else "",
-                                summary.strip() if isinstance(summary, str) else "",
-                                propositions))
+            groups.append(Answered(writable(title).strip() if isinstance(title, str) else "",
+                                   writable(summary).strip() if isinstance(summary, str)
+                                   else "", propositions))
     return groups or None
 
 

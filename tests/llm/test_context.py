@@ -364,3 +364,17 @@ def test_the_window_the_server_says(server):
     assert quick(server.url).window() == 4096
     server.props = None
     assert quick(server.url).window() is None
+
+
+@pytest.mark.parametrize("seconds", ["abc", "-1", "0", "nan", "inf", "1e308", ""])
+def test_a_timeout_that_is_none_is_a_usage_error(server, documents, monkeypatch, seconds):
+    """CHUNKD_LLM_TIMEOUT is read with the settings: one line and exit 2 before any
+    input is read (infinity once passed, to crash at the first call)."""
+    monkeypatch.setenv("CHUNKD_LLM_TIMEOUT", seconds)
+    for done in (chunkd_context(server, *documents),
+                 run_chunkd("--strategy", "llm", "--llm-url", server.url, "--llm-model", "m",
+                            *documents)):
+        assert (done.returncode, done.stdout, server.requests) == (2, b"", [])
+        assert done.stderr.decode() == (
+            f"chunkd: error: CHUNKD_LLM_TIMEOUT={seconds}: not a number of seconds above 0 "
+            "and at most 86,400\n")

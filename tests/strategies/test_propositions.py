@@ -328,3 +328,22 @@ def test_sync_keeps_the_propositions_spans_in_lancedb_rows(server, tmp_path, end
                              record["propositions"]) for record in records}
     checked = sync(folder, url, endpoint, *llm, "--check")
     assert (checked.returncode, checked.stdout) == (0, b""), checked.stderr
+
+
+def test_a_lone_surrogate_in_an_answer_is_written_as_u_fffd(documents, tmp_path):
+    """JSON may escape half a UTF-16 pair ("\\ud800"), which no UTF-8 record can hold: it
+    is written as U+FFFD, and every document is chunked (it once ended the run)."""
+    lone = '{"chunks": [{"title": "T\\ud800", "summary": "S", "propositions": ' \
+           '["Glaciers \\udfff carve valleys."]}]}'
+    made = serve(lambda body, prompt: lone)
+    try:
+        done = propositions(made, "--llm-cache", str(tmp_path / "cache"), *documents)
+        again = propositions(made, "--llm-cache", str(tmp_path / "cache"), *documents)
+    finally:
+        stop(made)
+    for run in (done, again):  # the second from the cache
+        assert run.returncode == 0, run.stderr
+        records = ndjson(run.stdout)
+        assert {record["doc"] for record in records} == set(documents)
+        assert all(record["title"] == "T\ufffd" for record in records)
+        assert all(record["text"] == "Glaciers \ufffd carve valleys." for record in records)
