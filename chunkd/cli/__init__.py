@@ -16,7 +16,7 @@ import sys
 from types import ModuleType
 
 from chunkd.cli.commands import COMMANDS
-from chunkd.processes.stdio import EXIT_INTERRUPTED
+from chunkd.processes.stdio import EXIT_BUG, EXIT_INTERRUPTED, bug_line
 
 
 #: The bytes the command's C heap grows beyond its need and keeps when memory is freed
@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         return _imported("chunkd.cli.filter", command).main(argv)
     except KeyboardInterrupt:  # Ctrl-C while the command's modules were imported
         return EXIT_INTERRUPTED
+    except Exception as error:
+        if not command:  # a caller in process sees the exception itself
+            raise
+        print(f"chunkd: {bug_line(error)}", file=sys.stderr, flush=True)
+        return EXIT_BUG
 
 
 def _first_process(command: bool) -> None:

@@ -2,7 +2,8 @@
 
 A write that fails is one line on stderr naming stdout (a full disk, a closed
 descriptor) and exit status 1; a reader that went away (``chunkd ... | head -1``) ends
-the command quietly with status 0, as a Unix filter should; Ctrl-C is status 130.
+the command quietly with status 0, as a Unix filter should; Ctrl-C is status 130; a
+bug in chunkd is one line naming the exception's type and where, status 70.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_BUG = 70  # sysexits.h's EX_SOFTWARE
 #: The buffer a pipe chunkd streams through is given (Linux's default is 64 KiB): a
 #: sixteenth of the switches between chunkd and the process at the other end, which
 #: made 42.7 MB through ``chunkd --chars 1000 | reader`` 0.35 s instead of 0.43 s.
@@ -31,6 +34,30 @@ class Stream(Protocol):
     how much it wrote (None: nothing, for now)."""
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int | None: ...
+
+
+def raised_through(error: BaseException) -> list[tuple[str, int, str]]:
+    """The frames (path, line, function) ``error`` was raised through, innermost last;
+    for one raised in another process (a ``concurrent.futures`` pool's), those there."""
+    remote = getattr(error.__cause__, "tb", None)
+    if isinstance(remote, str):
+        return [(path, int(line), function) for path, line, function in
+                re.findall(r'^  File "([^"]*)", line (\d+), in (.*)$', remote, re.MULTILINE)]
+    import traceback
+
+    return [(frame.filename, frame.lineno or 0, frame.name)
+            for frame in traceback.extract_tb(error.__traceback__)]
+
+
+def bug_line(error: BaseException) -> str:
+    """What chunkd says of an exception it never expects (a bug): its type and the last
+    place in chunkd it was raised through. Never its message, which may hold anything
+    an input or an endpoint said (a secret among it)."""
+    package = os.path.dirname(os.path.dirname(__file__))
+    ours = [("chunkd" + path[len(package):], line) for path, line, _ in raised_through(error)
+            if path.startswith(package + os.sep)]
+    where = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
+    return f"a bug in chunkd ({type(error).__name__}{where}); please report it"
 
 
 def write_all(stream: Stream, data: bytes | bytearray | memoryview) -> None:

@@ -49,6 +49,7 @@ from chunkd.service.notify import Notifier
 from chunkd.inputs.readers import display_name
 from chunkd.model.chunk import name_value
 from chunkd.processes.signals import Requests, die_with_parent
+from chunkd.processes.stdio import bug_line, raised_through
 from chunkd.model.errors import SettingsError
 from chunkd.settings import (CommandParser, Settings, add_settings_options, given_flags,
                              settings_from_flags)
@@ -430,14 +431,27 @@ class Daemon:
         except BrokenProcessPool:
             self.worker_died(relative, generation)
             return
-        except Exception:  # a bug, not the file's fault: log it, keep running
-            log.exception("failed %s: unexpected error", display_name(relative))
-            self.counts["error"] += 1
+        except Exception as error:  # a bug in chunkd: the file gets an error result
+            self.record(relative, self.bug(relative, error))
             return
         self.record(relative, outcome)
         if relative in self.dirty:        # events came while it was in hand
             self.dirty.discard(relative)
             self.note(relative)
+
+    def bug(self, relative: str, error: Exception) -> Outcome:
+        """The outcome of a file whose chunking raised what chunkd never expects: an
+        error result that says so (``bug_line``), so that the file is not tried again
+        at every rescan, only once it changes (or chunkd does); ``--verbose`` logs the
+        frames it was raised through."""
+        log.debug("unexpected %s chunking %s, raised through: %s", type(error).__name__,
+                  display_name(relative), "; ".join(
+                      f"{path}:{line} in {function}"
+                      for path, line, function in raised_through(error)))
+        st = self.inbox.stat(relative)
+        if st is None:
+            return Outcome("gone", "vanished")
+        return self.inbox.fail(relative, st, bug_line(error))
 
     def worker_died(self, relative: str, generation: int) -> None:
         """A worker process died (killed, out of memory, a crash), failing every file

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import select
 import signal
 import subprocess
@@ -201,6 +202,21 @@ def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, modul
     result = subprocess.run([chunkd_command(), *command], input=b"Some text.",
                             capture_output=True, env=env, timeout=HANG)
     assert (result.returncode, result.stderr, result.stdout) == (130, b"", b"")
+
+
+def test_a_bug_is_one_line_with_status_70_and_never_its_message(tmp_path):
+    """An exception chunkd never expects (injected): one line naming its type and where
+    it was raised, status 70, no traceback and not the message, which may hold a secret."""
+    (tmp_path / "a-bug.txt").write_text("Meets a bug.", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
+                                                                   os.environ.get("PYTHONPATH")])),
+               CHUNKD_FAULTS=orjson.dumps({"bug_suffix": "bug.txt"}).decode())
+    result = subprocess.run([chunkd_command(), "a-bug.txt"], cwd=tmp_path,
+                            capture_output=True, env=env, timeout=HANG)
+    assert result.returncode == 70
+    line = result.stderr.decode()
+    assert re.fullmatch(r"chunkd: a bug in chunkd \(ZeroDivisionError at chunkd/[\w/]+\.py:"
+                        r"\d+\); please report it\n", line), line
 
 
 @pytest.mark.parametrize("argv", [

@@ -8,6 +8,8 @@ and in each of its worker processes. Faults:
 - "enospc_while": a path; while it exists, writing a result fails with ENOSPC;
 - "eacces_suffix": opening an input whose name ends so fails with EACCES;
 - "crash_suffix": a worker chunking an input whose name ends so dies (SIGKILL);
+- "bug_suffix": chunking a document whose name ends so raises an unexpected error (a
+  bug in chunkd), whose message holds the text "secret-in-the-message";
 - "lose_events": inotify's events are lost, and watchdog's logger says its queue
   overflowed, as watchdog does when the kernel drops events;
 - "interrupt_importing": a module name; importing it raises KeyboardInterrupt, as a
@@ -121,6 +123,18 @@ if faults.get("crash_suffix"):
         return real_chunk(self, folder, relative, *args, **kwargs)
 
     chunkd.service.inbox.Inbox.chunk_file = crashing_chunk
+
+if faults.get("bug_suffix"):
+    import chunkd.pipeline
+
+    real_chunks = chunkd.pipeline.Pipeline.chunks
+
+    def buggy_chunks(self, document, *args, **kwargs):
+        if str(document.source.name).endswith(faults["bug_suffix"]):
+            raise ZeroDivisionError("secret-in-the-message")
+        return real_chunks(self, document, *args, **kwargs)
+
+    chunkd.pipeline.Pipeline.chunks = buggy_chunks
 
 if faults.get("lose_events"):
     import logging

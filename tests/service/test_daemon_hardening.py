@@ -336,6 +336,28 @@ def test_a_file_that_kills_its_worker_gets_an_error_and_the_rest_goes_on(inbox, 
     assert watcher.stop() == 0
 
 
+def test_a_bug_gives_the_file_an_error_result_once_and_keeps_its_message_out(inbox, watch):
+    """An exception chunkd never expects is a bug: the file gets an error result naming
+    it, is not tried again at every rescan, and the exception's message (which may hold
+    what an endpoint said) is neither in the result nor in the log."""
+    (inbox / "odd-bug.txt").write_text("Meets a bug.", encoding="utf-8")
+    (inbox / "fine.txt").write_text("Chunked as ever.", encoding="utf-8")
+    watcher = watch(inbox, "--rescan", "1", "-v", faults={"bug_suffix": "bug.txt"})
+    target = inbox / "odd-bug.txt.error.json"
+    watcher.wait_for(target.exists, timeout=HANG, what="the error result")
+    error = orjson.loads(target.read_bytes())["error"]
+    assert error.startswith("a bug in chunkd (ZeroDivisionError at chunkd/"), error
+    assert "please report it" in error
+    watcher.wait_for(lambda: "fine.txt" in results(inbox), what="the other file")
+    watcher.rescans_pass(3)
+    assert watcher.stop() == 0
+    assert len(watcher.lines("chunking odd-bug.txt")) == 1
+    assert len(watcher.lines("error odd-bug.txt")) == 1
+    assert len(watcher.lines("unexpected ZeroDivisionError chunking odd-bug.txt")) == 1
+    log = "\n".join(watcher.log())
+    assert "secret-in-the-message" not in log and "Traceback" not in log
+
+
 def test_followed_links_are_not_requeued_at_every_rescan(inbox, tmp_path, watch):
     (tmp_path / "target.txt").write_text("Reached through a link.", encoding="utf-8")
     (inbox / "link.txt").symlink_to(tmp_path / "target.txt")
