@@ -239,10 +239,17 @@ def pieces(text: str, start: int, end: int, count: Callable[[str], int], size: i
     return made
 
 
+#: What a piece's line breaks are written as: every character that ends a line for
+#: ``str.splitlines`` (so also for a model's reader that splits so: U+2028, U+0085),
+#: so that each piece is exactly one line of the question.
+_ONE_LINE = {ord("\\"): "\\\\", ord("\r"): "", ord("\n"): "\\n",
+             **{ord(mark): f"\\u{ord(mark):04x}" for mark in "\v\f\x1c\x1d\x1e\x85\u2028\u2029"}}
+
+
 def shown(piece: str, room: int, count: Callable[[str], int]) -> str:
-    """A piece as one line of the question: its newlines written ``\\n``, cut to
-    ``room`` tokens (with "[…]") if longer."""
-    line = piece.replace("\\", "\\\\").replace("\r", "").replace("\n", "\\n")
+    """A piece as one line of the question: its newlines written ``\\n`` (other line
+    breaks ``\\uXXXX``), cut to ``room`` tokens (with "[…]") if longer."""
+    line = piece.translate(_ONE_LINE)
     if count(line) <= room:
         return line
     width = room * 4

@@ -68,8 +68,8 @@ Content:
 #: What a second request adds, after an answer that did not parse or held nothing.
 AGAIN = """
 
-Your previous answer was not JSON of that form, or held no proposition. Answer with \
-the JSON object only."""
+Your previous answer was not JSON of that form, held no proposition, or was far longer \
+than the content. Answer with the JSON object only."""
 #: The answer's form, for servers that constrain their output to it (OpenAI's strict
 #: mode wants every property required and no other).
 SCHEMA: dict[str, Any] = {
@@ -83,6 +83,10 @@ RESPONSE_FORMAT = {"type": "json_schema",
                    "json_schema": {"name": "propositions", "strict": True, "schema": SCHEMA}}
 #: An answer's tokens: room for the passage restated, twice over, and the JSON around it.
 ANSWER_BASE, ANSWER_PER_TOKEN = 256, 2
+#: The most an answer may say: a title's and a summary's characters, and all its
+#: propositions' against the passage's (restated, decontextualized: a name for each
+#: pronoun).
+TITLE_MOST, SUMMARY_MOST, RESTATED = 300, 2_000, 4
 #: The least token overlap (Dice's coefficient of the words) that makes a sentence or
 #: clause of the passage an approximate source of a rephrased proposition.
 SUPPORT = 0.5
@@ -103,11 +107,13 @@ _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
 
 
 class Answered(NamedTuple):
-    """One chunk as the LLM answered it."""
+    """One chunk as the LLM answered it; ``dropped``: the entries of its list of
+    propositions that were no text (not a string, or blank), left out."""
 
     title: str
     summary: str
     propositions: list[str]
+    dropped: int = 0
 
 
 class Passage(NamedTuple):
@@ -236,7 +242,13 @@ class PropositionSplitter:
         if kept:
             self.session.notes.append(
                 f"{kept} of {len(passages)} passages kept as their own text: the LLM's "
-                "answer was not the JSON asked for, or held no proposition, twice")
+                "answer was not the JSON asked for, held no proposition, or was too long, "
+                "twice")
+        dropped = sum(group.dropped for answer in groups for group in answer or ())
+        if dropped:
+            self.session.notes.append(
+                f"{dropped:,} entries of the LLM's lists of propositions left out: not "
+                "text (a number, an object, null) or blank")
         covered = bytearray(len(text))
         made = unsupported = 0
         for chunk in chunks:
@@ -279,13 +291,13 @@ class PropositionSplitter:
             if found is not None:
                 with session.cost.lock:
                     session.cost.reused += 1
-                return parsed(found.decode("utf-8", "replace"))
+                return parsed(found.decode("utf-8", "replace"), passages[index].text)
             completion = session.client.complete(prompt, cache_key(), bound, given_up,
                                                  RESPONSE_FORMAT)
             session.cost.add(completion)
             if session.cache is not None:
                 session.cache.put([(key, completion.text.encode("utf-8", "surrogatepass"))])
-            return parsed(completion.text)
+            return parsed(completion.text, passages[index].text)
 
         def asked(key: bytes, given_up: threading.Event) -> None:
             index = by_key[key]
@@ -302,7 +314,7 @@ class PropositionSplitter:
             with session.cost.lock:
                 session.cost.seconds += time.monotonic() - started
         if failures:
-            raise LLMError(f"--strategy {NAME}: a passage got no answer: {failures[0]}")
+            raise LLMError(f"--strategy {NAME}: a passage's request failed: {failures[0]}")
         return [answers[key] for key in keys]
 
 
@@ -319,10 +331,11 @@ def _answer_tokens(passage: str) -> int:
     return ANSWER_BASE + ANSWER_PER_TOKEN * resolve("cl100k_base").count(passage)
 
 
-def parsed(answer: str) -> list[Answered] | None:
-    """The groups an answer holds: its JSON (alone, or the object within prose or a
-    code fence around it), each group's propositions the non-blank strings; None if it
-    holds no JSON of that form or no proposition."""
+def parsed(answer: str, passage: str) -> list[Answered] | None:
+    """The groups an answer for ``passage`` holds: its JSON (alone, or the object within
+    prose or a code fence around it), each group's propositions the non-blank strings
+    (what else its list holds is counted in ``dropped``); None if it holds no JSON of
+    that form, no proposition, or more than was asked (``too_long``)."""
     from chunkd.llm.client import writable
 
     value = _json_in(answer)
@@ -339,8 +352,20 @@ def parsed(answer: str) -> list[Answered] | None:
             title, summary = chunk.get("title"), chunk.get("summary")
             groups.append(Answered(writable(title).strip() if isinstance(title, str) else "",
                                    writable(summary).strip() if isinstance(summary, str)
-                                   else "", propositions))
-    return groups or None
+                                   else "", propositions,
+                                   len(chunk["propositions"]) - len(propositions)))
+    return None if not groups or too_long(groups, passage) else groups
+
+
+def too_long(groups: list[Answered], passage: str) -> bool:
+    """Whether an answer says more than was asked of ``passage``: a title or a summary
+    past its bound, or propositions that together are longer than ``RESTATED`` times
+    the passage (a server that ignores the answer's token bound could otherwise fill
+    records with up to a MiB of text each)."""
+    said = sum(len(text) for group in groups for text in group.propositions)
+    return (said > RESTATED * len(passage) + 1024
+            or any(len(group.title) > TITLE_MOST or len(group.summary) > SUMMARY_MOST
+                   for group in groups))
 
 
 def _json_in(answer: str) -> object:

@@ -13,11 +13,12 @@ import pytest
 from chat_server import serve, stop
 from command import ndjson, run_chunkd
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from property_examples import examples
 
 from chunkd.kernel.chosen import SectionScanner
 from chunkd.llm.client import Completion
 from chunkd.settings import settings_from_flags
-from chunkd.strategies.llm import LLMSplitter, parsed
+from chunkd.strategies.llm import LLMSplitter, parsed, shown
 from chunkd.units import resolve
 
 #: Paragraphs of three topics, a code block with a blank line, a table, a long
@@ -316,3 +317,13 @@ def test_any_answers_tile_the_document(made_splitter, text, answers, unit, size,
     chunks = splitter.feed(text) + splitter.finish()
     count = len if unit == "chars" else resolve("cl100k_base").count
     assert_tiled(text, [chunk._asdict() for chunk in chunks], count, size, minimum)
+
+
+@hypothesis_settings(max_examples=examples(300), deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab\\\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029 ")))
+def test_a_piece_is_one_line_of_the_question_and_can_be_read_back(piece):
+    """Every line break (as ``str.splitlines`` knows them, U+2028 among them) is written
+    escaped, so each piece is one line, and nothing but carriage returns is lost."""
+    line = shown(piece, 10**6, len)
+    assert len(line.splitlines()) <= 1
+    assert line.encode().decode("unicode_escape") == piece.replace("\r", "")

@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from property_examples import examples
 
 from chunkd.llm.client import Completion
+from chunkd.model.chunk import NULL
 from chunkd.model.errors import SettingsError
 from chunkd.settings import Settings
-from chunkd.strategies.propositions import (AGAIN, SUPPORT, PropositionSplitter, Session,
-                                            align, Passage)
+from chunkd.strategies.propositions import (AGAIN, SUMMARY_MOST, SUPPORT, TITLE_MOST,
+                                            PropositionSplitter, Session, align, Passage)
 from chunkd.strategies.recursive import Recursive
 
 KEY = "sk-props-Very-Secret-77aa"
@@ -166,8 +167,8 @@ def test_hostile_answers_give_spans_that_are_slices_and_failures_said(
     kept_line, coverage, cost = done.stderr.decode().splitlines()
     name = documents[0]
     assert kept_line == (f"chunkd: {name}: 2 of 6 passages kept as their own text: the "
-                         "LLM's answer was not the JSON asked for, or held no proposition, "
-                         "twice")
+                         "LLM's answer was not the JSON asked for, held no proposition, or "
+                         "was too long, twice")
     assert coverage == (f"chunkd: {name}: --strategy propositions: "
                         f"{100 * missed / sum(visible):.1f} % of the document's characters "
                         "(white space aside) covered by no proposition; 1 of "
@@ -197,7 +198,7 @@ def test_a_failed_call_fails_its_document_only(server, documents):
     assert {record["doc"] for record in ndjson(done.stdout)} == {documents[1]}
     lines = done.stderr.decode().splitlines()
     assert lines[0].startswith(f"chunkd: {documents[0]}: --strategy propositions: a "
-                               "passage got no answer: ") and "HTTP 500" in lines[0]
+                               "passage's request failed: ") and "HTTP 500" in lines[0]
     assert lines[1].startswith(f"chunkd: {documents[1]}: --strategy propositions: ")
     assert lines[1].endswith("; 0 of 1 propositions supported by no span of it")
     assert lines[2].startswith("chunkd: --strategy propositions: ") and len(lines) == 3
@@ -282,6 +283,43 @@ def test_any_answer_gives_spans_within_the_document_and_their_chunk(data):
             assert item["match"] in ("exact", "approximate")
             if item["match"] == "exact":
                 assert words(document[item["start"]:item["end"]]) == words(item["text"])
+
+
+def chunked_by(replies: list[str], document: str) -> tuple[list, list[str], int]:
+    """The chunks of ``document`` when the model answers ``replies`` in turn, the lines
+    said, and the calls made."""
+    client = Scripted(replies)
+    session = Session(client, 1, None)
+    splitter = PropositionSplitter(Recursive.splitter(SETTINGS), session, SETTINGS.measure)
+    splitter.feed(document)
+    return splitter.finish(), list(session.notes), client.calls
+
+
+def test_entries_that_are_no_text_are_left_out_and_counted():
+    document = "Owls hunt at night."
+    reply = json.dumps({"chunks": [{"title": "Owls", "summary": "",
+                                    "propositions": ["Owls hunt at night.", 7, None, " ",
+                                                     {"text": "x"}]}]})
+    chunks, notes, calls = chunked_by([reply], document)
+    assert [chunk.text for chunk in chunks] == ["Owls hunt at night."] and calls == 1
+    assert notes[0] == ("4 entries of the LLM's lists of propositions left out: not text "
+                        "(a number, an object, null) or blank")
+
+
+@pytest.mark.parametrize("group", [
+    {"title": "T" * (TITLE_MOST + 1), "summary": "", "propositions": ["Owls hunt."]},
+    {"title": "", "summary": "S" * (SUMMARY_MOST + 1), "propositions": ["Owls hunt."]},
+    {"title": "", "summary": "", "propositions": ["Owls hunt at night. " * 400]},
+])
+def test_an_answer_far_longer_than_asked_is_asked_again_then_the_passage_kept(group):
+    """A server that ignores the answer's token bound cannot fill records with a MiB of
+    title, summary or propositions: such an answer is asked again, then the passage is
+    kept as its own text, and both are said."""
+    document = "Owls hunt at night."
+    chunks, notes, calls = chunked_by([json.dumps({"chunks": [group]})], document)
+    assert calls == 2
+    assert [(chunk.text, chunk.title) for chunk in chunks] == [(document, NULL)]
+    assert notes[0].startswith("1 of 1 passages kept as their own text")
 
 
 def test_align_prefers_the_words_where_they_are():
