@@ -39,7 +39,7 @@ from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, Tex
                             display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.strategies import build
-from chunkd.strategies.propositions import session as propositions_session
+from chunkd.llm.ledger import document_lines, run_lines
 from chunkd.pipeline import DocumentText, Pipeline
 from chunkd.outputs.late import LateWriter
 from chunkd.outputs.vectors import VectorWriter
@@ -545,8 +545,6 @@ def run(job: Job, out: Output) -> int:
         from chunkd.llm.context import contexts as made_contexts
 
         contexts = made_contexts(settings)
-    # A strategy that asks the LLM: its lines after each document, its cost at the end.
-    asking = propositions_session(settings)
 
     def report(error: InputError | str) -> None:
         nonlocal status
@@ -567,8 +565,9 @@ def run(job: Job, out: Output) -> int:
             write_document(document, pipeline, writer, out.flush, contexts, note)
         except InputError as error:
             report(error)
-        while asking is not None and asking.notes and isinstance(document, Document):
-            note(f"{where(document.name)}: {asking.notes.popleft()}")
+        if isinstance(document, Document):  # a strategy that asks the LLM: its lines
+            for line in document_lines():
+                note(f"{where(document.name)}: {line}")
 
     items: Iterator[Document | InputError | Paused]
     if job.parquet and job.input == "parquet":
@@ -622,13 +621,8 @@ def run(job: Job, out: Output) -> int:
     progress.close()
     if contexts is not None:  # what the contexts cost, said
         note(contexts.cost.line(contexts.client.endpoint.shown))
-    if asking is not None:
-        note(asking.cost_line())
-    if settings.strategy == "llm":  # what its boundaries cost, and the windows cut by size
-        from chunkd.strategies.llm import TALLY
-
-        for line in TALLY.lines():
-            note(line)
+    for line in run_lines():  # what a strategy's questions to the LLM cost
+        note(line)
     return status
 
 

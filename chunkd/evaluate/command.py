@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from chunkd.about import ReportVersion
 from chunkd.inputs import add_document_options, check_limits, labels
+from chunkd.llm.ledger import run_lines
 from chunkd.options import supporting
 from chunkd.model.errors import EmbedError, LLMError
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
@@ -245,11 +246,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Output) 
             problems.report(f"{display_name(args.chart)}: {error.strerror or error}")
     if not args.quiet and sys.stderr.isatty():
         print(f"chunkd eval: {len(points)} settings in {seconds:.1f} s", file=sys.stderr)
-    if any(point.settings.strategy == "llm" for point in points):  # the gain's cost
-        from chunkd.strategies.llm import TALLY
-
-        for line in TALLY.lines():
-            print(f"chunkd eval: {line}", file=sys.stderr)
+    for line in run_lines():  # what a strategy's questions to the LLM cost: the gain's price
+        print(f"chunkd eval: {line}", file=sys.stderr)
     return EXIT_FAILED if problems.count else EXIT_OK
 
 

@@ -16,6 +16,7 @@ from chunkd.model.errors import SettingsError
 
 if TYPE_CHECKING:
     from chunkd.options import Option
+    from chunkd.model.chunk import Chunk
     from chunkd.model.length import LengthUnit
 
 T = TypeVar("T")
@@ -115,6 +116,28 @@ class Strategy:
 
     @classmethod
     def splitter(cls, settings: SettingsView) -> DocumentChunker:
+        raise NotImplementedError
+
+
+class DocumentAtOnce:
+    """A ``DocumentChunker`` for a strategy that cuts a document only once it has all of
+    it (it compares the whole, or asks about it): ``feed`` holds the text, ``finish``
+    gives it to ``chunks``."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+
+    def feed(self, text: str) -> list[Chunk]:
+        self.held.append(text)
+        return []
+
+    def finish(self) -> list[Chunk]:
+        text = "".join(self.held)
+        self.held = []
+        return self.chunks(text)
+
+    def chunks(self, text: str) -> list[Chunk]:
+        """The chunks of one whole document."""
         raise NotImplementedError
 
 

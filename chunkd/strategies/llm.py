@@ -24,13 +24,14 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from chunkd.llm.ledger import Ledger
 from chunkd.llm.options import (LLM_CACHE, LLM_CONCURRENCY, LLM_MODEL, LLM_URL, LLM_WINDOW,
                                 STRATEGIES_ASKING, STRATEGIES_WINDOWED, context_cache)
 from chunkd.model.chunk import Chunk
 from chunkd.model.chunker import DocumentChunker
 from chunkd.model.errors import LLMError, SettingsError
 from chunkd.model.patterns import deferred
-from chunkd.strategies.base import Strategy, register
+from chunkd.strategies.base import DocumentAtOnce, Strategy, register
 from chunkd.strategies.markdown import _FENCE, closes_fence, starts_table
 from chunkd.strategies.semantic import Piece, chunkd_sentences, joined, minimum
 
@@ -108,11 +109,12 @@ STRATEGIES_ASKING.add(LLMBoundaries.name)
 STRATEGIES_WINDOWED.add(LLMBoundaries.name)
 
 
-class AskedTally:
+class AskedTally(Ledger):
     """What the strategy's questions cost in this process, and how many windows got no
     usable answer (``fallbacks``, the first one's reason in ``why``)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.windows = self.fallbacks = 0
         self.why: str | None = None
         self.shown = ""  # the endpoint, as messages show it
@@ -136,7 +138,7 @@ class AskedTally:
         return said
 
 
-#: The process's tally (the filter says it at the end).
+#: The process's tally (a front end says its lines at the end).
 TALLY = AskedTally()
 
 
@@ -294,10 +296,11 @@ class Decision(NamedTuple):
     fallback: str | None
 
 
-class LLMSplitter:
-    """Holds a document's text until ``finish``, then cuts it (see the module)."""
+class LLMSplitter(DocumentAtOnce):
+    """Cuts a whole document (see the module)."""
 
     def __init__(self, settings: SettingsView) -> None:
+        super().__init__()
         from chunkd.units import resolve
 
         self.unit: LengthUnit = settings.measure
@@ -311,20 +314,9 @@ class LLMSplitter:
         folder = settings[LLM_CACHE]
         self.cache: DiskCache | None = None if folder is None else context_cache(folder)
         self.tokens = resolve("cl100k_base").count
-        self.held: list[str] = []
         TALLY.shown = self.client.endpoint.shown
 
-    def feed(self, text: str) -> list[Chunk]:
-        self.held.append(text)
-        return []
-
-    def finish(self) -> list[Chunk]:
-        text = "".join(self.held)
-        self.held = []
-        return self.chunks(text)
-
     def chunks(self, text: str) -> list[Chunk]:
-        """The chunks of one whole document."""
         from chunkd.kernel.chosen import SectionScanner
 
         scanner = SectionScanner()

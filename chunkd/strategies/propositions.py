@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter, deque
+from collections import Counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from chunkd.llm.ledger import Ledger
 from chunkd.llm.options import STRATEGIES_ASKING
 from chunkd.model.chunk import NULL, Chunk
 from chunkd.model.errors import LLMError, SettingsError
-from chunkd.strategies.base import Strategy, register
+from chunkd.strategies.base import DocumentAtOnce, Strategy, register
 from chunkd.strategies.recursive import Recursive
 
 if TYPE_CHECKING:
@@ -97,9 +98,6 @@ def cache_key() -> str:
     import hashlib
 
     return "chunkd-" + hashlib.sha256(PROMPT.encode()).hexdigest()[:32]
-#: The lines kept for a front end that does not read them (a daemon's documents).
-NOTES_KEPT = 64
-
 _WORD = re.compile(r"\w+")
 #: Where a sentence ends (the passage's sentences), and a clause within one.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
@@ -124,19 +122,19 @@ class Passage(NamedTuple):
     text: str
 
 
-class Session:
+class Session(Ledger):
     """What the documents of a process share: the client, the cache, the cost, and the
-    lines to say (each document's, oldest first; a front end pops them)."""
+    lines to say (its ``Ledger``: each document's coverage, and the cost at the end)."""
 
     def __init__(self, client: ChatClient, concurrency: int, cache: DiskCache | None) -> None:
         from chunkd.llm.context import Cost
 
+        super().__init__()
         self.client, self.concurrency, self.cache = client, concurrency, cache
         self.cost: Cost = Cost()
-        self.notes: deque[str] = deque(maxlen=NOTES_KEPT)
 
-    def cost_line(self) -> str:
-        return self.cost.line(self.client.endpoint.shown, f"--strategy {NAME}")
+    def lines(self) -> list[str]:
+        return [self.cost.line(self.client.endpoint.shown, f"--strategy {NAME}")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,24 +185,16 @@ class Propositions(Strategy):
         return PropositionSplitter(Recursive.splitter(settings), found, settings.measure)
 
 
-class PropositionSplitter:
-    """Holds a document's passages until ``finish``, then asks for their propositions."""
+class PropositionSplitter(DocumentAtOnce):
+    """Cuts a whole document into passages, then asks for their propositions."""
 
     def __init__(self, passages: DocumentChunker, session: Session, unit: LengthUnit) -> None:
+        super().__init__()
         self.passages, self.session, self.unit = passages, session, unit
-        self.pieces: list[str] = []
-        self.cut: list[Chunk] = []
 
-    def feed(self, text: str) -> list[Chunk]:
-        self.pieces.append(text)
-        self.cut += self.passages.feed(text)
-        return []
-
-    def finish(self) -> list[Chunk]:
-        text = "".join(self.pieces)
+    def chunks(self, text: str) -> list[Chunk]:
         passages = [Passage(chunk.start, chunk.end, chunk.text)
-                    for chunk in self.cut + self.passages.finish()]
-        self.pieces, self.cut = [], []
+                    for chunk in self.passages.feed(text) + self.passages.finish()]
         if not passages:
             return []
         groups = self.ask(passages)

@@ -31,7 +31,7 @@ from chunkd.options import (MAX_SIZE, Flag, Option, Record, choice, number_value
                             register_option, whole)
 from chunkd.model.patterns import deferred
 from chunkd.model.chunker import DocumentChunker
-from chunkd.strategies.base import Strategy, register
+from chunkd.strategies.base import DocumentAtOnce, Strategy, register
 
 if TYPE_CHECKING:
     import numpy
@@ -275,10 +275,11 @@ def curves() -> Iterator[list[Curve]]:
         _CURVES.reset(token)
 
 
-class SemanticSplitter:
-    """Holds a document's text until ``finish``, then cuts it (see the module)."""
+class SemanticSplitter(DocumentAtOnce):
+    """Cuts a whole document (see the module)."""
 
     def __init__(self, settings: SettingsView) -> None:
+        super().__init__()
         self.embedder = embedder(settings)
         self.unit: LengthUnit = settings.measure
         self.size = settings.chunk_size
@@ -288,21 +289,10 @@ class SemanticSplitter:
         amount = settings[BREAKPOINT_AMOUNT]
         self.amount = BREAKPOINTS[self.rule] if amount is None else amount
         self.langchain = settings[SENTENCE_SPLIT] == "langchain"
-        self.pieces: list[str] = []
         #: The document's distances while it is cut, when ``curves()`` wants them.
         self.measured: numpy.ndarray | None = None
 
-    def feed(self, text: str) -> list[Chunk]:
-        self.pieces.append(text)
-        return []
-
-    def finish(self) -> list[Chunk]:
-        text = "".join(self.pieces)
-        self.pieces = []
-        return self.chunks(text)
-
     def chunks(self, text: str) -> list[Chunk]:
-        """The chunks of one whole document."""
         sentences = langchain_sentences(text) if self.langchain else chunkd_sentences(text)
         if self.langchain:
             pieces = self.cut(text, sentences, self.langchain_groups(text, sentences))
