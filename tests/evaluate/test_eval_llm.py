@@ -3,15 +3,14 @@ its chunks the filter's, what its boundaries cost said beside the scores."""
 
 from __future__ import annotations
 
-from chat_server import serve, stop
+from chat_server import serving
 from command import ndjson, run_chunkd
 from test_eval_command import DOCS, QUESTIONS
 from test_llm_strategy import topics
 
 
 def test_eval_grids_the_llm_strategy():
-    model = serve(topics)
-    try:
+    with serving(topics) as model:
         llm = ("--llm-url", model.url, "--llm-model", "toy-llm")
         done = run_chunkd("eval", *DOCS, "--questions", QUESTIONS, "--strategy",
                           "recursive,llm", "--tokens", "256", "--overlap", "0",
@@ -26,5 +25,3 @@ def test_eval_grids_the_llm_strategy():
         assert len(model.requests) == 2 * asked  # the same windows, asked again
         [line] = done.stderr.decode().splitlines()
         assert line.startswith(f"chunkd eval: --strategy llm: {asked} LLM calls to ")
-    finally:
-        stop(model)

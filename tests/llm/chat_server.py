@@ -4,12 +4,13 @@ scripted to fail as servers do."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 #: How long a gathered request waits for the others (a bound on a hang, not a speed).
 GATHER_WAIT = 5.0
@@ -174,13 +175,15 @@ class ChatHandler(http.server.BaseHTTPRequestHandler):
             self.server.in_flight -= 1
 
 
-def serve(reply: Callable[[dict, str], str] | None = None) -> ChatServer:
+@contextlib.contextmanager
+def serving(reply: Callable[[dict, str], str] | None = None) -> Iterator[ChatServer]:
+    """A chat server on loopback that answers with ``reply`` (by default, a context),
+    stopped when the block ends."""
     server = ChatServer(reply)
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    return server
-
-
-def stop(server: ChatServer) -> None:
-    server.release.set()
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        server.shutdown()
+        server.server_close()

@@ -10,7 +10,7 @@ import threading
 
 import orjson
 import pytest
-from chat_server import chunk_in, context_of, serve, stop
+from chat_server import chunk_in, context_of, serving
 from command import ndjson, run_chunkd
 
 from chunkd.llm.client import ChatClient, chat_url
@@ -27,9 +27,8 @@ BETA = ("# Beta notes\n\n" + "".join(
 
 @pytest.fixture
 def server():
-    made = serve()
-    yield made
-    stop(made)
+    with serving() as made:
+        yield made
 
 
 @pytest.fixture
@@ -132,8 +131,7 @@ def test_429_and_500_are_tried_again(server, documents):
 
 
 def test_a_redirect_is_not_followed_and_the_key_goes_nowhere(server, documents, monkeypatch):
-    elsewhere = serve()
-    try:
+    with serving() as elsewhere:
         monkeypatch.setenv("CHUNKD_LLM_API_KEY", KEY)
         server.location = elsewhere.url + "/v1/chat/completions"
         server.faults = ["redirect"]
@@ -144,8 +142,6 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere(server, documents, 
         assert f"HTTP 307 Temporary Redirect to {elsewhere.url}: chunkd follows no " \
                "redirect (give --llm-url the URL that answers)" in message
         assert KEY not in message and done.stdout == b""
-    finally:
-        stop(elsewhere)
 
 
 def test_credentials_in_the_url_go_as_basic_and_are_shown_nowhere(server, documents,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from chat_server import serve, stop
+from chat_server import serving
 from command import HANG, chunkd_command, ndjson
 from store_servers import assert_store_holds, lance_rows, sync
 from test_llm_strategy import DOC, topics
@@ -17,9 +17,8 @@ LLM = ("--strategy", "llm", "--chars", "200", "--min-chars", "20")
 
 @pytest.fixture
 def model():
-    made = serve(topics)
-    yield made
-    stop(made)
+    with serving(topics) as made:
+        yield made
 
 
 def endpoint_of(model) -> tuple[str, ...]:

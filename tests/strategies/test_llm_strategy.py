@@ -10,7 +10,7 @@ import re
 import threading
 
 import pytest
-from chat_server import serve, stop
+from chat_server import serving
 from command import ndjson, run_chunkd
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 from property_examples import examples
@@ -88,9 +88,8 @@ def assert_tiled(text: str, records: list[dict], count, size: int, minimum: int)
 
 @pytest.fixture
 def server():
-    made = serve(topics)
-    yield made
-    stop(made)
+    with serving(topics) as made:
+        yield made
 
 
 @pytest.fixture
@@ -153,13 +152,10 @@ HOSTILE = {
 @pytest.fixture(scope="module")
 def unguided(tmp_path_factory):
     """The records of ``DOC`` when the model never sees a new topic: the fallback's."""
-    made = serve(lambda body, prompt: '{"boundaries": []}')
     path = tmp_path_factory.mktemp("unguided") / "garden.md"
     path.write_text(DOC)
-    try:
+    with serving(lambda body, prompt: '{"boundaries": []}') as made:
         done = chunkd_llm(made, str(path))
-    finally:
-        stop(made)
     assert done.returncode == 0, done.stderr
     assert "windows cut by size alone" not in done.stderr.decode()
     return [{key: value for key, value in record.items() if key != "doc"}

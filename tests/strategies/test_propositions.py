@@ -13,7 +13,7 @@ from collections import Counter
 
 import orjson
 import pytest
-from chat_server import serve, stop
+from chat_server import serving
 from command import ndjson, run_chunkd
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 from property_examples import examples
@@ -82,9 +82,8 @@ def words(text: str) -> list[str]:
 
 @pytest.fixture
 def server():
-    made = serve(hostile)
-    yield made
-    stop(made)
+    with serving(hostile) as made:
+        yield made
 
 
 @pytest.fixture
@@ -373,12 +372,9 @@ def test_a_lone_surrogate_in_an_answer_is_written_as_u_fffd(documents, tmp_path)
     is written as U+FFFD, and every document is chunked (it once ended the run)."""
     lone = '{"chunks": [{"title": "T\\ud800", "summary": "S", "propositions": ' \
            '["Glaciers \\udfff carve valleys."]}]}'
-    made = serve(lambda body, prompt: lone)
-    try:
+    with serving(lambda body, prompt: lone) as made:
         done = propositions(made, "--llm-cache", str(tmp_path / "cache"), *documents)
         again = propositions(made, "--llm-cache", str(tmp_path / "cache"), *documents)
-    finally:
-        stop(made)
     for run in (done, again):  # the second from the cache
         assert run.returncode == 0, run.stderr
         records = ndjson(run.stdout)
