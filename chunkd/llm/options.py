@@ -69,13 +69,14 @@ def prompt_text(path: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def context_cache(folder: str) -> DiskCache:
-    """The cache of contexts in ``folder``, once a process: one not to be trusted (a
-    link, a folder others may write) is a ``SettingsError``, which the settings checks
-    meet first (a usage error before any input is read)."""
+    """The cache of the LLM's answers (contexts, boundaries, propositions) in ``folder``,
+    once a process: one not to be trusted (a link, a folder others may write) is a
+    ``SettingsError``, which the settings checks meet first (a usage error before any
+    input is read)."""
     from chunkd.embeddings.cache import DiskCache
 
     return DiskCache(folder, option="--llm-cache",
-                     missed="contexts it cannot give are asked again")
+                     missed="answers it cannot give are asked of the LLM again")
 
 
 def _prompt_identity(path: str) -> str:
@@ -91,12 +92,11 @@ _LLM_OPTIONS = ("llm_url", "llm_model", "llm_concurrency", "llm_cache", "llm_win
                 "context_prompt", "context_on_error")
 
 
-#: The strategies that ask the LLM how to cut (each module adds its name): the endpoint's
-#: options serve them as they serve ``--context``, in every front end.
-STRATEGIES_ASKING: set[str] = set()
-#: Those of them that fit their requests within ``--llm-window`` (each adds its name).
-STRATEGIES_WINDOWED: set[str] = set()
-#: The options only ``--context`` reads (``llm_window``: and ``STRATEGIES_WINDOWED``).
+#: The strategies that ask the LLM how to cut (each module adds its name), with the
+#: options of ``_CONTEXT_ONLY`` it reads too: the endpoint's options serve them as they
+#: serve ``--context``, in every front end.
+STRATEGIES_ASKING: dict[str, tuple[str, ...]] = {}
+#: The options that ``--context`` reads, and a strategy only where it says so.
 _CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
 
 
@@ -119,7 +119,7 @@ def _context_checked(values: Mapping[str, Any], spell: Callable[[str], str]) -> 
                                 f"{spell('llm_url')} URL {spell('llm_model')} NAME (an "
                                 "OpenAI-compatible chat endpoint and the model it serves)")
         given = [name for name in _CONTEXT_ONLY if OPTIONS_BY_NAME[name].is_set(values)
-                 and not (name == "llm_window" and values["strategy"] in STRATEGIES_WINDOWED)]
+                 and name not in STRATEGIES_ASKING[values["strategy"]]]
         if given:
             raise SettingsError(f"{spell(given[0])} is for --context")
         _timeout_checked()

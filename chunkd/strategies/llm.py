@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chunkd.llm.ledger import Ledger
 from chunkd.llm.options import (LLM_CACHE, LLM_CONCURRENCY, LLM_MODEL, LLM_URL, LLM_WINDOW,
-                                STRATEGIES_ASKING, STRATEGIES_WINDOWED, context_cache)
+                                STRATEGIES_ASKING, context_cache)
 from chunkd.model.chunk import Chunk
 from chunkd.model.chunker import DocumentChunker
 from chunkd.model.errors import LLMError, SettingsError
@@ -105,8 +105,7 @@ class LLMBoundaries(Strategy):
         return LLMSplitter(settings)
 
 
-STRATEGIES_ASKING.add(LLMBoundaries.name)
-STRATEGIES_WINDOWED.add(LLMBoundaries.name)
+STRATEGIES_ASKING[LLMBoundaries.name] = ("llm_window",)  # its windows fit the server's
 
 
 class AskedTally(Ledger):

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from chunkd.strategies.base import SettingsView
 
 NAME = "propositions"
-STRATEGIES_ASKING.add(NAME)
+STRATEGIES_ASKING[NAME] = ()
 
 #: chunkd's prompt: Dense X Retrieval's proposition prompt (as LangChain's
 #: ``propositional-retrieval`` template has it), plus the grouping into topic chunks.
