@@ -45,6 +45,7 @@ from chunkd.inputs.readers import (InputError, display_name, open_subfolder, rea
 from chunkd.settings import Settings
 from chunkd.model.ids import id_bytes
 from chunkd.inputs import DEFAULT_SECONDS, HEAD_BYTES, Limits, default_include
+from chunkd.llm.ledger import document_lines
 from chunkd.pipeline import Pipeline
 from chunkd.outputs.vectors import with_vectors
 from chunkd.model.chunk import name_value
@@ -563,8 +564,8 @@ class Inbox:
                                     lambda write: records.write(write, header, trailer))
         if written is not None:
             return written
-        message = (f"{records.count} chunks, {after.st_size} bytes, "
-                   f"{time.monotonic() - started:.3f} s")
+        message = "; ".join([f"{records.count} chunks, {after.st_size} bytes, "
+                             f"{time.monotonic() - started:.3f} s", *document_lines()])
         moved = ""
         if self.done is not None:
             moved = self.move_to_done(folder, relative, name, after)

@@ -44,6 +44,7 @@ from chunkd.stores.base import row_digest
 from chunkd.strategies import strategy_class
 from chunkd.model.chunk import name_value
 from chunkd.outputs.writers import chunk_record
+from chunkd.llm.ledger import document_lines, run_lines
 from chunkd.pipeline import Pipeline
 
 if TYPE_CHECKING:
@@ -376,6 +377,8 @@ class Sync:
         except LLMError as error:  # the llm strategy's: not the file's fault either
             self.fail(f"{where}: the LLM failed: {error}; the store keeps its previous state")
             return None
+        for line in document_lines():  # a strategy that asks the LLM: what it says of it
+            log.warning("chunkd: %s: %s", where, line)
         if self.metrics:
             self.metrics.files_chunked.inc()
         kept = held if known is not None and known.fingerprint == self.fingerprint else set()
@@ -624,4 +627,6 @@ def main(argv: list[str]) -> int:
               f"{tally.current} current, {left}{tally.failed} failed, {tally.embedded} texts "
               f"embedded; {display_name(public_url(url))} collection "
               f"{display_name(args.collection)}", file=sys.stderr)
+        for line in run_lines():  # what a strategy's questions to the LLM cost
+            print(f"chunkd sync: {line}", file=sys.stderr)
     return status

@@ -55,3 +55,7 @@ def test_sync_chunks_with_the_llm(tmp_path, endpoint, model):
                 for record in ndjson(chunked.stdout)}
     assert len(expected) > 3
     assert_store_holds(lance_rows(url, "chunkd"), expected)
+    # What the boundaries cost, after the summary, as the filter says it.
+    cost = chunked.stderr.decode().splitlines()[-1].removeprefix("chunkd: ")
+    said = done.stderr.decode().splitlines()[-1]
+    assert said.startswith(f"chunkd sync: {cost.split(' tokens')[0]} tokens"), said

@@ -338,6 +338,9 @@ def test_watch_chunks_with_it_as_the_filter_does(server, inbox, watch):
     watcher = watch(inbox, *llm)
     watcher.wait_for(lambda: "notes.md" in results(inbox), what="the result")
     assert watcher.stop() == 0
+    [processed] = watcher.lines("processed notes.md: ")
+    said = run_chunkd(*llm, str(inbox / "notes.md")).stderr.decode().splitlines()[:2]
+    assert processed.endswith("".join(f"; {line.split(': ', 2)[2]}" for line in said))
     chunks = results(inbox)["notes.md"]["chunks"]
     assert chunks == filter_chunks(inbox / "notes.md", *llm)
     assert [item["start"] for chunk in chunks for item in chunk["propositions"]
@@ -356,7 +359,13 @@ def test_sync_keeps_the_propositions_spans_in_lancedb_rows(server, tmp_path, end
     url = str(tmp_path / "lance")
     done = sync(folder, url, endpoint, *llm)
     assert done.returncode == 0, done.stderr
-    records = ndjson(run_chunkd("--ids", *llm, "notes.md", cwd=folder).stdout)
+    filtered = run_chunkd("--ids", *llm, "notes.md", cwd=folder)
+    records = ndjson(filtered.stdout)
+    # The filter's lines of the document, then its cost after the summary.
+    said, lines = filtered.stderr.decode().splitlines(), done.stderr.decode().splitlines()
+    assert lines[:2] == said[:2]
+    calls = said[2].removeprefix("chunkd: ").split(" tokens")[0]  # up to its prompt tokens
+    assert lines[-1].startswith(f"chunkd sync: {calls} tokens")
     rows = lance_rows(url, "chunkd")
     assert {chunk_id: (text, meta["title"], meta["summary"], [
         {key: value for key, value in item.items() if value is not None or key != "score"}
