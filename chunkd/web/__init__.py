@@ -5,7 +5,9 @@ package data) shows one *report*: a document, the records the ``chunkd`` filter 
 for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
 copies exactly the filter's output), and a summary. The report is computed here, from
 ``chunkd.pipeline`` and ``chunkd.outputs.writers``; the page's JavaScript only lays it
-out. A semantic split's report also holds its distance ``curve`` (``curve_data``).
+out. A semantic split's report also holds its distance ``curve`` (``curve_data``); a
+propositions split's summary, its statements and what they leave uncovered
+(``sources_summary``); every report, what the filter says of the document (``notes``).
 ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
 the styles and the script into a single HTML file.
 """

@@ -415,11 +415,7 @@
       ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) {
-      const tokens = element("span", "one-line");
-      tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
-      facts.push(["Tokens", tokens]);
-    }
+    if (record.tokens !== undefined) facts.push(["Tokens", tokensFact(record)]);
     facts.push(["Estimated tokens", record.estimated_tokens !== undefined
       ? count.format(record.estimated_tokens) : "—"]);
     if (record.headings !== undefined) {
@@ -439,6 +435,13 @@
     details.replaceChildren(factList(facts), element("pre", "chunk-text", record.text));
   }
 
+  /** A chunk's exact tokens, and the tokenizer that counts them. */
+  function tokensFact(record) {
+    const tokens = element("span", "one-line");
+    tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
+    return tokens;
+  }
+
   const MATCHES = { exact: "exact", approximate: "approximate", null: "unsupported" };
 
   /** A propositions chunk: its title and summary, its counts, and its statements, each
@@ -453,11 +456,7 @@
         ? `within ${record.start}–${record.end} (${count.format(record.end - record.start)} code points)` : "none"],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) {
-      const tokens = element("span", "one-line");
-      tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
-      facts.push(["Tokens", tokens]);
-    }
+    if (record.tokens !== undefined) facts.push(["Tokens", tokensFact(record)]);
     facts.push(["Statements", `${count.format(items.length)}: ${count.format(counted("exact"))} exact, `
       + `${count.format(counted("approximate"))} approximate, ${count.format(counted(null))} unsupported`]);
     const title = record.title === null

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from chat_server import serving
@@ -53,6 +55,14 @@ def reply(body: dict, prompt: str) -> str:
     return "I'm sorry, but I can't help with that."
 
 
+class Served(NamedTuple):
+    serve: Serve
+    records: list[dict]  # the filter's for DOCUMENT
+    said: list[str]      # and its stderr's lines
+    path: Path           # DOCUMENT's file
+    llm: str             # the chat server's address
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The chat server, the filter's records and stderr for DOCUMENT, and ``chunkd
@@ -63,7 +73,8 @@ def served(tmp_path_factory):
         done = run_chunkd(*SETTINGS, "--llm-url", chat.url, "--count-tokens", str(path))
         assert done.returncode == 0, done.stderr
         with Serve(*SETTINGS, "--llm-url", chat.url) as serve:
-            yield serve, ndjson(done.stdout), done.stderr.decode().splitlines(), path
+            yield Served(serve, ndjson(done.stdout), done.stderr.decode().splitlines(),
+                         path, chat.url)
 
 
 def merged(pieces) -> list[tuple[int, int]]:
@@ -123,7 +134,7 @@ def check_view(pieces, records: list[dict]) -> None:
 
 
 def test_a_chunks_statements_highlight_exactly_their_sources(page, served):
-    serve, records, said, _ = served
+    serve, records, said = served.serve, served.records, served.said
     matches = [item["match"] for record in records for item in record["propositions"]]
     assert {"exact", "approximate", None} <= set(matches)  # the reply gives each kind
     assert any(record["title"] is None for record in records)  # and a passage kept
@@ -149,7 +160,7 @@ def test_a_chunks_statements_highlight_exactly_their_sources(page, served):
         f"{matches.count('exact')} exact, {matches.count('approximate')} approximate, "
         f"{matches.count(None)} unsupported")
     notes = page.eval_on_selector_all("#notes li", "items => items.map(item => item.textContent)")
-    assert [f"chunkd: {served[3]}: {note}" for note in notes] == said[:-1]
+    assert [f"chunkd: {served.path}: {note}" for note in notes] == said[:-1]
     for index, record in enumerate(records):
         page.click(f"#row-{index}")
         expect(page.locator("#details [data-fact='Index']")).to_have_text(str(index))
@@ -178,7 +189,7 @@ def test_a_chunks_statements_highlight_exactly_their_sources(page, served):
 
 
 def test_clicking_a_source_selects_its_chunk_and_statement(page, served):
-    serve, records, _, _ = served
+    serve, records = served.serve, served.records
     open_server_page(page, serve.url)
     paste(page, DOCUMENT)
     split(page)
@@ -209,8 +220,7 @@ def test_clicking_a_source_selects_its_chunk_and_statement(page, served):
 
 
 def test_a_recursive_split_after_it_is_shown_as_before(page, served):
-    serve, _, _, path = served
-    open_server_page(page, serve.url)
+    open_server_page(page, served.serve.url)
     paste(page, DOCUMENT)
     split(page)
     expect(page.locator("#details .statement").first).to_be_visible()
@@ -220,9 +230,23 @@ def test_a_recursive_split_after_it_is_shown_as_before(page, served):
     assert refused == ["semantic"]
     choose(page, "recursive", "chars", "60")
     split(page)
-    records = ndjson(run_chunkd("--chars", "60", "--count-tokens", str(path)).stdout)
+    records = ndjson(run_chunkd("--chars", "60", "--count-tokens", str(served.path)).stdout)
     check_segments(shown_segments(page), DOCUMENT, records)
     check_details(page, records[0], "chars", None)
     assert page.locator("#view .uncovered, #view .approx, #view .focus").count() == 0
     assert page.is_visible("#legend-chunks") and page.is_hidden("#legend-sources")
     assert page.is_visible("[data-fact='Repeated']") and page.is_hidden("#notes")
+
+
+def test_a_preview_file_shows_the_same_sources(page, served, tmp_path):
+    out = tmp_path / "report.html"
+    done = run_chunkd("preview", *SETTINGS, "--llm-url", served.llm, str(served.path),
+                      "-o", str(out))
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    page.goto(out.as_uri())
+    expect(page.locator("#details .statement").first).to_be_visible()
+    check_view(view(page), served.records)
+    notes = page.eval_on_selector_all("#notes li", "items => items.map(item => item.textContent)")
+    assert [f"chunkd: {served.path}: {note}" for note in notes] == served.said[:-1]
+    assert page.locator("#row-1 .text").text_content().startswith(
+        f"{served.records[1]['title']} · {served.records[1]['text'][:20]}")
