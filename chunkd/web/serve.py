@@ -74,6 +74,7 @@ from chunkd.embeddings.selection import MODEL_OPTIONS, VECTORS, takes_model
 from chunkd.llm.options import OPTIONS_BY_NAME as LLM_OPTIONS, strategy_reads
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.inputs.readers import InputError
+from chunkd.model.errors import EmbedError, LLMError
 from chunkd.pipeline import read_document
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
@@ -342,6 +343,8 @@ def _split(settings: Settings, body: bytes, name: str | None, max_chunks: int,
         return 400, _error(str(error))
     except ReportTooLarge as error:
         return 422, _error(str(error))
+    except (EmbedError, LLMError) as error:  # the server's model or LLM failed: said as
+        return 502, _error(str(error))      # the filter says it, not as chunkd's fault
     except MemoryError:
         return 422, _error(f"the split needs more than the {SPLIT_MEMORY // 2**30} GiB of "
                            "memory a split may take; choose a larger size, or split a "
