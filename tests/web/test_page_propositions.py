@@ -42,8 +42,8 @@ def answer(*groups: tuple[str, list[str]]) -> str:
 
 def reply(body: dict, prompt: str) -> str:
     """Statements drawn word for word, rephrased (approximate) and invented
-    (unsupported); two groups drawn from the same sentence; a refusal (its passage kept
-    as its own text)."""
+    (unsupported); two groups drawn from the same sentence; a group nothing supports (an
+    empty span); a refusal (its passage kept as its own text)."""
     if "Curie" in prompt:
         return answer(("Curie", ["Marie Curie was a physicist and chemist.",
                                  "Marie Curie was born in Warsaw in 1867.",
@@ -51,7 +51,8 @@ def reply(body: dict, prompt: str) -> str:
                       ("Prizes", ["She won two Nobel Prizes", "Marie Curie was a physicist",
                                   "She was born in Warsaw"]))
     if "Danube" in prompt:
-        return answer(("Danube", ["The Danube flows through ten countries."]))
+        return answer(("Danube", ["The Danube flows through ten countries."]),
+                      ("Owls", ["Owls fly at noon."]))
     return "I'm sorry, but I can't help with that."
 
 
@@ -138,6 +139,7 @@ def test_a_chunks_statements_highlight_exactly_their_sources(page, served):
     matches = [item["match"] for record in records for item in record["propositions"]]
     assert {"exact", "approximate", None} <= set(matches)  # the reply gives each kind
     assert any(record["title"] is None for record in records)  # and a passage kept
+    assert any(record["start"] == record["end"] for record in records)  # and no source
     open_server_page(page, serve.url)
     paste(page, DOCUMENT)
     split(page)
@@ -166,6 +168,10 @@ def test_a_chunks_statements_highlight_exactly_their_sources(page, served):
         expect(page.locator("#details [data-fact='Index']")).to_have_text(str(index))
         title = record["title"] if record["title"] is not None else "No title"
         assert page.text_content("#details .chunk-title").startswith(title)
+        assert page.text_content("#details [data-fact='Sources']") == (
+            f"within {record['start']}–{record['end']} "
+            f"({record['end'] - record['start']} code points)"
+            if record["start"] < record["end"] else "none")
         assert marked(page, "sel") == union((item["start"], item["end"])
                                             for item in record["propositions"]
                                             if item["start"] is not None)
