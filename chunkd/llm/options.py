@@ -100,6 +100,14 @@ STRATEGIES_ASKING: dict[str, tuple[str, ...]] = {}
 _CONTEXT_ONLY = ("llm_window", "context_prompt", "context_on_error")
 
 
+def strategy_reads(strategy: str, name: str) -> bool:
+    """Whether ``--strategy STRATEGY`` reads the LLM's option ``name`` (of
+    ``OPTIONS_BY_NAME``), so that a front end serving several strategies gives each
+    only those it reads."""
+    return strategy in STRATEGIES_ASKING and (name not in _CONTEXT_ONLY
+                                              or name in STRATEGIES_ASKING[strategy])
+
+
 def _timeout_checked() -> None:
     """``CHUNKD_LLM_TIMEOUT`` read now: a value that is no timeout is a usage error
     before any input is read, not a failure of each call."""

@@ -5,7 +5,9 @@ package data) shows one *report*: a document, the records the ``chunkd`` filter 
 for it with the given settings (as NDJSON text, byte for byte, so that "Copy JSONL"
 copies exactly the filter's output), and a summary. The report is computed here, from
 ``chunkd.pipeline`` and ``chunkd.outputs.writers``; the page's JavaScript only lays it
-out. A semantic split's report also holds its distance ``curve`` (``curve_data``).
+out. A semantic split's report also holds its distance ``curve`` (``curve_data``); a
+propositions split's summary, its statements and what they leave uncovered
+(``sources_summary``); every report, what the filter says of the document (``notes``).
 ``chunkd serve`` sends reports as JSON; ``chunkd preview`` inlines one report,
 the styles and the script into a single HTML file.
 """
@@ -18,6 +20,7 @@ import importlib.resources
 import io
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import orjson
@@ -25,6 +28,7 @@ import orjson
 from chunkd.model.version import __version__
 from chunkd.model.chunk import Chunk
 from chunkd.embeddings.models import embedding_progress
+from chunkd.llm.ledger import document_lines
 from chunkd.settings import Settings
 from chunkd.pipeline import DocumentText, Pipeline
 from chunkd.strategies import REGISTRY, Source
@@ -56,6 +60,9 @@ def with_token_counts(settings: Settings) -> Settings:
 
 #: reST inline markup in a docstring: ``literal``, `interpreted`, :role:`target`.
 _REST_MARKUP = re.compile(r"(?::\w+:)?``?([^`]+?)``?")
+
+#: White space, which a statement's source need not cover.
+_SPACE = re.compile(r"\s+")
 
 #: Code points fed to the chunker at a time, so that a bound stops a split early.
 FEED_POINTS = 1 << 14
@@ -140,6 +147,7 @@ def report(settings: Settings, text: str, name: str | None = None,
     ``max_chunks`` and ``max_points`` bound it (``bounded_chunks``); ``source``: what
     is known of a PDF, HTML or DOCX document whose ``text`` was extracted; ``curve``,
     the semantic strategy's distances, threshold and cuts (None for the others);
+    ``notes``, what the filter says of the document on stderr (an LLM strategy's lines);
     ``told``: told of the split's progress as it goes (see ``Told``)."""
     with curves() as seen:
         chunks = bounded_chunks(settings, text, name, max_chunks, max_points, source, told)
@@ -151,12 +159,16 @@ def report(settings: Settings, text: str, name: str | None = None,
     writer.begin(name, {})
     writer.write(chunks)
     writer.end()
+    totals = summary(chunks, len(text))
+    if "propositions" in fields:
+        totals |= sources_summary(chunks, text)
     return {"chunker": f"chunkd {__version__}", "doc": name_value(name),
             "tokenizer": settings.token_measure.name, "settings": settings.as_dict(),
             "fields": fields,
-            "summary": summary(chunks, len(text)), "text": text,
+            "summary": totals, "text": text,
             "jsonl": out.getvalue().decode("utf-8"),
-            "curve": curve_data(seen[0]) if seen else None}
+            "curve": curve_data(seen[0]) if seen else None,
+            "notes": list(document_lines())}
 
 
 def curve_data(curve: Curve) -> dict:
@@ -191,6 +203,30 @@ def summary(chunks: list[Chunk], text_length: int) -> dict:
         "repeated": sum(chunk.end - chunk.start for chunk in chunks) - covered,
         "code_points": text_length,
     }
+
+
+def sources_summary(chunks: list[Chunk], text: str) -> dict:
+    """The propositions strategy's totals, in place of an overlap it never has: its
+    ``statements`` by match (``exact``, ``approximate``, ``unsupported``: no span), the
+    document's ``visible`` code points (white space aside, as the filter's coverage
+    line counts them) and those of them no statement's span covers (``uncovered``)."""
+    found = [item for chunk in chunks for item in chunk.propositions or ()]
+    matches = Counter(item["match"] for item in found)
+    covered = reach = 0
+    for start, end in sorted((item["start"], item["end"]) for item in found
+                             if item["start"] is not None):
+        if end > max(start, reach):
+            covered += _visible(text[max(start, reach):end])
+        reach = max(reach, end)
+    visible = _visible(text)
+    return {"statements": {"exact": matches["exact"], "approximate": matches["approximate"],
+                           "unsupported": matches[None]},
+            "visible": visible, "uncovered": visible - covered}
+
+
+def _visible(text: str) -> int:
+    """The code points of ``text`` that are not white space (``str.isspace``)."""
+    return len(text) - sum(len(run) for run in _SPACE.findall(text))
 
 
 def _total(counts) -> int | None:

@@ -34,7 +34,10 @@
     unit: "",
     toUnits: (offset) => offset, // code-point offset -> UTF-16 index into report.text
     segments: null,              // the text cut at every chunk boundary (see segmentsOf)
+    sources: null,               // propositions: each statement's span (see sourcesOf); else null
     selected: -1,
+    focus: -1,                   // propositions: the selected chunk's statement pinned (clicked)
+    hovered: -1,                 // and the one under the pointer or focus, shown meanwhile
   };
 
   /** Offsets in records count code points (Python's str); JavaScript strings count
@@ -65,9 +68,23 @@
     return low;
   }
 
-  /** The document cut at every chunk start and end: for each segment its start, end,
-   * how many chunks cover it and the first of them (-1: none). */
-  function segmentsOf(records, length) {
+  /** The statements of the propositions strategy's chunks that a span of the document
+   * supports, as the document view marks them: {start, end, chunk, item, match}, the
+   * chunk's index in the records and the statement's in its propositions. A chunk's own
+   * start and end only bound these, and its text is no slice of the document. */
+  function sourcesOf(records) {
+    const sources = [];
+    records.forEach((record, chunk) => record.propositions.forEach(({ start, end, match }, item) => {
+      if (start !== null && start < end) sources.push({ start, end, chunk, item, match });
+    }));
+    return sources;
+  }
+
+  /** The document cut at every start and end of `records` (chunks, or the sources of
+   * their statements, whose chunk is `chunkOf` one): for each segment its start, end,
+   * how many chunks cover it, the first of them (-1: none) and whether only approximate
+   * sources cover it. */
+  function segmentsOf(records, length, chunkOf = (i) => i) {
     const cuts = new Float64Array(records.length * 2 + 2);
     records.forEach((record, i) => { cuts[2 * i] = record.start; cuts[2 * i + 1] = record.end; });
     cuts[cuts.length - 2] = 0;
@@ -79,17 +96,19 @@
     if (records.some((record, i) => i && record.start < records[i - 1].start)) {
       order.sort((a, b) => records[a].start - records[b].start || a - b);
     }
-    const starts = [], ends = [], cover = [], owner = [];
+    const starts = [], ends = [], cover = [], owner = [], approximate = [];
     let next = 0, active = [];
     for (let k = 0; k + 1 < cuts.length; k++) {
       const from = cuts[k], to = cuts[k + 1];
       if (from === to) continue;
       while (next < order.length && records[order[next]].start <= from) active.push(order[next++]);
       active = active.filter((i) => records[i].end > from);
-      starts.push(from); ends.push(to); cover.push(active.length);
-      owner.push(active.length ? active.reduce((a, b) => Math.min(a, b)) : -1);
+      const chunks = active.map(chunkOf);
+      starts.push(from); ends.push(to); cover.push(new Set(chunks).size);
+      owner.push(chunks.length ? chunks.reduce((a, b) => Math.min(a, b)) : -1);
+      approximate.push(active.length > 0 && active.every((i) => records[i].match === "approximate"));
     }
-    return { starts, ends, cover, owner };
+    return { starts, ends, cover, owner, approximate };
   }
 
   // --- the document, chunk by chunk (built a page at a time, as it scrolls into view) --
@@ -169,15 +188,21 @@
   function fillPage(page) {
     if (page.built) return;
     const text = shown.report.text, units = shown.toUnits;
-    const { cover, owner } = shown.segments;
-    const range = selectedSegments();
+    const { cover, owner, approximate } = shown.segments;
+    const selected = selectedRanges(), focused = focusedRanges();
     const spans = page.pieces.map(([s, from, to]) => {
       const kind = cover[s] === 0 ? "gap" : cover[s] > 1 ? "overlap" : `c${owner[s] % 2}`;
       const span = element("span", `seg ${kind}`, text.slice(units(from), units(to)));
       span.dataset.seg = s;
       span.dataset.start = from;
       span.dataset.end = to;
-      if (s >= range[0] && s < range[1]) span.classList.add("sel");
+      if (shown.sources) {
+        // Characters no statement stands for (white space aside) stand out.
+        if (cover[s] === 0 && /\S/.test(span.textContent)) span.classList.add("uncovered");
+        if (approximate[s]) span.classList.add("approx");
+        if (within(s, focused)) span.classList.add("focus");
+      }
+      if (within(s, selected)) span.classList.add("sel");
       return span;
     });
     page.element.replaceChildren(...spans);
@@ -192,20 +217,40 @@
     page.built = false;
   }
 
-  /** The segments [first, last) of the selected chunk. */
-  function selectedSegments() {
-    if (shown.selected < 0) return [0, 0];
-    const record = shown.records[shown.selected];
+  /** The segments [first, last) from code point `start` to `end` (both cuts). */
+  function segmentRange(start, end) {
     const { starts } = shown.segments;
-    return [lowerBound(starts, record.start), lowerBound(starts, record.end)];
+    return [lowerBound(starts, start), lowerBound(starts, end)];
+  }
+
+  /** The segments of the selected chunk, as ranges [first, last): its own range, or
+   * (propositions) its statements' sources. */
+  function selectedRanges() {
+    if (shown.selected < 0) return [];
+    const record = shown.records[shown.selected];
+    if (!shown.sources) return [segmentRange(record.start, record.end)];
+    return record.propositions.filter((p) => p.start !== null).map((p) => segmentRange(p.start, p.end));
+  }
+
+  /** The segments of the statement shown (hovered, else pinned), as ranges. */
+  function focusedRanges() {
+    const item = shown.hovered >= 0 ? shown.hovered : shown.focus;
+    const found = item >= 0 && shown.selected >= 0 ? shown.records[shown.selected].propositions[item] : null;
+    return found && found.start !== null ? [segmentRange(found.start, found.end)] : [];
+  }
+
+  function within(s, ranges) {
+    return ranges.some(([first, last]) => s >= first && s < last);
   }
 
   function markSelection() {
     for (const span of view.querySelectorAll(".sel")) span.classList.remove("sel");
-    const [first, last] = selectedSegments();
+    for (const span of view.querySelectorAll(".focus")) span.classList.remove("focus");
+    const selected = selectedRanges(), focused = focusedRanges();
     for (const span of view.querySelectorAll(".seg")) {
       const s = Number(span.dataset.seg);
-      if (s >= first && s < last) span.classList.add("sel");
+      if (within(s, selected)) span.classList.add("sel");
+      if (within(s, focused)) span.classList.add("focus");
     }
   }
 
@@ -241,13 +286,18 @@
     if (!span) return;
     const from = Number(span.dataset.start), to = Number(span.dataset.end);
     const covering = [];
-    shown.records.forEach((record, i) => {
-      if (record.start <= from && to <= record.end) covering.push(i);
-    });
+    for (const [i, record] of (shown.sources || shown.records).entries()) {
+      const chunk = shown.sources ? record.chunk : i;
+      if (record.start <= from && to <= record.end && !covering.includes(chunk)) covering.push(chunk);
+    }
     if (!covering.length) return;
     // In an overlap, clicking again selects the next chunk that covers it.
     const at = covering.indexOf(shown.selected);
-    select(covering[(at + 1) % covering.length], { view: false });
+    const chunk = covering[(at + 1) % covering.length];
+    select(chunk, { view: false });
+    if (shown.sources) {  // and the statement drawn from what was clicked
+      pin(shown.sources.find((source) => source.chunk === chunk && source.start <= from && to <= source.end).item);
+    }
   });
 
   // --- the list of chunks (only the rows in sight exist) -------------------------------
@@ -282,7 +332,8 @@
       row.append(element("span", "num", `#${record.index}`),
                  element("span", "range", `${record.start}–${record.end}`),
                  element("span", "len", `${count.format(record.length)} ${shown.unit}${tokens}`),
-                 element("span", "text", opening(record.text)));
+                 element("span", "text", opening(shown.sources && record.title !== null
+                   ? `${record.title} · ${record.text}` : record.text)));
       rows.push(row);
     }
     space.replaceChildren(...rows);
@@ -335,6 +386,7 @@
 
   function select(index, { view: moveView = true } = {}) {
     shown.selected = index;
+    shown.focus = shown.hovered = -1;
     if (index >= 0) {
       scrollListTo(index);
       if (moveView) scrollViewTo(index);
@@ -353,17 +405,17 @@
       return;
     }
     const record = shown.records[shown.selected];
+    if (shown.sources) {
+      renderStatements(details, record);
+      return;
+    }
     const previous = shown.records[shown.selected - 1];
     const facts = [
       ["Index", String(record.index)],
       ["Range", `${record.start}–${record.end} (${count.format(record.end - record.start)} code points)`],
       ["Length", `${count.format(record.length)} ${shown.unit}`],
     ];
-    if (record.tokens !== undefined) {
-      const tokens = element("span", "one-line");
-      tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
-      facts.push(["Tokens", tokens]);
-    }
+    if (record.tokens !== undefined) facts.push(["Tokens", tokensFact(record)]);
     facts.push(["Estimated tokens", record.estimated_tokens !== undefined
       ? count.format(record.estimated_tokens) : "—"]);
     if (record.headings !== undefined) {
@@ -382,6 +434,93 @@
       ? `${count.format(shared)} code points` : "nothing"]);
     details.replaceChildren(factList(facts), element("pre", "chunk-text", record.text));
   }
+
+  /** A chunk's exact tokens, and the tokenizer that counts them. */
+  function tokensFact(record) {
+    const tokens = element("span", "one-line");
+    tokens.append(`${count.format(record.tokens)} (`, unitName(shown.report.tokenizer), ")");
+    return tokens;
+  }
+
+  const MATCHES = { exact: "exact", approximate: "approximate", null: "unsupported" };
+
+  /** A propositions chunk: its title and summary, its counts, and its statements, each
+   * with the span of the document it was drawn from (hover or focus one to see that
+   * span in the document, click it to keep it there and scroll to it). */
+  function renderStatements(details, record) {
+    const items = record.propositions;
+    const counted = (match) => items.filter((p) => p.match === match).length;
+    const facts = [
+      ["Index", String(record.index)],
+      ["Sources", record.start < record.end
+        ? `within ${record.start}–${record.end} (${count.format(record.end - record.start)} code points)` : "none"],
+      ["Length", `${count.format(record.length)} ${shown.unit}`],
+    ];
+    if (record.tokens !== undefined) facts.push(["Tokens", tokensFact(record)]);
+    facts.push(["Statements", `${count.format(items.length)}: ${count.format(counted("exact"))} exact, `
+      + `${count.format(counted("approximate"))} approximate, ${count.format(counted(null))} unsupported`]);
+    const title = record.title === null
+      ? element("p", "chunk-title muted", "No title: the LLM gave this passage no propositions, so it is kept as its own text.")
+      : element("h3", "chunk-title", record.title);
+    const parts = [title];
+    if (record.summary !== null) parts.push(element("p", "chunk-summary", record.summary));
+    const list = element("ol", "statements");
+    items.forEach((item, k) => {
+      const entry = element("li", `statement ${MATCHES[item.match]}`);
+      entry.dataset.item = k;
+      entry.tabIndex = 0;
+      const where = item.start === null ? "no source in the document"
+        : `${item.start}–${item.end} ${item.match}${item.score !== undefined ? ` (${item.score})` : ""}`;
+      entry.append(element("span", "statement-text", item.text), element("span", "statement-source", where));
+      list.append(entry);
+    });
+    parts.push(factList(facts), list);
+    details.replaceChildren(...parts);
+    markStatements();
+  }
+
+  function markStatements() {
+    for (const entry of $("details").querySelectorAll(".statement")) {
+      const k = Number(entry.dataset.item);
+      entry.classList.toggle("pinned", k === shown.focus);
+      entry.classList.toggle("hovered", k === shown.hovered);
+    }
+  }
+
+  /** Statement `item` of the selected chunk under the pointer or focus (-1: none). */
+  function hover(item) {
+    if (item === shown.hovered) return;
+    shown.hovered = item;
+    markSelection();
+    markStatements();
+  }
+
+  /** Keep statement `item` shown (again: no longer), its source in sight. */
+  function pin(item) {
+    shown.focus = item === shown.focus ? -1 : item;
+    const found = shown.records[shown.selected].propositions[item];
+    if (shown.focus >= 0 && found.start !== null) scrollViewToOffset(found.start);
+    markSelection();
+    markStatements();
+  }
+
+  const detailsBox = $("details");
+  const statementOf = (event) => {
+    const entry = event.target.closest && event.target.closest(".statement");
+    return entry ? Number(entry.dataset.item) : -1;
+  };
+  detailsBox.addEventListener("mouseover", (event) => hover(statementOf(event)));
+  detailsBox.addEventListener("mouseleave", () => hover(-1));
+  detailsBox.addEventListener("focusin", (event) => hover(statementOf(event)));
+  detailsBox.addEventListener("focusout", () => hover(-1));
+  detailsBox.addEventListener("click", (event) => {
+    const item = statementOf(event);
+    if (item >= 0) pin(item);
+  });
+  detailsBox.addEventListener("keydown", (event) => {
+    const item = statementOf(event);
+    if (item >= 0 && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); pin(item); }
+  });
 
   /** A tokenizer's identity as the page shows it: a file's name and the start of its
    * SHA-256 ("model/tokenizer.json@be50c362"), so that it fits a card; the whole
@@ -427,9 +566,18 @@
     if (summary.estimated_tokens !== null) {
       tiles.push(["Estimated tokens", count.format(summary.estimated_tokens), "estimated tokens in all chunks"]);
     }
-    const share = summary.code_points ? summary.repeated / summary.code_points * 100 : 0;
-    tiles.push(["Repeated", `${count.format(summary.repeated)}`, `code points repeated by the overlap, `
-      + `${percent.format(share)} % of ${count.format(summary.code_points)}`]);
+    if (summary.statements) {  // propositions: what the statements stand for, not an overlap
+      const { exact, approximate, unsupported } = summary.statements;
+      tiles.push(["Statements", count.format(exact + approximate + unsupported), `${count.format(exact)} exact, `
+        + `${count.format(approximate)} approximate, ${count.format(unsupported)} unsupported`]);
+      const share = summary.visible ? summary.uncovered / summary.visible * 100 : 0;
+      tiles.push(["Uncovered", `${percent.format(share)} %`, `of the ${count.format(summary.visible)} characters `
+        + "(white space aside) in no statement's source"]);
+    } else {
+      const share = summary.code_points ? summary.repeated / summary.code_points * 100 : 0;
+      tiles.push(["Repeated", `${count.format(summary.repeated)}`, `code points repeated by the overlap, `
+        + `${percent.format(share)} % of ${count.format(summary.code_points)}`]);
+    }
     $("totals").replaceChildren(...tiles.map(([name, value, label]) => {
       const tile = element("div", "stat");
       tile.dataset.fact = name;
@@ -439,6 +587,9 @@
       tile.append(element("span", "value", value), caption);
       return tile;
     }));
+    const notes = shown.report.notes || [];
+    $("notes").replaceChildren(...notes.map((line) => element("li", "", line)));
+    $("notes").hidden = !notes.length;
     renderHistogram();
   }
 
@@ -723,7 +874,12 @@
     shown.records = report.jsonl ? report.jsonl.replace(/\n$/, "").split("\n").map((line) => JSON.parse(line)) : [];
     shown.unit = report.settings.unit;
     shown.toUnits = codePointsToUnits(report.text);
-    shown.segments = segmentsOf(shown.records, report.summary.code_points);
+    shown.sources = report.fields.includes("propositions") ? sourcesOf(shown.records) : null;
+    shown.segments = shown.sources
+      ? segmentsOf(shown.sources, report.summary.code_points, (i) => shown.sources[i].chunk)
+      : segmentsOf(shown.records, report.summary.code_points);
+    $("legend-chunks").hidden = Boolean(shown.sources);
+    $("legend-sources").hidden = !shown.sources;
     shown.selected = -1;
     curveState.cursor = -1;
     showTab("view");

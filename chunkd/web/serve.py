@@ -71,8 +71,10 @@ from chunkd.processes.forked import (ANSWER, PROGRESS, ClientGone, keep_only_des
                           read_until_end, write_all)
 from chunkd.inputs import HEAD_BYTES, Limits, add_max_bytes_option
 from chunkd.embeddings.selection import MODEL_OPTIONS, VECTORS, takes_model
+from chunkd.llm.options import OPTIONS_BY_NAME as LLM_OPTIONS, strategy_reads
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, silence_stdout
 from chunkd.inputs.readers import InputError
+from chunkd.model.errors import EmbedError, LLMError
 from chunkd.pipeline import read_document
 from chunkd.settings import (CommandParser, Settings, SettingsError, add_settings_options,
                              flags, given_flags, options, parse_with_settings,
@@ -151,15 +153,17 @@ def settings_from_query(query: str, server: Settings,
                             f"{unavailable[strategy]}, which only the server's own options "
                             "give (start chunkd serve with them)")
     # The server's own settings, less those the requested strategy does not take (a
-    # server started with --strategy semantic --embed MODEL serves the others too), and
-    # less those it did not set (a default implied by its strategy, as the semantic
-    # model's tokenizer, is the requested strategy's own).
+    # server started with --strategy semantic --embed MODEL, or --strategy propositions
+    # --llm-url URL, serves the others too), and less those it did not set (a default
+    # implied by its strategy, as the semantic model's tokenizer, is the requested
+    # strategy's own).
     asked = REGISTRY.get(strategy)
     uses_model = takes_model({"strategy": strategy, "vectors": server[VECTORS]})
     server_own = {option.name: server[option] for option in server.set_options()
                   if not option.request
                   and (asked is None or option.applies is None or option.applies(asked))
-                  and (uses_model or option.name not in MODEL_OPTIONS)}
+                  and (uses_model or option.name not in MODEL_OPTIONS)
+                  and (option.name not in LLM_OPTIONS or strategy_reads(strategy, option.name))}
     return (settings_from_flags({request[key].key: value for key, value in values.items()},
                                 base=server_own | {"count_tokens": True}), name)
 
@@ -339,6 +343,8 @@ def _split(settings: Settings, body: bytes, name: str | None, max_chunks: int,
         return 400, _error(str(error))
     except ReportTooLarge as error:
         return 422, _error(str(error))
+    except (EmbedError, LLMError) as error:  # the server's model or LLM failed: said as
+        return 502, _error(str(error))      # the filter says it, not as chunkd's fault
     except MemoryError:
         return 422, _error(f"the split needs more than the {SPLIT_MEMORY // 2**30} GiB of "
                            "memory a split may take; choose a larger size, or split a "

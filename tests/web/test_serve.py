@@ -269,6 +269,41 @@ def test_a_semantic_server_serves_requests_that_name_no_or_another_strategy():
     assert f"chunkd: error: {answer['error']}" == filtered.stderr.decode().splitlines()[-1]
 
 
+def test_an_llm_server_serves_the_other_strategies_and_says_the_llms_failure(monkeypatch):
+    """chunkd serve --strategy llm --llm-url URL --llm-window N: a request for the
+    propositions strategy gets the filter's records without the window it does not
+    read, one for recursive none of the LLM's options; an endpoint that fails is said
+    as the filter says it (502), never with the key."""
+    from chat_server import serving
+
+    key = "sk-serve-Very-Secret-1234"
+    monkeypatch.setenv("CHUNKD_LLM_API_KEY", key)
+    body = b"Owls hunt at night. Their feathers make no sound in flight.\n"
+    statement = orjson.dumps({"chunks": [{"title": "Owls", "summary": "About owls.",
+                                          "propositions": ["Owls hunt at night."]}]})
+    with serving(lambda request, prompt: statement.decode()) as chat:
+        llm = ("--llm-url", chat.url, "--llm-model", "toy-llm")
+        expected = run_chunkd("--count-tokens", "--strategy", "propositions", "--chars", "200",
+                              *llm, input=body)
+        with Serve("--strategy", "llm", *llm, "--llm-window", "4096") as serve:
+            status, propositions = split(serve, body, strategy="propositions", chars="200")
+            _, recursive = split(serve, body, strategy="recursive", chars="30")
+            chat.failing = "Owls"
+            failed, answer = split(serve, body, strategy="propositions", chars="200")
+            log = serve.stop()[1]
+        filtered = run_chunkd("--strategy", "propositions", *llm, input=body)
+    assert status == 200 and propositions["jsonl"] == expected.stdout.decode()
+    assert propositions["notes"] == [line.split(": ", 2)[2] for line in
+                                     expected.stderr.decode().splitlines()[:-1]]
+    assert propositions["summary"]["statements"] == {"exact": 1, "approximate": 0,
+                                                     "unsupported": 0}
+    assert recursive["jsonl"] == run_chunkd("--count-tokens", "--chars", "30",
+                                            input=body).stdout.decode()
+    assert failed == 502 and filtered.returncode == 1
+    assert filtered.stderr.decode().splitlines()[0].endswith(f": {answer['error']}")
+    assert "HTTP 500" in answer["error"] and key not in answer["error"] + log
+
+
 def test_a_busy_port_is_a_clear_error():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
