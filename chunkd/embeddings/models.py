@@ -464,11 +464,9 @@ class OpenAIEmbedder:
                 and isinstance(value, int) and not isinstance(value, bool) and value > 0}
 
     def _batch(self, texts: list[str], given_up: threading.Event) -> numpy.ndarray:
-        import json
-
         # (the messages name Python's exception, never an answer's words)
         try:
-            items = sorted(json.loads(self._post(texts, given_up))["data"],
+            items = sorted(_json_value(self._post(texts, given_up))["data"],
                            key=lambda item: item["index"])
             indexes = [item["index"] for item in items]
             vectors = [item["embedding"] for item in items]
@@ -495,6 +493,20 @@ class OpenAIEmbedder:
                                              * NUMBER_BYTES)
         return self.endpoint.post(body, limit, given_up, f"for {len(texts)} texts, more "
                                                          "than their vectors can need")
+
+
+def _json_value(body: bytes) -> Any:
+    """An answer's JSON: read by orjson, ten times as fast on a batch of vectors; an
+    answer it refuses (NaN, nesting past its bound, an integer past 64 bits) by Python's
+    reader, which says what is wrong as the messages name it."""
+    import orjson
+
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(body)
 
 
 def endpoint_timeout() -> float:
