@@ -22,6 +22,7 @@ import logging
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -223,6 +224,30 @@ def sync_settings(args: argparse.Namespace) -> tuple[Settings, Embedder]:
     return settings, embedder(settings)
 
 
+class Background:
+    """A call made on a daemon thread (a Ctrl-C never waits for it); ``result`` waits for
+    it, then returns its value or raises its exception."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.call = call
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="chunkd-embed-ahead", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.value = self.call()
+        except BaseException as error:  # noqa: BLE001 (raised where the result is taken)
+            self.error = error
+
+    def result(self) -> object:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 def chunk_settings(args: argparse.Namespace) -> Settings:
     """The chunking settings the options give, with chunk ids (the rows' ids) and
     vectors: the store's chunks are embedded, so in every strategy the model's options
@@ -321,7 +346,10 @@ class Sync:
         if metrics:
             for name, _, st in files:
                 metrics.queue.add(name, st.st_mtime)
+        # Each group's new texts are embedded while the group before it is written (and
+        # the next one chunked): the model and the store work at once.
         group: list[Pending] = []
+        ahead: tuple[list[Pending], Background] | None = None
         for name, relative, st in files:
             pending = self.prepare(name, relative, st, stored.get(name), rows.get(name, set()))
             if metrics:
@@ -330,9 +358,14 @@ class Sync:
                 group.append(pending)
             if len(group) >= GROUP_FILES \
                     or sum(len(item.change.records) for item in group) >= GROUP_RECORDS:
-                self.flush(group)
-                group = []
-        self.flush(group)
+                embedding = (group, self.embedding(group))
+                if ahead is not None:
+                    self.flush(*ahead)
+                ahead, group = embedding, []
+        if ahead is not None:
+            self.flush(*ahead)
+        if group:
+            self.flush(group, self.embedding(group))
         names = {name for name, _, _ in files}
         gone = [Pending(name, name, removal(name, stored.get(name))) for name in sorted(
             (stored.keys() | rows.keys()) - names)]
@@ -385,12 +418,10 @@ class Sync:
         return Pending(name, where, Change(name, sha256, self.fingerprint, records, known), kept,
                        relative)
 
-    def flush(self, group: list[Pending]) -> None:
-        """Embed a group's new texts (one call) and apply it (one transaction)."""
-        if not group:
-            return
+    def flush(self, group: list[Pending], vectors: Background) -> None:
+        """Apply a group (one transaction) once its ``vectors`` are made."""
         try:
-            self.add_vectors(group)
+            vectors.result()
         except EmbedError as error:
             for item in group:
                 self.fail(f"{item.where}: embedding failed: {error}; the store keeps its "
@@ -470,31 +501,39 @@ class Sync:
         except InputError:
             return False
 
-    def add_vectors(self, group: list[Pending]) -> None:
-        """Give each record its vector: the store's for an id it holds (same id, same
-        text), else the model's (the group's texts in one call)."""
+    def embedding(self, group: list[Pending]) -> Background:
+        """Give each record of a group its vector: the store's for an id it holds (same
+        id, same text), read now, else the model's (the group's texts in one call), made
+        on a thread of its own; its ``result`` is the wait."""
         records = [record for item in group for record in item.change.records]
         reuse = [record["chunk_id"] for item in group for record in item.change.records
                  if record["chunk_id"] in item.kept]
         known = self.store(lambda: self.sink.vectors(reuse)) if reuse else {}
-        missing = [record for record in records if record["chunk_id"] not in known]
-        if missing:
-            texts = [record.get("embed_text") or record["text"] for record in missing]
-            vectors: list = []
-            if self.declared is not None:  # one text first: the store may take none
-                vectors = list(self.embedder.embed(texts[:1]))
-                self.check_dimension(len(vectors[0]))
-            if len(texts) > len(vectors):
-                vectors += list(self.embedder.embed(texts[len(vectors):]))
-            for record, vector in zip(missing, vectors):
-                record["vector"] = vector
         for record in records:
             if record["chunk_id"] in known:
                 record["vector"] = known[record["chunk_id"]]
+        missing = [record for record in records if record["chunk_id"] not in known]
+        if self.metrics:
+            self.metrics.cache_hits.inc(len(records) - len(missing))
+        return Background(lambda: self.embed(missing))
+
+    def embed(self, missing: list[dict]) -> None:
+        """Give ``missing`` records the model's vectors (the store's length checked on
+        the first text embedded, before any other is)."""
+        if not missing:
+            return
+        texts = [record.get("embed_text") or record["text"] for record in missing]
+        vectors: list = []
+        if self.declared is not None:  # one text first: the store may take none
+            vectors = list(self.embedder.embed(texts[:1]))
+            self.check_dimension(len(vectors[0]))
+        if len(texts) > len(vectors):
+            vectors += list(self.embedder.embed(texts[len(vectors):]))
+        for record, vector in zip(missing, vectors):
+            record["vector"] = vector
         self.tally.embedded += len(missing)
         if self.metrics:
             self.metrics.texts_embedded.inc(len(missing))
-            self.metrics.cache_hits.inc(len(records) - len(missing))
 
     def check_dimension(self, made: int) -> None:
         """``StoreRefused`` (the run stops: every file needs it) when the store's vectors
