@@ -58,8 +58,8 @@ def extent(record: dict) -> set[int]:
 
 def plain(wanted: set[int], retrieved: list[dict], chunks: list[dict],
           covers) -> tuple[float, ...]:
-    """recall, precision, IoU, MRR and nDCG@k (one document: every chunk is of it), a
-    chunk being the code points ``covers`` gives."""
+    """recall, precision, IoU, recall@k, MRR and nDCG@k (one document: every chunk is of
+    it), a chunk being the code points ``covers`` gives."""
     found = wanted & set().union(*map(covers, retrieved))
     cost = sum(len(covers(record)) for record in retrieved)
     relevant = [bool(covers(record) & wanted) for record in retrieved]
@@ -67,8 +67,10 @@ def plain(wanted: set[int], retrieved: list[dict], chunks: list[dict],
     dcg = sum(1 / math.log2(rank + 1) for rank, hit in enumerate(relevant, 1) if hit)
     ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(
         len(retrieved), sum(1 for chunk in chunks if covers(chunk) & wanted)) + 1))
-    return (len(found) / len(wanted), len(found) / cost, len(found) / (cost + len(
-        wanted - found)), 1 / first if first else 0.0, dcg / ideal if ideal else 0.0)
+    return (len(found) / len(wanted), len(found) / cost,
+            len(found) / (cost + len(wanted - found)),
+            float(all(DOCUMENT[point].isspace() for point in wanted - found)),
+            1 / first if first else 0.0, dcg / ideal if ideal else 0.0)
 
 
 def test_propositions_are_scored_by_their_spans_and_their_cost_is_said(tmp_path):
@@ -103,8 +105,11 @@ def test_propositions_are_scored_by_their_spans_and_their_cost_is_said(tmp_path)
         retrieved = [chunks[number] for number in numbers]
         by_spans.append(plain(wanted, retrieved, chunks, stands_for))
         by_extent.append(plain(wanted, retrieved, chunks, extent))
-    assert [record[key] for key in ("recall", "precision", "iou", "mrr", "ndcg")] == \
-        pytest.approx([statistics.fmean(column) for column in zip(*by_spans)], abs=1e-12)
+    assert [record[key] for key in ("recall", "precision", "iou", "recall_at_k", "mrr",
+                                    "ndcg")] == pytest.approx(
+        [statistics.fmean(column) for column in zip(*by_spans)], abs=1e-12)
+    # A statement's span ends at its last word: a sentence's full stop is in none.
+    assert record["recall_at_k"] == 0 and 0.9 < record["recall"] < 1
     # A group's extent holds the sentence between its two: scored by it, precision would
     # be lower.
     assert statistics.fmean(scores[1] for scores in by_extent) < record["precision"] - 0.05
