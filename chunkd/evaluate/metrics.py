@@ -160,8 +160,7 @@ def scores(references: Sequence[Span], retrieved: Sequence[Retrieved], text: str
     relevant = [chunk.here and bool(intersection(wanted, spans))
                 for chunk, spans in zip(retrieved, stands)]
     first = next((rank for rank, hit in enumerate(relevant, start=1) if hit), None)
-    ideal = sum(gain(rank) for rank in range(1, min(len(retrieved),
-                                                    document.sharing(wanted)) + 1))
+    ideal = sum(map(gain, range(1, min(len(retrieved), document.sharing(wanted)) + 1)))
     gained = sum(gain(rank) for rank, hit in enumerate(relevant, start=1) if hit)
     return Scores(recall=found / size(wanted),
                   precision=found / cost if cost else 0.0,
