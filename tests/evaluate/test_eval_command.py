@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from command import HANG, chunkd_command, install_command, ndjson, run_chunkd
-from span_metrics import plain_ndcg
+from span_metrics import plain_ndcg, plain_scores
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent.parent / "shared" / "eval"
 DOCS = [str(EVAL / "docs" / "state_of_the_union.md"), str(EVAL / "docs" / "chatlogs.md")]
@@ -115,7 +115,8 @@ def test_retrieving_every_chunk_finds_every_reference():
 def test_ndcg_ranks_settings_and_counts_relevant_chunks_not_retrieved():
     """nDCG@5 of BM25's ranking of the filter's chunks, computed here from its
     definition (the ideal counts every chunk of the question's document that touches a
-    reference, retrieved or not), per document and overall; --rank ndcg ranks by it."""
+    reference, retrieved or not), per document and overall; --rank ndcg ranks by it.
+    The span metrics stay those of each chunk's own range."""
     from chunkd.evaluate.retrieval import BM25
 
     found = records("--chars", "300,800", "--overlap", "0", "-k", "5", "--rank", "ndcg")
@@ -128,6 +129,8 @@ def test_ndcg_ranks_settings_and_counts_relevant_chunks_not_retrieved():
         questions = shared_questions()
         ranked = BM25([chunk.text for _, chunk in chunks]).search(
             [question["question"] for question in questions], 5)
+        assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
+            tuple(plain_scores(questions, chunks, ranked)), abs=1e-12)
         each = plain_ndcg(questions, chunks, ranked)
         assert record["ndcg"] == pytest.approx(statistics.fmean(each), abs=1e-12)
         for document in record["documents"]:
