@@ -20,3 +20,24 @@ def plain_scores(questions, chunks, ranked):
         totals += (hits / len(wanted), hits / cost if cost else 0.0,
                    hits / (cost + len(wanted - got)))
     return totals / len(questions)
+
+
+def plain_ndcg(questions, chunks, ranked):
+    """Each question's nDCG@k from its definition: a retrieved chunk is relevant if it is
+    of the question's document and shares a code point with its references; the ideal
+    puts min(k, the relevant chunks among all of that document's) relevant chunks first."""
+    found = []
+    for question, numbers in zip(questions, ranked):
+        wanted = {point for reference in question["references"]
+                  for point in range(reference["start"], reference["end"])}
+
+        def relevant(number):
+            name, chunk = chunks[number]
+            return name == question["doc"] and bool(wanted & set(range(chunk.start, chunk.end)))
+
+        dcg = sum(1 / numpy.log2(rank + 1)
+                  for rank, number in enumerate(numbers, 1) if relevant(number))
+        count = sum(map(relevant, range(len(chunks))))
+        ideal = sum(1 / numpy.log2(rank + 1) for rank in range(1, min(len(numbers), count) + 1))
+        found.append(dcg / ideal if ideal else 0.0)
+    return found

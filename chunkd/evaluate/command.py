@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "retriever (BM25) returns the top k chunks for every question, and "
                     "the chunks are scored against the question's reference excerpts on "
                     "exact code-point ranges: recall, precision, IoU (the metrics of the "
-                    "public chunking evaluation), recall@k and MRR, each a mean with its "
-                    "standard deviation. Needs the eval extra: " + EXTRA + ".",
+                    "public chunking evaluation), recall@k, MRR and nDCG@k, each a mean "
+                    "with its standard deviation. Needs the eval extra: " + EXTRA + ".",
         epilog="Default grid: --strategy recursive --tokens "
                + ",".join(map(str, DEFAULT_TOKENS)) + " --overlap "
                + ",".join(map(str, DEFAULT_OVERLAPS))

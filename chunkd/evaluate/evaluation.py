@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from chunkd.embeddings.selection import LATE, embedder
 from chunkd.model.chunk import Chunk
 from chunkd.evaluate.grid import Point
-from chunkd.evaluate.metrics import Retrieved, Scores, Summary, scores, summarize
+from chunkd.evaluate.metrics import (DocumentChunks, Retrieved, Scores, Span, Summary,
+                                     scores, summarize)
 from chunkd.evaluate.questions import Documents, Resolved
 from chunkd.evaluate.retrieval import Retriever
 from chunkd.pipeline import DocumentText, Pipeline
@@ -64,12 +65,17 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
         if chunks else [[] for _ in questions])
     if budget is not None:
         best = [within(numbers, chunks, budget) for numbers in best]
+    stands = [spans(chunk) for _, chunk in chunks]
+    each_document = [DocumentChunks(chunk_spans for (document, _), chunk_spans
+                                    in zip(chunks, stands) if document == number)
+                     for number in range(len(documents.texts))]
     per_question = []
     for question, numbers in zip(questions, best):
-        retrieved = [Retrieved(chunk.start, chunk.end, document == question.document)
-                     for document, chunk in (chunks[number] for number in numbers)]
+        retrieved = [Retrieved(stands[number], chunks[number][0] == question.document)
+                     for number in numbers]
         per_question.append(scores(question.references, retrieved,
-                                   documents.texts[question.document]))
+                                   documents.texts[question.document],
+                                   each_document[question.document]))
 
     count = len(documents.texts)
     chunk_counts, token_counts = [0] * count, [0] * count
@@ -84,6 +90,16 @@ def evaluate(point: Point, documents: Documents, questions: Sequence[Resolved],
                   tuple(Part(summarize(by_document[number]), chunk_counts[number],
                              token_counts[number]) for number in range(count)),
                   tuple(per_question))
+
+
+def spans(chunk: Chunk) -> tuple[Span, ...]:
+    """The ranges of the document a chunk stands for: its own, or, for a propositions
+    chunk (whose text is the LLM's statements, its range only their bound), its
+    propositions' sources (those that have one)."""
+    if chunk.propositions is None:
+        return ((chunk.start, chunk.end),)
+    return tuple((found["start"], found["end"]) for found in chunk.propositions
+                 if found["start"] is not None)
 
 
 def late_vectors(point: Point, documents: Documents,

@@ -14,7 +14,19 @@ it, best first, from any document:
   not white space lies in H (chunkers that strip white space, as LangChain's and so
   the recursive strategy do, put the spaces between two chunks in neither, and a
   reference spanning them would otherwise never count as found);
-* reciprocal rank = 1 / i for the first C_i that shares a code point with R, else 0.
+* reciprocal rank = 1 / i for the first C_i that shares a code point with R, else 0;
+* nDCG@k = DCG / IDCG (0 where IDCG is 0), with binary relevance: C_i is relevant
+  (rel_i = 1, else 0) if it is of the question's document and shares a code point
+  with R, as for the reciprocal rank (white space is not set aside: recall@k's
+  exception is for text that is in no chunk, and a chunk that shares R's white space
+  holds it); DCG = Σ rel_i / log2(i + 1) over the k retrieved chunks; IDCG is the DCG
+  of min(k, n) relevant chunks at the top, n the number of the setting's chunks of the
+  question's document (retrieved or not) that share a code point with R.
+
+A chunk is the code points it stands for: one range, its own, for every strategy but
+propositions, whose chunk stands for the union of its propositions' source ranges
+(its text is the LLM's statements, and its own range only bounds them). |C_i| is the
+size of that union, and C_i ∩ R its common part with R.
 
 Lengths are in code points. R is the union of the references: when the references of
 a question do not overlap (as in the published data), |R| is the sum of their lengths,
@@ -23,6 +35,8 @@ as the published code computes it.
 
 from __future__ import annotations
 
+import bisect
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -32,11 +46,11 @@ Span = tuple[int, int]
 
 
 class Retrieved(NamedTuple):
-    """A retrieved chunk as a question sees it: its range, and whether it lies in
-    the question's document (a chunk of another one costs its length, finds nothing)."""
+    """A retrieved chunk as a question sees it: the ranges it stands for (its own
+    range, but for propositions), and whether it lies in the question's document (a
+    chunk of another one costs its length, finds nothing)."""
 
-    start: int
-    end: int
+    spans: Sequence[Span]
     here: bool
 
 
@@ -48,6 +62,7 @@ class Scores(NamedTuple):
     iou: float
     recall_at_k: float
     mrr: float
+    ndcg: float
 
 
 #: The metrics' names, in the order of ``Scores``.
@@ -106,22 +121,58 @@ def difference(first: Sequence[Span], second: Sequence[Span]) -> list[Span]:
     return rest
 
 
-def scores(references: Sequence[Span], retrieved: Sequence[Retrieved], text: str) -> Scores:
+class DocumentChunks:
+    """A setting's chunks of one document, each as the ranges it stands for, indexed
+    by where their ranges start so that counting those a question's references touch
+    (nDCG's ideal) looks only at ranges near the references, not at every chunk."""
+
+    def __init__(self, chunks: Iterable[Iterable[Span]]) -> None:
+        #: Every non-empty range of every chunk, ``(start, end, chunk's number)``, by start.
+        self.pieces = sorted((start, end, number) for number, spans in enumerate(chunks)
+                             for start, end in spans if start < end)
+        self.starts = [start for start, _, _ in self.pieces]
+        self.longest = max((end - start for start, end, _ in self.pieces), default=0)
+
+    def sharing(self, wanted: Sequence[Span]) -> int:
+        """How many chunks share a code point with ``wanted``: a range that ends after
+        ``start`` starts after ``start - longest``."""
+        found: set[int] = set()
+        for start, end in wanted:
+            first = bisect.bisect_right(self.starts, start - self.longest)
+            found.update(number for _, piece_end, number
+                         in self.pieces[first:bisect.bisect_left(self.starts, end)]
+                         if piece_end > start)
+        return len(found)
+
+
+def scores(references: Sequence[Span], retrieved: Sequence[Retrieved], text: str,
+           document: DocumentChunks) -> Scores:
     """The metrics of one question: ``references`` (non-empty ranges) in ``text``, its
-    document; ``retrieved`` the chunks the retriever returned, best first."""
+    document; ``retrieved`` the chunks the retriever returned, best first; ``document``
+    all the setting's chunks of that document, retrieved or not (nDCG's ideal)."""
     wanted = union(references)
-    hits = intersection(wanted, union((chunk.start, chunk.end) for chunk in retrieved
-                                      if chunk.here))
+    stands = [union(chunk.spans) for chunk in retrieved]
+    hits = intersection(wanted, union(span for chunk, spans in zip(retrieved, stands)
+                                      if chunk.here for span in spans))
     found = size(hits)
-    cost = sum(chunk.end - chunk.start for chunk in retrieved)
+    cost = sum(map(size, stands))
     missed = difference(wanted, hits)
-    first = next((rank for rank, chunk in enumerate(retrieved, start=1)
-                  if chunk.here and intersection(wanted, [(chunk.start, chunk.end)])), None)
+    relevant = [chunk.here and bool(intersection(wanted, spans))
+                for chunk, spans in zip(retrieved, stands)]
+    first = next((rank for rank, hit in enumerate(relevant, start=1) if hit), None)
+    ideal = sum(map(gain, range(1, min(len(retrieved), document.sharing(wanted)) + 1)))
+    gained = sum(gain(rank) for rank, hit in enumerate(relevant, start=1) if hit)
     return Scores(recall=found / size(wanted),
                   precision=found / cost if cost else 0.0,
                   iou=found / (cost + size(missed)),
                   recall_at_k=float(all(text[start:end].isspace() for start, end in missed)),
-                  mrr=1 / first if first else 0.0)
+                  mrr=1 / first if first else 0.0,
+                  ndcg=gained / ideal if ideal else 0.0)
+
+
+def gain(rank: int) -> float:
+    """What a relevant chunk at ``rank`` (from 1) adds to the DCG."""
+    return 1 / math.log2(rank + 1)
 
 
 class Summary(NamedTuple):

@@ -29,7 +29,7 @@ FORMATS = ("table", "ndjson", "json", "csv")
 CHARTS = (".png", ".svg", ".html")
 #: How the table and the chart call each metric.
 TITLES = {"recall": "recall", "precision": "precision", "iou": "IoU",
-          "recall_at_k": "recall@k", "mrr": "MRR"}
+          "recall_at_k": "recall@k", "mrr": "MRR", "ndcg": "nDCG@k"}
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,8 @@ def page(results: Sequence[Result], svg: str, scope: Scope) -> str:
         "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[1:]])
     documents = ["<tr><th>setting</th><th>document</th><th>questions</th>"
-                 + "".join(f"<th>{cell}</th>" for cell in rows[0][5:10]) + "</tr>"]
+                 + "".join(f"<th>{cell}</th>" for cell in rows[0][5:5 + len(METRICS)])
+                 + "</tr>"]
     for result in results:
         for name, part in zip(scope.names, result.documents):
             documents.append(

@@ -13,17 +13,19 @@ import re
 import shlex
 import statistics
 import subprocess
+import types
 import xml.etree.ElementTree as ElementTree
 
 import orjson
 import pytest
 
 from command import HANG, chunkd_command, install_command, ndjson, run_chunkd
+from span_metrics import plain_ndcg, plain_scores
 
 EVAL = pathlib.Path(__file__).resolve().parent.parent.parent.parent / "shared" / "eval"
 DOCS = [str(EVAL / "docs" / "state_of_the_union.md"), str(EVAL / "docs" / "chatlogs.md")]
 QUESTIONS = str(EVAL / "questions.jsonl")
-METRICS = ("recall", "precision", "iou", "recall_at_k", "mrr")
+METRICS = ("recall", "precision", "iou", "recall_at_k", "mrr", "ndcg")
 
 
 def evaluate(*options: str, questions: str = QUESTIONS, docs: list[str] = DOCS):
@@ -108,6 +110,40 @@ def test_retrieving_every_chunk_finds_every_reference():
     assert record["recall"] == pytest.approx(statistics.fmean(recalls), abs=1e-12)
     assert record["recall"] > 0.999
     assert record["precision"] == pytest.approx(statistics.fmean(precisions), abs=1e-12)
+
+
+def test_ndcg_ranks_settings_and_counts_relevant_chunks_not_retrieved():
+    """nDCG@5 of BM25's ranking of the filter's chunks, computed here from its
+    definition (the ideal counts every chunk of the question's document that touches a
+    reference, retrieved or not), per document and overall; --rank ndcg ranks by it.
+    The span metrics stay those of each chunk's own range."""
+    from chunkd.evaluate.retrieval import BM25
+
+    found = records("--chars", "300,800", "--overlap", "0", "-k", "5", "--rank", "ndcg")
+    assert [r["ndcg"] for r in found] == sorted((r["ndcg"] for r in found), reverse=True)
+    assert found[1]["vs_best"] == pytest.approx(found[0]["ndcg"] - found[1]["ndcg"])
+    for record in found:
+        result = run_chunkd("--chars", str(record["size"]), "--overlap", "0", *DOCS)
+        chunks = [(os.path.basename(chunk["doc"]), types.SimpleNamespace(**chunk))
+                  for chunk in ndjson(result.stdout)]
+        questions = shared_questions()
+        ranked = BM25([chunk.text for _, chunk in chunks]).search(
+            [question["question"] for question in questions], 5)
+        assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
+            tuple(plain_scores(questions, chunks, ranked)), abs=1e-12)
+        each = plain_ndcg(questions, chunks, ranked)
+        assert record["ndcg"] == pytest.approx(statistics.fmean(each), abs=1e-12)
+        for document in record["documents"]:
+            mine = [value for value, question in zip(each, questions)
+                    if question["doc"] == os.path.basename(document["doc"])]
+            assert document["ndcg"] == pytest.approx(statistics.fmean(mine), abs=1e-12)
+    table = evaluate("--chars", "300,800", "--overlap", "0", "-k", "5", "--rank", "ndcg")
+    lines = table.stdout.decode().splitlines()
+    assert "ranked by nDCG@k" in lines[0]
+    header = lines[2].split()
+    assert header[header.index("MRR") + 1] == "nDCG@5" and header[-1] == "(nDCG@5)"
+    assert lines[-1].startswith(f"best by nDCG@k: --strategy recursive --chars "
+                                f"{found[0]['size']} ")
 
 
 def test_whole_document_chunks_have_recall_1_and_low_precision():

@@ -2,7 +2,7 @@
 plain re-implementation written here from the contract: the real model's vectors
 (sentence-transformers called directly), cosine similarity, the top k (or the best
 chunks that fit the budget), reciprocal rank fusion with a plain BM25, and the span
-metrics over sets of code points."""
+metrics and nDCG over sets of code points."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 import chunkd
-from span_metrics import plain_scores
+from span_metrics import plain_ndcg, plain_scores
 from chunkd.evaluate.retrieval import Hybrid
 from chunkd.embeddings.models import Cached, FunctionEmbedder
 
@@ -79,6 +79,8 @@ def test_dense_equals_a_plain_reimplementation(minilm, plain_dense, tmp_path, ca
     assert record["retriever"] == "dense" and record["retriever_model"].startswith("model@")
     assert (record["recall"], record["precision"], record["iou"]) == pytest.approx(
         (recall, precision, iou), abs=1e-9)
+    assert record["ndcg"] == pytest.approx(numpy.mean(plain_ndcg(questions, chunks, ranked)),
+                                           abs=1e-9)
     assert record.get("budget") == (600 if depth[0] == "--budget" else None)
 
 
