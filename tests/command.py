@@ -37,6 +37,19 @@ def install_command(extra: str) -> str:
     return "pip install " + " ".join(f"'{requirement}'" for requirement in extras[extra])
 
 
+#: The faults a test may inject into the chunkd processes it starts (faults/sitecustomize.py).
+FAULTS = Path(__file__).resolve().parent / "faults"
+
+
+def with_faults(faults: dict, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment (``env``, else this process's) of a chunkd process with
+    ``faults`` injected (``FAULTS``: Python imports its sitecustomize at start-up)."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
+    env["CHUNKD_FAULTS"] = orjson.dumps(faults).decode()
+    return env
+
+
 def run_chunkd(*args: str, input: bytes = b"", cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([chunkd_command(), *args], input=input, capture_output=True,
                           timeout=HANG, cwd=cwd)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import pathlib
 import secrets
 import signal
 import socket
@@ -14,12 +12,9 @@ from pathlib import Path
 
 import orjson
 
-from command import HANG, chunkd_command, ndjson, run_chunkd
+from command import HANG, chunkd_command, ndjson, run_chunkd, with_faults
 
 SETTLE = "0.5"
-FAULTS = pathlib.Path(__file__).resolve().parent / "faults"
-
-
 class Watcher:
     """A running ``chunkd watch`` with its log in a file; ``prefix``: the command that
     runs it (``unshare ...``), if any."""
@@ -30,10 +25,7 @@ class Watcher:
         self.inbox = inbox
         self.log_path = inbox.parent / f"watch-{secrets.token_hex(3)}.log"
         self.log_file = open(self.log_path, "wb")
-        env = dict(env or os.environ)
-        if faults:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
-            env["CHUNKD_FAULTS"] = json.dumps(faults)
+        env = with_faults(faults, env) if faults else dict(env or os.environ)
         self.process = subprocess.Popen(
             [*prefix, chunkd_command(), "watch", str(inbox), "--settle", settle, *options],
             stdout=self.log_file, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec_fn)

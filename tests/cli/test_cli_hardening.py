@@ -20,9 +20,9 @@ import msgpack
 import orjson
 import pytest
 
-from command import FIRST_PROCESS, HANG, chunkd_command, first_process_of, ndjson, run_chunkd
+from command import (FIRST_PROCESS, HANG, chunkd_command, first_process_of, ndjson, run_chunkd,
+                     with_faults)
 from oracle import corpus_documents
-from watching import FAULTS
 
 
 def no_traceback(result: subprocess.CompletedProcess) -> None:
@@ -196,9 +196,7 @@ def test_a_closed_reader_midway_through_jobs_output_ends_quietly(tmp_path):
 def test_ctrl_c_during_start_up_is_status_130_without_a_traceback(command, module):
     """A Ctrl-C that arrives while the command is still importing its modules (a fault
     injected into the chunkd process) ends it as a Ctrl-C later would."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
-                                                                   os.environ.get("PYTHONPATH")])),
-               CHUNKD_FAULTS=orjson.dumps({"interrupt_importing": module}).decode())
+    env = with_faults({"interrupt_importing": module})
     result = subprocess.run([chunkd_command(), *command], input=b"Some text.",
                             capture_output=True, env=env, timeout=HANG)
     assert (result.returncode, result.stderr, result.stdout) == (130, b"", b"")
@@ -208,9 +206,7 @@ def test_a_bug_is_one_line_with_status_70_and_never_its_message(tmp_path):
     """An exception chunkd never expects (injected): one line naming its type and where
     it was raised, status 70, no traceback and not the message, which may hold a secret."""
     (tmp_path / "a-bug.txt").write_text("Meets a bug.", encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
-                                                                   os.environ.get("PYTHONPATH")])),
-               CHUNKD_FAULTS=orjson.dumps({"bug_suffix": "bug.txt"}).decode())
+    env = with_faults({"bug_suffix": "bug.txt"})
     result = subprocess.run([chunkd_command(), "a-bug.txt"], cwd=tmp_path,
                             capture_output=True, env=env, timeout=HANG)
     assert result.returncode == 70
@@ -261,9 +257,7 @@ def jobs_files(folder) -> list[str]:
 
 
 def with_jobs_crash(folder, names, suffix: str, once: str | None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
-                                                                   os.environ.get("PYTHONPATH")])),
-               CHUNKD_FAULTS=orjson.dumps({"jobs_crash": {"suffix": suffix, "once": once}}).decode())
+    env = with_faults({"jobs_crash": {"suffix": suffix, "once": once}})
     return subprocess.run([chunkd_command(), "--jobs", "2", "--ids", *names], cwd=folder,
                           capture_output=True, timeout=HANG, env=env)
 

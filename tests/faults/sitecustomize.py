@@ -37,6 +37,8 @@ and in each of its worker processes. Faults:
 - "jobs_crash": ``{"suffix": ..., "once": PATH or null}``; a filter's ``--jobs`` worker
   dies (SIGKILL) when it is given a document whose name ends so, as when the OOM killer
   picks it; with "once", only while PATH does not exist (it is created then).
+- "index_rows": a number; pgvector's HNSW index is built once the table holds that
+  many rows (``INDEX_ROWS``, 10,000), so that a test's few rows get it;
 - "retry_first": seconds; the daemon's first wait before it tries a failed file again
   (``RETRY_FIRST``, 5 s), doubling as ever: the same sequence of tries, sooner.
 """
@@ -262,3 +264,8 @@ if faults.get("retry_first"):
     import chunkd.service.daemon
 
     chunkd.service.daemon.RETRY_FIRST = float(faults["retry_first"])
+
+if faults.get("index_rows"):
+    import chunkd.stores.pgvector
+
+    chunkd.stores.pgvector.INDEX_ROWS = int(faults["index_rows"])

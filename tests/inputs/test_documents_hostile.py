@@ -16,9 +16,9 @@ import zipfile
 import orjson
 import pytest
 
-from command import HANG, chunkd_command, run_chunkd
+from command import HANG, chunkd_command, run_chunkd, with_faults
 from document_files import encrypted_pdf, made_documents
-from watching import FAULTS, results
+from watching import results
 
 
 @pytest.fixture(scope="module")
@@ -291,9 +291,7 @@ def test_a_text_too_large_to_encode_is_said_to_outgrow_the_memory_bound(made, tm
     handler and ended the worker)."""
     page = tmp_path / "page.html"
     page.write_text("<html><body><p>words</p></body></html>")
-    env = dict(os.environ, CHUNKD_FAULTS=orjson.dumps({"text_past_memory": True}).decode(),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(FAULTS),
-                                                         os.environ.get("PYTHONPATH")])))
+    env = with_faults({"text_past_memory": True})
     done = subprocess.run([chunkd_command(), "--chars", "500", str(page), str(made[1].pdf)],
                           capture_output=True, env=env, timeout=HANG)
     assert (done.returncode, done.stderr.decode()) == (1, f"chunkd: {page}: extracting its "

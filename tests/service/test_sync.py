@@ -18,7 +18,7 @@ import urllib.request
 import numpy
 import pytest
 
-from command import HANG, chunkd_command
+from command import HANG, chunkd_command, with_faults
 from store_servers import (CHUNKING, assert_store_holds, collection_name, embedded_texts,
                     expected_chunks, lance_rows, paragraphs, pgvector_rows, sync)
 from test_embed_url import hashed
@@ -553,10 +553,12 @@ def test_check_embeds_nothing_but_what_the_semantic_strategy_cuts_with(tmp_path,
 # --- the store and its neighbours ----------------------------------------------------
 
 @pytest.mark.slow
-def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoint):
+def test_the_hnsw_index_is_built_once_the_table_holds_enough_rows(postgres, tmp_path, endpoint):
     """In a database of its own (another test's LangChain may create the rows' table
-    without a dimension, which takes no HNSW index): after the first sync the index is
-    there, valid, and PostgreSQL's planner searches by cosine distance with it."""
+    without a dimension, which takes no HNSW index): a table of fewer rows than
+    ``INDEX_ROWS`` gets none (an exact search reads it in milliseconds); once a sync
+    leaves it that many (here, made 20 by an injected fault), the index is there,
+    valid, and PostgreSQL's planner searches by cosine distance with it."""
     import psycopg
 
     with psycopg.connect(postgres.url, autocommit=True) as connection:
@@ -568,6 +570,22 @@ def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoi
         (folder / f"{number}.md").write_text(paragraphs(800 + number, 4))
     done = sync(folder, url, endpoint)
     assert done.returncode == 0, done.stderr
+
+    def indexes() -> int:
+        with psycopg.connect(url) as connection:
+            return connection.execute("SELECT count(*) FROM pg_class WHERE relname = "
+                                      "'chunkd_embedding_hnsw'").fetchone()[0]
+
+    assert indexes() == 0
+    with psycopg.connect(url) as connection:
+        rows = connection.execute("SELECT count(*) FROM langchain_pg_embedding").fetchone()[0]
+    assert rows < 20
+    (folder / "3.md").write_text(paragraphs(803, 8))
+    done = sync(folder, url, endpoint, env=with_faults({"index_rows": 20}))
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(url) as connection:
+        assert connection.execute("SELECT count(*) FROM langchain_pg_embedding").fetchone()[0] >= 20
+    assert indexes() == 1
     with psycopg.connect(url) as connection:
         valid = connection.execute(
             "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -581,8 +599,8 @@ def test_the_hnsw_index_is_built_once_the_rows_are_in(postgres, tmp_path, endpoi
 
 
 @pytest.mark.slow
-def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(postgres,
-                                                                            tmp_path, endpoint):
+def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(
+        postgres, tmp_path, endpoint, monkeypatch):
     """The HNSW index's build waits for the rows' table, which another writer holds (as a
     long build would reach its bound): the sync says so in one line and ends at once,
     exit 0 (the rows are in; searches are exact); it waited the statement timeout
@@ -596,17 +614,19 @@ def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(pos
     with psycopg.connect(postgres.url, autocommit=True) as connection:
         connection.execute("CREATE DATABASE unindexed")
     url = postgres.url.replace("/postgres?", "/unindexed?")
+    monkeypatch.setattr("chunkd.stores.pgvector.INDEX_ROWS", 1)  # in this process, and
+    indexed = with_faults({"index_rows": 1})                      # in the syncs it starts
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.md").write_text(paragraphs(57, 3))
-    assert sync(folder, url, endpoint).returncode == 0
+    assert sync(folder, url, endpoint, env=indexed).returncode == 0
     (folder / "a.md").write_text(paragraphs(58, 3))
     with psycopg.connect(url) as other:
         other.execute("DROP INDEX chunkd_embedding_hnsw")
         other.commit()
         other.execute("LOCK TABLE langchain_pg_embedding IN ROW EXCLUSIVE MODE")  # a writer
         started = time.monotonic()
-        done = sync(folder, url, endpoint)
+        done = sync(folder, url, endpoint, env=indexed)
         took = time.monotonic() - started
         assert done.returncode == 0, done.stderr
         lines = done.stderr.splitlines()
@@ -630,7 +650,7 @@ def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(pos
             sink.close()
     assert_equal(folder, url, endpoint, lambda collection: pgvector_rows(url, collection))
     (folder / "a.md").write_text(paragraphs(59, 3))
-    done = sync(folder, url, endpoint)  # a later run that writes builds it
+    done = sync(folder, url, endpoint, env=indexed)  # a later run that writes builds it
     assert done.returncode == 0 and b"HNSW" not in done.stderr, done.stderr
     with psycopg.connect(url) as connection:
         assert connection.execute("SELECT count(*) FROM pg_class WHERE relname = "
@@ -638,7 +658,7 @@ def test_an_index_build_that_cannot_finish_is_said_once_and_holds_nothing_up(pos
 
 
 @pytest.mark.slow
-def test_a_first_change_refused_leaves_no_index_to_build(postgres):
+def test_a_first_change_refused_leaves_no_index_to_build(postgres, monkeypatch):
     """A change the store refuses in a database without the rows' table: the tables,
     made in a transaction of their own, stay, and the writer's end builds the index
     the next change needs (it once built one on a table rolled back: exit 3)."""
@@ -650,6 +670,7 @@ def test_a_first_change_refused_leaves_no_index_to_build(postgres):
     with psycopg.connect(postgres.url, autocommit=True) as connection:
         connection.execute("CREATE DATABASE refused_first")
     url = postgres.url.replace("/postgres?", "/refused_first?")
+    monkeypatch.setattr("chunkd.stores.pgvector.INDEX_ROWS", 1)
 
     def change(name: str, first: float) -> Change:
         return Change(name, "0" * 64, "settings", [

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from browser import Serve, request
-from command import HANG, chunkd_command, ndjson, records_with_jobs, run_chunkd
-from watching import FAULTS, filter_chunks, results
+from command import HANG, chunkd_command, ndjson, records_with_jobs, run_chunkd, with_faults
+from watching import filter_chunks, results
 
 FILES = {
     "app.py": "import os\n\n\nclass App:\n    def run(self):\n        return os.getcwd()\n",
@@ -57,9 +57,7 @@ def test_filter_files_of_several_languages(tmp_path):
 
 
 def _without(*modules: str) -> dict:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
-        str(FAULTS), os.environ.get("PYTHONPATH")])),
-        CHUNKD_FAULTS=json.dumps({"missing_modules": list(modules)}))
+    return with_faults({"missing_modules": list(modules)})
 
 
 def test_missing_grammar_is_one_line_and_the_others_are_chunked(tmp_path):
