@@ -36,6 +36,7 @@ import os
 import struct
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -120,6 +121,7 @@ ON CONFLICT (id) DO UPDATE SET document = EXCLUDED.document, cmetadata = EXCLUDE
     embedding = EXCLUDED.embedding
 WHERE stored.collection_id = EXCLUDED.collection_id
     AND stored.cmetadata ->> 'origin' = EXCLUDED.cmetadata ->> 'origin'
+RETURNING cmetadata ->> 'source'
 """
 
 T = TypeVar("T")
@@ -473,7 +475,7 @@ class PgvectorSink:
                 written: list[Change]) -> None:
         """The changes' rows, written over the rows of their ids: one binary COPY into
         ``STAGE``, one statement from there; ``StoreRefused`` when an id is another
-        collection's or folder's row (the upsert leaves such a row as it is)."""
+        collection's or folder's row."""
         cursor.execute(STAGE)
         with cursor.copy("COPY chunkd_stage (id, embedding, document, cmetadata) FROM STDIN "
                          "(FORMAT BINARY)") as copy:
@@ -486,13 +488,10 @@ class PgvectorSink:
                         _json(metadata(record, change.source, self.origin, change.sha256,
                                        change.fingerprint))))
             copy.write(COPY_TRAILER)
+        # The rows it wrote, by source: a row of another collection or origin under one
+        # of the ids is left as it is (the upsert's condition), and not among them.
         cursor.execute(self._sql(UPSERT), (collection,))
-        cursor.execute(self._sql("SELECT e.cmetadata ->> 'source', count(*) FROM {embedding} e "
-                                 "WHERE e.collection_id = %s AND e.cmetadata ->> 'origin' = %s "
-                                 "AND e.id = ANY(%s) GROUP BY 1"),
-                       (collection, self.origin,
-                        [record["chunk_id"] for change in written for record in change.records]))
-        held: dict[str, int] = dict(cursor.fetchall())
+        held = Counter(source for (source,) in cursor)
         for change in written:
             if held.get(change.source, 0) != len(change.records):
                 raise StoreRefused(
