@@ -39,7 +39,7 @@ from chunkd.inputs.readers import (Document, FileBlocks, InputError, Paused, Tex
                             display_name, documents)
 from chunkd.settings import CommandParser, Settings, add_settings_options, parse_with_settings
 from chunkd.strategies import build
-from chunkd.llm.ledger import document_lines, run_lines
+from chunkd.llm.ledger import document_lines, run_lines, start_run
 from chunkd.pipeline import DocumentText, Pipeline
 from chunkd.outputs.late import LateWriter
 from chunkd.outputs.vectors import VectorWriter
@@ -539,6 +539,7 @@ def run(job: Job, out: Output) -> int:
     elif settings[VECTORS]:  # records wait for a batch of chunks across documents
         writer = VectorWriter(writer, embedder(settings), batch_size(settings),
                               lambda name, error: report(InputError(f"{where(name)}: {error}")))
+    start_run()  # what an LLM strategy says is this run's
     pipeline = Pipeline(settings)
     contexts = None
     if settings[CONTEXT]:

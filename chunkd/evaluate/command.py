@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from chunkd.about import ReportVersion
 from chunkd.inputs import add_document_options, check_limits, labels
-from chunkd.llm.ledger import run_lines
+from chunkd.llm.ledger import run_lines, start_run
 from chunkd.options import supporting
 from chunkd.model.errors import EmbedError, LLMError
 from chunkd.processes.stdio import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Output, run_writing
@@ -300,6 +300,7 @@ def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv))
     check_limits(parser, args.max_bytes, args.extract_timeout, args.ocr)
+    start_run()  # what an LLM strategy says is this run's
     if args.k is not None and args.budget is not None:
         parser.error("-k and --budget exclude each other: give one")
     if args.k is None and args.budget is None:

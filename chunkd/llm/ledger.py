@@ -1,7 +1,9 @@
 """What the strategies that ask an LLM have to say: lines about each document, which a
 front end says after it, and lines about the run (what the questions cost, what fell
 back), which it says at the end. Each strategy keeps a ``Ledger``, registered when
-made, so that a front end says them all without knowing which strategy asked."""
+made, so that a front end says them all without knowing which strategy asked. A front
+end's run begins with ``start_run``: what the ledgers of this process hold then is an
+earlier run's (in process: a Python caller's, a test's), not this one's."""
 
 from __future__ import annotations
 
@@ -28,6 +30,16 @@ class Ledger:
     def lines(self) -> list[str]:
         """What is said at the end of the run (nothing, unless a strategy says)."""
         return []
+
+    def clear(self) -> None:
+        """Forget what was asked before: an earlier run's."""
+        self.notes.clear()
+
+
+def start_run() -> None:
+    """A front end's run begins: every ledger forgets what earlier runs asked."""
+    for ledger in list(_ledgers.values()):
+        ledger.clear()
 
 
 def document_lines() -> Iterator[str]:

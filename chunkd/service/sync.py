@@ -45,7 +45,7 @@ from chunkd.stores.base import row_digest
 from chunkd.strategies import strategy_class
 from chunkd.model.chunk import name_value
 from chunkd.outputs.writers import chunk_record
-from chunkd.llm.ledger import document_lines, run_lines
+from chunkd.llm.ledger import document_lines, run_lines, start_run
 from chunkd.pipeline import Pipeline
 
 if TYPE_CHECKING:
@@ -646,6 +646,7 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as error:
         parser.error(f"--metrics {args.metrics}: {getattr(error, 'strerror', None) or error}")
     try:
+        start_run()  # what an LLM strategy says is this run's
         sync = Sync(args, Inbox(options), settings, embedder, sink, metrics, limits)
         status = sync.check() if args.check else sync.run()
     except StoreDown as error:

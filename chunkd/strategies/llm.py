@@ -125,6 +125,12 @@ class AskedTally(Ledger):
 
         return Cost()
 
+    def clear(self) -> None:
+        super().clear()
+        self.windows = self.fallbacks = 0
+        self.why = None
+        self.__dict__.pop("cost", None)
+
     def lines(self) -> list[str]:
         """What the front end says at the end: the cost, and the windows cut by size
         alone (if any)."""

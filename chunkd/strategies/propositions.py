@@ -132,9 +132,19 @@ class Session(Ledger):
         super().__init__()
         self.client, self.concurrency, self.cache = client, concurrency, cache
         self.cost: Cost = Cost()
+        #: Made in this run, or used since it began: its cost is said, even when naught.
+        self.in_run = True
 
     def lines(self) -> list[str]:
+        if not (self.in_run or self.cost.calls or self.cost.reused):
+            return []
         return [self.cost.line(self.client.endpoint.shown, f"--strategy {NAME}")]
+
+    def clear(self) -> None:
+        from chunkd.llm.context import Cost
+
+        super().clear()
+        self.cost, self.in_run = Cost(), False
 
 
 @functools.lru_cache(maxsize=None)

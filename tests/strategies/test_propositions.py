@@ -10,6 +10,7 @@ import json
 import re
 import threading
 from collections import Counter
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -228,6 +229,7 @@ class Scripted:
     """A client that answers from a list, in turn."""
 
     name = "scripted@test"
+    endpoint = SimpleNamespace(shown="http://scripted.test")  # as messages show it
 
     def __init__(self, answers: list[str]) -> None:
         self.answers, self.calls, self.lock = answers, 0, threading.Lock()
@@ -319,6 +321,27 @@ def test_an_answer_far_longer_than_asked_is_asked_again_then_the_passage_kept(gr
     assert calls == 2
     assert [(chunk.text, chunk.title) for chunk in chunks] == [(document, NULL)]
     assert notes[0].startswith("1 of 1 passages kept as their own text")
+
+
+def test_a_run_says_what_it_asked_not_what_an_earlier_one_did():
+    """In one process (a Python caller, a test), a front end's run says the cost of its
+    own questions only: a session or the llm strategy's tally that asked in an earlier
+    run says nothing (an eval once said a tally another test had left)."""
+    from chunkd.llm.ledger import run_lines, start_run
+
+    earlier = chunked_by([json.dumps({"chunks": [{"title": "", "summary": "",
+                                                  "propositions": ["Owls hunt."]}]})],
+                         "Owls hunt at night.")
+    assert earlier[2] == 1
+    from chunkd.strategies.llm import TALLY
+
+    TALLY.windows += 1  # as an earlier run of --strategy llm in this process left it
+    assert TALLY.lines()
+    start_run()
+    assert run_lines() == []
+    session = Session(Scripted(["{}"]), 1, None)
+    [line] = run_lines()
+    assert line == session.lines()[0] and " 0 LLM calls " in line
 
 
 def test_align_prefers_the_words_where_they_are():
